@@ -1,0 +1,302 @@
+"""The ``bitextmine`` command line. Each command parses options and calls one library function.
+
+Heavy modules (torch, faiss, sentencepiece) are imported inside the commands, so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from dataclasses import replace
+
+import click
+
+from . import __version__
+from .config import DEVICES, MARGINS, MODES, EncodeConfig, MineConfig, TokenizerConfig, TrainConfig
+from .errors import BitextmineError
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BitextmineError as e:
+            click.echo(f"Error: {e}", err=True)
+            sys.exit(1)
+        except BrokenPipeError:
+            # the reader of our output went away (e.g. `| head`): stop quietly, as Unix tools do
+            sys.stderr.close()
+            sys.exit(0)
+        except KeyboardInterrupt:
+            click.echo("Error: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="bitextmine")
+def main() -> None:
+    """Train cross-lingual sentence encoders on bitext, encode sentences fast, mine and score translation pairs.
+
+    \b
+    Examples:
+      bitextmine mine examples/de.txt examples/en.txt
+      bitextmine train --src corpus.de --tgt corpus.en --out my-model
+    """
+
+
+def _bar(quiet: bool, **kw):
+    from tqdm import tqdm
+
+    # None = tqdm shows the bar only when stderr is a terminal (no clutter in logs and pipelines)
+    return tqdm(disable=True if quiet else None, file=sys.stderr, dynamic_ncols=True, **kw)
+
+
+def _info(quiet: bool, message: str) -> None:
+    if not quiet:
+        click.echo(message, err=True)
+
+
+@contextmanager
+def _output(path: str | None):
+    """A text stream for ``path`` (None or '-' = stdout), written atomically for files."""
+    if path in (None, "-"):
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    import os
+
+    tmp = path + ".partial"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _model_option(f):
+    return click.option("--model", "model_dir", metavar="DIR", default=None,
+                        help="Model directory from 'bitextmine train'  [default: the bundled model]")(f)
+
+
+def _device_option(default: str):
+    return click.option("--device", type=click.Choice(DEVICES), default=default, show_default=True,
+                        help="auto = CUDA when available, else CPU.")
+
+
+def _quiet_option(f):
+    return click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary on stderr.")(f)
+
+
+# --- train -----------------------------------------------------------------------------------------
+
+T, K = TrainConfig, TokenizerConfig
+
+
+@main.command()
+@click.option("--src", multiple=True, metavar="FILE", help="Source side of a line-aligned corpus (repeatable, paired with --tgt in order).")
+@click.option("--tgt", multiple=True, metavar="FILE", help="Target side of a line-aligned corpus (repeatable).")
+@click.option("--tsv", multiple=True, metavar="FILE", help="A TSV corpus (repeatable); columns from --scol/--tcol.")
+@click.option("--scol", type=click.IntRange(1), default=1, show_default=True, help="TSV source column (1-based).")
+@click.option("--tcol", type=click.IntRange(1), default=2, show_default=True, help="TSV target column (1-based).")
+@click.option("--out", "-o", required=True, metavar="DIR", help="Model directory to write.")
+@click.option("--vocab-size", type=click.IntRange(100), default=K.vocab_size, show_default=True, help="SentencePiece vocabulary (joint, all languages).")
+@click.option("--spm-model", metavar="FILE", default=None, help="Reuse this SentencePiece model instead of training one.")
+@click.option("--spm-sample", type=click.IntRange(1000), default=K.sample_sentences, show_default=True, help="Sentences sampled to train SentencePiece.")
+@click.option("--dim", type=click.IntRange(1), default=T.dim, show_default=True, help="Embedding dimension.")
+@click.option("--epochs", type=click.IntRange(1), default=T.epochs, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=T.batch_size, show_default=True, help="Pairs per mini-batch.")
+@click.option("--margin", type=float, default=T.margin, show_default=True, help="Hinge loss margin delta.")
+@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), default=T.dropout, show_default=True, help="Probability of dropping each piece.")
+@click.option("--lr", type=float, default=T.lr, show_default=True, help="Adam learning rate.")
+@click.option("--megabatch-start", type=click.IntRange(1), default=T.megabatch_start, show_default=True, help="Mini-batches per mega-batch at the start.")
+@click.option("--megabatch-max", type=click.IntRange(1), default=T.megabatch_max, show_default=True, help="Largest mega-batch, in mini-batches.")
+@click.option("--megabatch-every", type=click.IntRange(1), default=T.megabatch_every, show_default=True, help="Grow the mega-batch by one every N mini-batches.")
+@click.option("--dev-pairs", type=click.IntRange(0), default=T.dev_pairs, show_default=True, help="Training pairs held apart for dev retrieval accuracy.")
+@click.option("--dev-tatoeba", nargs=2, multiple=True, metavar="SRC TGT", help="Aligned dev files for retrieval accuracy (repeatable).")
+@click.option("--dev-sts", multiple=True, metavar="FILE", help="STS Benchmark TSV for dev Pearson r (repeatable).")
+@click.option("--eval-every", type=click.IntRange(0), default=T.eval_every, show_default=True, help="Also evaluate every N mini-batches (0 = each epoch).")
+@click.option("--checkpoint-every", type=click.IntRange(0), default=T.checkpoint_every, show_default=True, help="Checkpoint every N mini-batches.")
+@click.option("--max-steps", type=click.IntRange(0), default=T.max_steps, show_default=True, help="Stop after N mini-batches (0 = all epochs); continue later with --resume.")
+@click.option("--resume", is_flag=True, help="Continue from OUT/checkpoint.")
+@click.option("--lang", "languages", multiple=True, metavar="CODE", help="Language code recorded in the model (repeatable).")
+@click.option("--fp32", is_flag=True, help="Store embeddings as float32 instead of float16.")
+@click.option("--seed", type=int, default=T.seed, show_default=True)
+@click.option("--threads", type=click.IntRange(0), default=T.threads, show_default=True, help="Torch CPU threads (0 = default).")
+@_device_option(T.device)
+@_quiet_option
+def train(src, tgt, tsv, scol, tcol, out, vocab_size, spm_model, spm_sample, dim, epochs, batch_size, margin, dropout,
+          lr, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
+          checkpoint_every, max_steps, resume, languages, fp32, seed, threads, device, quiet):
+    """Train an SP encoder on parallel corpora.
+
+    \b
+    Example:
+      bitextmine train --src data/train.de.gz --tgt data/train.en.gz --out de-en-model \\
+          --dev-tatoeba tatoeba.deu-eng.deu tatoeba.deu-eng.eng
+    """
+    from .corpus import CorpusSpec
+    from .errors import ConfigError
+    from .training import train as run_train
+
+    if len(src) != len(tgt):
+        raise ConfigError(f"{len(src)} --src but {len(tgt)} --tgt; expected them in pairs")
+    specs = [CorpusSpec(src=s, tgt=t) for s, t in zip(src, tgt)] + [CorpusSpec(tsv=p, scol=scol, tcol=tcol) for p in tsv]
+    config = TrainConfig(dim=dim, margin=margin, batch_size=batch_size, megabatch_start=megabatch_start,
+                         megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr,
+                         epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,
+                         checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads,
+                         fp16=not fp32)
+    tok_config = TokenizerConfig(vocab_size=vocab_size, sample_sentences=spm_sample)
+    bar = None
+
+    def say(message: str) -> None:
+        if quiet:
+            return
+        if bar is not None:
+            bar.write(message, file=sys.stderr)
+        else:
+            click.echo(message, err=True)
+
+    def progress(e: dict) -> None:
+        nonlocal bar
+        if e["event"] == "log":
+            say(e["message"])
+        elif e["event"] == "start":
+            bar = _bar(quiet, total=e["total_steps"], initial=e["step"], unit="batch", desc="train")
+        elif e["event"] == "step" and bar is not None:
+            bar.update(e["advance"])
+            bar.set_postfix(epoch=e["epoch"], loss=f"{e['loss']:.4f}", mega=e["megabatch"],
+                            pairs_s=f"{e['pairs_per_second']:.0f}", refresh=False)
+        elif e["event"] == "eval":
+            scores = ", ".join(f"{k} {v:.2f}" for k, v in e["scores"].items())
+            say(f"dev after epoch {e['epoch']}, mini-batch {e['step']}: {scores} (best {e['best']:.2f})")
+
+    result = run_train(specs, out, config=config, tokenizer_config=tok_config, tokenizer_path=spm_model,
+                       dev_tatoeba=dev_tatoeba, dev_sts=dev_sts, languages=languages, resume=resume,
+                       progress=progress)
+    if bar is not None:
+        bar.close()
+    _info(quiet, f"wrote {result.model_dir}: {result.steps} mini-batches in {result.seconds:.0f}s "
+                 f"({result.pairs_per_second:.0f} pairs/s)")
+
+
+# --- encode ----------------------------------------------------------------------------------------
+
+E = EncodeConfig
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--output", "-o", required=True, metavar="OUT.npy", help="Embeddings file; OUT.npy.json is written beside it.")
+@_model_option
+@click.option("--fp16", is_flag=True, default=E.fp16, help="Store float16 instead of float32.")
+@click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Sentences per batch.")
+@click.option("--threads", type=click.IntRange(0), default=E.threads, show_default=True, help="Tokenizer threads (0 = all cores).")
+@_device_option(E.device)
+@_quiet_option
+def encode(inputs, output, model_dir, fp16, batch_size, threads, device, quiet):
+    """Encode text files (one sentence per line; '-' = stdin; .gz read transparently).
+
+    Writes one L2-normalised row per input line, in input order.
+
+    \b
+    Example:
+      bitextmine encode examples/de.txt -o de.npy
+    """
+    from .encoding import encode_files
+    from .model import load_model
+
+    model = load_model(model_dir)
+    bar = _bar(quiet, unit="sent", desc="encode")
+    result = encode_files(inputs, output, model, config=EncodeConfig(batch_size=batch_size, threads=threads,
+                                                                      fp16=fp16, device=device),
+                          progress=bar.update)
+    bar.close()
+    _info(quiet, f"wrote {result.count} x {result.dim} {result.dtype} to {output}")
+
+
+# --- mine ------------------------------------------------------------------------------------------
+
+M = MineConfig
+
+
+@main.command()
+@click.argument("src")
+@click.argument("tgt")
+@click.option("--output", "-o", default=None, metavar="OUT.tsv", help="Output TSV  [default: stdout]")
+@_model_option
+@click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC ('bitextmine encode').")
+@click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT.")
+@click.option("--k", type=click.IntRange(1), default=M.k, show_default=True, help="Nearest neighbours per direction.")
+@click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")
+@click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")
+@click.option("--threshold", type=float, default=M.threshold, show_default=True, help="Keep pairs scoring at least this.")
+@click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
+@click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
+@_device_option(M.device)
+@_quiet_option
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, threshold, ids, block_size, device, quiet):
+    """Mine translation pairs between two text files (one sentence per line).
+
+    Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first.
+
+    \b
+    Example:
+      bitextmine mine examples/de.txt examples/en.txt --ids
+    """
+    from .mining import mine_files
+    from .model import load_model
+
+    model = load_model(model_dir)
+    config = MineConfig(k=k, margin=margin, mode=mode, threshold=threshold, block_size=block_size, device=device)
+    bars: dict = {}
+
+    def progress(stage: str, n: int) -> None:
+        if stage not in bars:
+            bars[stage] = _bar(quiet, unit="sent", desc=stage)
+        bars[stage].update(n)
+
+    with _output(output) as out:
+        stats = mine_files(src, tgt, out, model=model, config=config,
+                           encode_config=EncodeConfig(device=device), src_emb=src_emb, tgt_emb=tgt_emb, ids=ids,
+                           progress=progress)
+    for b in bars.values():
+        b.close()
+    _info(quiet, f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "
+                 f"({stats.src_unique} x {stats.tgt_unique} distinct, {stats.src_empty} + {stats.tgt_empty} empty "
+                 f"lines skipped)  [{stats.signature}]")
+
+
+# --- score -----------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("file", default="-", required=False)
+@click.option("--output", "-o", default=None, metavar="OUT.tsv", help="Output  [default: stdout]")
+@_model_option
+@click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Lines per batch.")
+@_device_option(E.device)
+@_quiet_option
+def score(file, output, model_dir, batch_size, device, quiet):
+    """Append the cosine similarity of src<TAB>tgt to each line (streaming; FILE or '-' = stdin).
+
+    \b
+    Example:
+      paste examples/de.txt examples/en.txt | bitextmine score | sort -t$'\\t' -k3,3gr | head
+    """
+    from .model import load_model
+    from .scoring import score_file
+
+    model = load_model(model_dir)
+    bar = _bar(quiet, unit="line", desc="score")
+    with _output(output) as out:
+        n = score_file(file, out, model, config=replace(EncodeConfig(), batch_size=batch_size, device=device),
+                       progress=bar.update)
+    bar.close()
+    _info(quiet, f"scored {n} lines")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Defaults for every stage, written once. The CLI reads its option defaults from these dataclasses.
+
+Sources: "paper" = Wieting et al. 2019 ("Simple and effective paraphrastic similarity from
+parallel translations") and Wieting et al. 2021 ("Paraphrastic representations at scale");
+"LASER" = Artetxe & Schwenk 2019 ("Margin-based parallel corpus mining").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    vocab_size: int = 20000  # paper: joint SentencePiece vocabulary of 20k
+    model_type: str = "unigram"  # paper: SentencePiece unigram model
+    sample_sentences: int = 2_000_000  # cap on sentences fed to SentencePiece training (~2-3 GB peak)
+    character_coverage: float = 0.9995  # SentencePiece's recommendation for CJK-bearing corpora
+    seed: int = 1234  # sample and shuffle seed
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    dim: int = 300  # paper: dimension 300 (1024 also reported)
+    margin: float = 0.4  # paper: hinge margin delta = 0.4
+    batch_size: int = 128  # paper: mini-batch of 128 pairs
+    megabatch_start: int = 1  # paper: mega-batch starts at 1 mini-batch
+    megabatch_max: int = 60  # paper: grows up to 60 mini-batches
+    megabatch_every: int = 150  # paper: +1 mini-batch every 150 mini-batches
+    dropout: float = 0.3  # paper: dropout 0.3 (here: each piece dropped with this probability)
+    lr: float = 0.001  # paper: Adam, learning rate 0.001
+    epochs: int = 10  # paper: 10 epochs
+    seed: int = 1  # seeds data order, dropout and initialisation
+    dev_pairs: int = 1000  # held-apart training pairs for dev retrieval accuracy (never trained on)
+    eval_every: int = 0  # also evaluate every N mini-batches (0 = only after each epoch)
+    checkpoint_every: int = 1000  # save a resumable checkpoint every N mini-batches (0 = epoch ends only)
+    max_steps: int = 0  # stop after N mini-batches (0 = run all epochs); resumable with --resume
+    init_scale: float = 0.1  # piece embeddings start as uniform(-s, s)
+    device: str = "auto"  # auto | cpu | cuda
+    threads: int = 0  # torch CPU threads (0 = torch's default)
+    fp16: bool = True  # store the model's embeddings as float16 (half the size)
+
+
+@dataclass(frozen=True)
+class EncodeConfig:
+    batch_size: int = 8192  # sentences per batch; tokenisation is batched and multi-threaded
+    threads: int = 0  # SentencePiece threads (0 = all cores)
+    fp16: bool = False  # store float16 instead of float32
+    device: str = "auto"  # auto | cpu | cuda
+
+
+@dataclass(frozen=True)
+class MineConfig:
+    k: int = 4  # LASER: k = 4 nearest neighbours in each direction
+    margin: str = "ratio"  # LASER: ratio margin works best (ratio | distance | absolute)
+    mode: str = "max"  # LASER: "max" retrieval, best pairs first, each sentence used once
+    # Calibrated for the bundled default model with tools/calibrate_threshold.py (README, "Threshold").
+    threshold: float = 1.06
+    block_size: int = 16384  # query rows per k-NN block; bounds memory
+    device: str = "auto"  # auto | cpu | cuda
+
+
+MARGINS = ("ratio", "distance", "absolute")
+MODES = ("max", "forward", "backward", "intersect", "union")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Defaults:
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    encode: EncodeConfig = field(default_factory=EncodeConfig)
+    mine: MineConfig = field(default_factory=MineConfig)

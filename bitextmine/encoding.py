@@ -1,0 +1,217 @@
+"""Sentence embeddings: batched, multi-threaded tokenisation, mean of piece embeddings, L2 normalisation.
+
+Embedding files are ``.npy`` (float32 or float16, one row per input line, in input order) written
+as a stream, with a JSON sidecar ``OUT.npy.json`` naming the model that made them::
+
+    {"format_version": 1, "model_fingerprint": ..., "dim": ..., "dtype": ..., "count": ...,
+     "input_sha256": ..., "inputs": [...]}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from .config import EncodeConfig
+from .corpus import iter_lines
+from .errors import ModelFormatError
+from .model import Model
+from .tokenizer import flatten
+
+SIDECAR_VERSION = 1
+
+
+def resolve_device(device: str) -> str:
+    """'auto' -> 'cuda' when torch sees a GPU, else 'cpu'."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        from .errors import ConfigError
+
+        raise ConfigError("--device cuda: torch sees no CUDA GPU; use --device cpu or auto")
+    return device
+
+
+class Encoder:
+    """Encodes batches of text with one model on one device; keeps the weight tensor resident."""
+
+    def __init__(self, model: Model, config: EncodeConfig = EncodeConfig()):
+        import torch
+
+        self.model = model
+        self.config = config
+        self.device = resolve_device(config.device)
+        self.weight = torch.from_numpy(model.embeddings).to(self.device)
+
+    def embed_flat(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Mean piece embedding per sentence, L2-normalised: float32 (n, dim). Empty sentences give zeros."""
+        import torch
+        import torch.nn.functional as F
+
+        if len(offsets) == 0:
+            return np.zeros((0, self.model.dim), np.float32)
+        with torch.no_grad():
+            x = F.embedding_bag(
+                torch.from_numpy(ids).to(self.device), self.weight, torch.from_numpy(offsets).to(self.device), mode="mean"
+            )
+            x = F.normalize(x, dim=1)
+        return x.float().cpu().numpy()
+
+    def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode one batch: float32 (len(texts), dim). Rows are in the order of ``texts``.
+
+        The model sees the batch sorted by length (no padding is involved for this encoder, so
+        the result equals encoding each text alone).
+        """
+        pieces = self.model.tokenizer.encode_lists(texts, threads=self.config.threads)
+        lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
+        order = np.argsort(lengths, kind="stable")
+        ids, offsets = flatten([pieces[i] for i in order])
+        out = np.empty((len(texts), self.model.dim), np.float32)
+        out[order] = self.embed_flat(ids, offsets)
+        return out
+
+    def encode_iter(self, texts: Iterable[str]) -> Iterator[np.ndarray]:
+        """Yield float32 (<= batch_size, dim) blocks for a stream of texts, in order."""
+        batch: list[str] = []
+        for t in texts:
+            batch.append(t)
+            if len(batch) >= self.config.batch_size:
+                yield self.encode_batch(batch)
+                batch = []
+        if batch:
+            yield self.encode_batch(batch)
+
+
+def encode(texts: Sequence[str], model: Model, *, config: EncodeConfig = EncodeConfig()) -> np.ndarray:
+    """Encode texts: float32 (n, dim), L2-normalised rows, in input order."""
+    blocks = list(Encoder(model, config).encode_iter(texts))
+    if not blocks:
+        return np.zeros((0, model.dim), np.float32)
+    return np.concatenate(blocks)
+
+
+# --- streaming .npy output -----------------------------------------------------------------------
+
+_COUNT_WIDTH = 20  # digits reserved for the row count so the header can be rewritten in place
+
+
+def _npy_header(count: int, dim: int, dtype: np.dtype) -> bytes:
+    descr = np.lib.format.dtype_to_descr(np.dtype(dtype))
+    shape = f"({str(count).rjust(_COUNT_WIDTH)}, {dim})"
+    d = "{'descr': %r, 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    body_len = len(d) + 1
+    total = 10 + body_len
+    pad = (64 - total % 64) % 64
+    d = d + " " * pad + "\n"
+    return b"\x93NUMPY\x01\x00" + len(d).to_bytes(2, "little") + d.encode("latin1")
+
+
+@dataclass
+class EncodeResult:
+    count: int
+    dim: int
+    dtype: str
+    input_sha256: str
+    path: str
+
+
+def encode_files(
+    inputs: Sequence[str],
+    out_path: str,
+    model: Model,
+    *,
+    config: EncodeConfig = EncodeConfig(),
+    progress: Callable[[int], None] | None = None,
+) -> EncodeResult:
+    """Encode the lines of ``inputs`` (paths, ``-`` = stdin, gzip read transparently) into ``out_path``.
+
+    Writes a ``.npy`` of shape (lines, dim), float32 or float16 (``config.fp16``), streaming, plus the
+    sidecar ``out_path + '.json'``. ``progress(n)`` is called with the number of lines just encoded.
+    """
+    dtype = np.dtype(np.float16 if config.fp16 else np.float32)
+    hasher = hashlib.sha256()
+    enc = Encoder(model, config)
+
+    def lines() -> Iterator[str]:
+        for p in inputs:
+            yield from iter_lines(p, hasher=hasher)
+
+    tmp = out_path + ".partial"
+    count = 0
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_npy_header(0, model.dim, dtype))
+            for block in enc.encode_iter(lines()):
+                f.write(block.astype(dtype, copy=False).tobytes())
+                count += len(block)
+                if progress:
+                    progress(len(block))
+            f.seek(0)
+            f.write(_npy_header(count, model.dim, dtype))
+        os.replace(tmp, out_path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    result = EncodeResult(count=count, dim=model.dim, dtype=str(dtype), input_sha256=hasher.hexdigest(), path=out_path)
+    write_sidecar(out_path, model, result, inputs)
+    return result
+
+
+def write_sidecar(out_path: str, model: Model, result: EncodeResult, inputs: Sequence[str]) -> None:
+    meta = {
+        "format_version": SIDECAR_VERSION,
+        "model_fingerprint": model.fingerprint,
+        "dim": result.dim,
+        "dtype": result.dtype,
+        "count": result.count,
+        "input_sha256": result.input_sha256,
+        "inputs": [("<stdin>" if p == "-" else os.path.basename(p)) for p in inputs],
+    }
+    with open(out_path + ".json", "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent=2)
+        f.write("\n")
+
+
+def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str | None = None,
+                    count: int | None = None) -> np.ndarray:
+    """Load an embedding ``.npy`` (memory-mapped) and check its sidecar.
+
+    Returns float32 or float16 (count, dim). Raises ModelFormatError when the sidecar is missing,
+    has another format version, or does not match ``model``, ``text_sha256`` or ``count``.
+    """
+    side = path + ".json"
+    try:
+        with open(side, encoding="utf-8") as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        raise ModelFormatError(f"{side}: missing sidecar; embeddings must come from 'bitextmine encode'") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ModelFormatError(f"{side}: not valid JSON ({e})") from None
+    if meta.get("format_version") != SIDECAR_VERSION:
+        raise ModelFormatError(
+            f"{side}: format_version {meta.get('format_version')!r}; expected {SIDECAR_VERSION}"
+        )
+    if model is not None and meta.get("model_fingerprint") != model.fingerprint:
+        raise ModelFormatError(
+            f"{path}: made by model {meta.get('model_fingerprint')}, but the model in use is {model.fingerprint}; "
+            "re-encode with the same --model"
+        )
+    if text_sha256 is not None and meta.get("input_sha256") != text_sha256:
+        raise ModelFormatError(f"{path}: encodes another text than the one given (input checksum differs)")
+    try:
+        x = np.load(path, mmap_mode="r")
+    except (OSError, ValueError) as e:
+        raise ModelFormatError(f"{path}: not a readable .npy file ({e})") from None
+    if x.ndim != 2 or x.shape[0] != meta.get("count") or x.shape[1] != meta.get("dim"):
+        raise ModelFormatError(f"{path}: shape {x.shape} does not match its sidecar ({meta.get('count')}, {meta.get('dim')})")
+    if count is not None and x.shape[0] != count:
+        raise ModelFormatError(f"{path}: {x.shape[0]} rows but the text has {count} lines")
+    return x

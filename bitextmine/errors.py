@@ -1,0 +1,21 @@
+"""Typed errors. Library code raises these; the CLI prints one ``Error: ...`` line and exits non-zero."""
+
+
+class BitextmineError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class CorpusError(BitextmineError):
+    """Input text is unusable: unreadable file, bad encoding, misaligned sides, missing column."""
+
+
+class ModelFormatError(BitextmineError):
+    """A model directory or embedding file is missing parts, has another format version or does not match."""
+
+
+class ConfigError(BitextmineError):
+    """An option or combination of options is invalid."""
+
+
+class MissingDependencyError(BitextmineError):
+    """An optional dependency is not installed; the message names the pip command that fixes it."""

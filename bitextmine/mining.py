@@ -1,0 +1,221 @@
+"""Mining translation pairs from two monolingual sides (Artetxe & Schwenk 2019).
+
+k nearest neighbours in both directions, margin scores, then one of the retrieval modes:
+  forward    each source with its best-scoring target candidate
+  backward   each target with its best-scoring source candidate
+  intersect  pairs found by both forward and backward
+  union      pairs found by either
+  max        forward and backward candidates together, best score first, each sentence used at most once
+The threshold applies in every mode. Exact duplicate lines on a side are embedded once and keep all
+their line numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence, TextIO
+
+import numpy as np
+
+from . import __version__
+from .config import MODES, EncodeConfig, MineConfig
+from .corpus import file_checksum, read_lines
+from .errors import ConfigError
+from .index import knn
+from .margin import candidate_scores
+
+
+@dataclass
+class Pairs:
+    """Mined pairs sorted by score descending: src, tgt int64 (m,) row indices; score float32 (m,)."""
+
+    src: np.ndarray
+    tgt: np.ndarray
+    score: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+
+def _sorted(src: np.ndarray, tgt: np.ndarray, score: np.ndarray) -> Pairs:
+    # descending score; ties by source then target index so the order is reproducible
+    order = np.lexsort((tgt, src, -score.astype(np.float64)))
+    return Pairs(src[order].astype(np.int64), tgt[order].astype(np.int64), score[order].astype(np.float32))
+
+
+def _dedupe(src: np.ndarray, tgt: np.ndarray, score: np.ndarray, n_tgt: int):
+    key = src.astype(np.int64) * max(n_tgt, 1) + tgt
+    _, first = np.unique(key, return_index=True)
+    return src[first], tgt[first], score[first]
+
+
+def greedy_one_to_one(src: np.ndarray, tgt: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Indices of the candidates that greedy 1:1 selection keeps (best score first, each endpoint once).
+
+    src, tgt int64 (c,), score float (c,). Equal to looping over candidates in descending score (ties:
+    lower candidate index first) and keeping those whose two endpoints are both unused. Vectorised:
+    each round keeps every remaining candidate that ranks first at both of its endpoints.
+    """
+    order = np.lexsort((np.arange(len(score)), -np.asarray(score, np.float64)))
+    s, t = src[order], tgt[order]
+    alive = np.ones(len(order), bool)
+    keep: list[np.ndarray] = []
+    while alive.any():
+        pos = np.flatnonzero(alive)  # ascending rank
+        _, first_s = np.unique(s[pos], return_index=True)
+        _, first_t = np.unique(t[pos], return_index=True)
+        best_s = np.zeros(len(pos), bool)
+        best_s[first_s] = True
+        best_t = np.zeros(len(pos), bool)
+        best_t[first_t] = True
+        chosen = pos[best_s & best_t]
+        keep.append(chosen)
+        used_s = np.zeros(s.max() + 1, bool)
+        used_t = np.zeros(t.max() + 1, bool)
+        used_s[s[chosen]] = True
+        used_t[t[chosen]] = True
+        alive[pos[used_s[s[pos]] | used_t[t[pos]]]] = False
+    return np.sort(order[np.concatenate(keep)]) if keep else np.zeros(0, np.int64)
+
+
+def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineConfig(),
+                    progress: Callable[[int], None] | None = None) -> Pairs:
+    """Mine pairs between source rows x float (n, d) and target rows y float (m, d), L2-normalised.
+
+    Returns Pairs (indices into x and y) with score >= config.threshold, sorted by score descending.
+    """
+    if config.mode not in MODES:
+        raise ConfigError(f"mode {config.mode!r}: expected one of {', '.join(MODES)}")
+    if config.k < 1:
+        raise ConfigError(f"k {config.k}: expected k >= 1")
+    n, m = len(x), len(y)
+    empty = Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    if n == 0 or m == 0:
+        return empty
+    Dxy, Ixy = knn(x, y, config.k, block_size=config.block_size, device=config.device, progress=progress)
+    Dyx, Iyx = knn(y, x, config.k, block_size=config.block_size, device=config.device, progress=progress)
+    mean_x = Dxy.mean(1)
+    mean_y = Dyx.mean(1)
+    fwd = candidate_scores(Dxy, Ixy, mean_x, mean_y, config.margin)  # (n, k)
+    bwd = candidate_scores(Dyx, Iyx, mean_y, mean_x, config.margin)  # (m, k)
+    fj = fwd.argmax(1)
+    f_src, f_tgt, f_score = np.arange(n), Ixy[np.arange(n), fj], fwd[np.arange(n), fj]
+    bj = bwd.argmax(1)
+    b_src, b_tgt, b_score = Iyx[np.arange(m), bj], np.arange(m), bwd[np.arange(m), bj]
+    if config.mode == "forward":
+        s, t, sc = f_src, f_tgt, f_score
+    elif config.mode == "backward":
+        s, t, sc = b_src, b_tgt, b_score
+    elif config.mode == "intersect":
+        # a target may be the backward choice of one source only, so this map is one-to-one
+        back_of_tgt = np.full(m, -1, np.int64)
+        back_of_tgt[b_tgt] = b_src
+        both = back_of_tgt[f_tgt] == f_src
+        s, t, sc = f_src[both], f_tgt[both], f_score[both]
+    elif config.mode == "union":
+        s, t, sc = _dedupe(np.concatenate([f_src, b_src]), np.concatenate([f_tgt, b_tgt]),
+                           np.concatenate([f_score, b_score]), m)
+    else:  # max
+        s, t, sc = np.concatenate([f_src, b_src]), np.concatenate([f_tgt, b_tgt]), np.concatenate([f_score, b_score])
+        keep = greedy_one_to_one(s, t, sc)
+        s, t, sc = s[keep], t[keep], sc[keep]
+    ok = sc >= config.threshold
+    return _sorted(s[ok], t[ok], sc[ok])
+
+
+@dataclass
+class UniqueLines:
+    """Distinct non-empty lines of a side: texts (u,), first row int64 (u,), all 1-based line numbers."""
+
+    texts: list[str]
+    first: np.ndarray
+    line_ids: list[list[int]] = field(default_factory=list)
+    n_lines: int = 0
+    n_empty: int = 0
+
+    @classmethod
+    def of(cls, lines: Sequence[str]) -> "UniqueLines":
+        index: dict[str, int] = {}
+        texts: list[str] = []
+        first: list[int] = []
+        ids: list[list[int]] = []
+        n_empty = 0
+        for i, line in enumerate(lines):
+            if not line.strip():
+                n_empty += 1
+                continue
+            u = index.get(line)
+            if u is None:
+                index[line] = len(texts)
+                texts.append(line)
+                first.append(i)
+                ids.append([i + 1])
+            else:
+                ids[u].append(i + 1)
+        return cls(texts, np.asarray(first, np.int64), ids, len(lines), n_empty)
+
+
+@dataclass
+class MineStats:
+    src_lines: int
+    tgt_lines: int
+    src_unique: int
+    tgt_unique: int
+    src_empty: int
+    tgt_empty: int
+    pairs: int
+    signature: str
+
+
+def mine_files(
+    src_path: str,
+    tgt_path: str,
+    out: TextIO,
+    *,
+    model=None,
+    config: MineConfig = MineConfig(),
+    encode_config: EncodeConfig = EncodeConfig(),
+    src_emb: str | None = None,
+    tgt_emb: str | None = None,
+    ids: bool = False,
+    progress: Callable[[str, int], None] | None = None,
+) -> MineStats:
+    """Mine two text files and write ``score<TAB>src<TAB>tgt`` lines (plus ``<TAB>src_ids<TAB>tgt_ids``
+    with comma-separated 1-based line numbers when ``ids``) to ``out``, best score first.
+
+    ``src_emb``/``tgt_emb`` are precomputed embedding files from ``bitextmine encode`` for the same
+    text and model; they are checked against the text's checksum and the model's fingerprint.
+    Empty lines cannot be mined and are counted in the returned stats.
+    """
+    from .encoding import Encoder, load_embeddings
+    from .model import load_model
+
+    model = model or load_model(None)
+    sides = []
+    for path, emb_path in ((src_path, src_emb), (tgt_path, tgt_emb)):
+        lines = read_lines(path)
+        u = UniqueLines.of(lines)
+        if emb_path:
+            x = load_embeddings(emb_path, model=model, text_sha256=file_checksum(path), count=len(lines))
+            x = np.asarray(x[u.first], np.float32)
+        else:
+            enc = Encoder(model, encode_config)
+            blocks = []
+            for a in range(0, len(u.texts), encode_config.batch_size):
+                blocks.append(enc.encode_batch(u.texts[a : a + encode_config.batch_size]))
+                if progress:
+                    progress("encode", len(blocks[-1]))
+            x = np.concatenate(blocks) if blocks else np.zeros((0, model.dim), np.float32)
+        sides.append((u, x))
+    (us, xs), (ut, xt) = sides
+    pairs = mine_embeddings(xs, xt, config=config, progress=(lambda n: progress("search", n)) if progress else None)
+    for s, t, sc in zip(pairs.src, pairs.tgt, pairs.score):
+        row = f"{sc:.6f}\t{us.texts[s]}\t{ut.texts[t]}"
+        if ids:
+            row += "\t" + ",".join(map(str, us.line_ids[s])) + "\t" + ",".join(map(str, ut.line_ids[t]))
+        out.write(row + "\n")
+    sig = (f"bitextmine {__version__}|model:{model.fingerprint}|k:{config.k}|margin:{config.margin}|"
+           f"mode:{config.mode}|threshold:{config.threshold:g}")
+    return MineStats(us.n_lines, ut.n_lines, len(us.texts), len(ut.texts), us.n_empty, ut.n_empty,
+                     len(pairs), sig)
+

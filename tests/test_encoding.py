@@ -1,0 +1,88 @@
+import gzip
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bitextmine.config import EncodeConfig
+from bitextmine.encoding import Encoder, encode, encode_files, load_embeddings
+from bitextmine.errors import ModelFormatError
+
+
+def test_batched_equals_one_at_a_time(toy_model):
+    from conftest import toy_corpus
+
+    texts = toy_corpus(n=50, seed=3)[0] + ["", "kalo"]
+    batched = encode(texts, toy_model, config=EncodeConfig(batch_size=16))
+    single = np.concatenate([encode([t], toy_model) for t in texts])
+    np.testing.assert_allclose(batched, single, atol=1e-6)
+    assert batched.dtype == np.float32 and batched.shape == (52, toy_model.dim)
+    norms = np.linalg.norm(batched, axis=1)
+    np.testing.assert_allclose(norms[:-2], 1, atol=1e-5)
+    assert norms[-2] == 0  # an empty line has no pieces: a zero row, still in its place
+
+
+def test_mean_of_piece_embeddings_reference(toy_model):
+    text = "kalo mire tusa"
+    ids = toy_model.tokenizer.sp.encode(text)
+    v = toy_model.embeddings[ids].mean(0)
+    v /= np.linalg.norm(v)
+    np.testing.assert_allclose(Encoder(toy_model).encode_batch([text])[0], v, atol=1e-6)
+
+
+@pytest.mark.parametrize("fp16", [False, True])
+def test_encode_files_writes_npy_and_sidecar(tmp_path, toy_model, fp16):
+    from conftest import toy_corpus, write_lines
+
+    texts = toy_corpus(n=37, seed=5)[0]
+    a = write_lines(tmp_path / "a.txt", texts[:20])
+    b = tmp_path / "b.txt.gz"
+    b.write_bytes(gzip.compress("".join(t + "\n" for t in texts[20:]).encode()))
+    out = str(tmp_path / "x.npy")
+    res = encode_files([a, str(b)], out, toy_model, config=EncodeConfig(batch_size=8, fp16=fp16))
+    x = np.load(out)
+    assert x.shape == (37, toy_model.dim) and res.count == 37
+    assert x.dtype == (np.float16 if fp16 else np.float32)
+    np.testing.assert_allclose(x.astype(np.float32), encode(texts, toy_model), atol=2e-3 if fp16 else 1e-6)
+    meta = json.load(open(out + ".json"))
+    assert meta["model_fingerprint"] == toy_model.fingerprint and meta["count"] == 37 and meta["format_version"] == 1
+    assert load_embeddings(out, model=toy_model, count=37).shape == (37, toy_model.dim)
+
+
+def test_empty_input_gives_empty_array(tmp_path, toy_model):
+    p = tmp_path / "e.txt"
+    p.write_text("")
+    out = str(tmp_path / "e.npy")
+    encode_files([str(p)], out, toy_model)
+    assert np.load(out).shape == (0, toy_model.dim)
+
+
+def test_load_embeddings_refuses_mismatches(tmp_path, toy_model):
+    from conftest import write_lines
+
+    a = write_lines(tmp_path / "a.txt", ["kalo mire", "tusa"])
+    out = str(tmp_path / "a.npy")
+    encode_files([a], out, toy_model)
+    with pytest.raises(ModelFormatError, match="encodes another text"):
+        load_embeddings(out, model=toy_model, text_sha256="0" * 64)
+    with pytest.raises(ModelFormatError, match="rows but the text has 3 lines"):
+        load_embeddings(out, count=3)
+    meta = json.load(open(out + ".json"))
+    meta["model_fingerprint"] = "deadbeef"
+    json.dump(meta, open(out + ".json", "w"))
+    with pytest.raises(ModelFormatError, match="made by model deadbeef"):
+        load_embeddings(out, model=toy_model)
+    meta["format_version"] = 99
+    json.dump(meta, open(out + ".json", "w"))
+    with pytest.raises(ModelFormatError, match="format_version 99"):
+        load_embeddings(out)
+
+
+def test_encode_reads_stdin(tmp_path, toy_model_dir):
+    out = str(tmp_path / "s.npy")
+    r = subprocess.run([sys.executable, "-m", "bitextmine", "encode", "--model", toy_model_dir, "-", "-o", out, "-q"],
+                       input="kalo mire\ntusa\n".encode(), capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert np.load(out).shape[0] == 2

@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+import torch
+
+from bitextmine.loss import hardest_negatives, hinge_loss
+
+
+def brute_force_negatives(s, t, sid, tid):
+    """For each i: best target j with tid[j] != tid[i]; best source j with sid[j] != sid[i] (first on ties)."""
+    n = len(s)
+    sim = s @ t.T
+    t_neg, s_neg = np.zeros(n, int), np.zeros(n, int)
+    t_ok, s_ok = np.zeros(n, bool), np.zeros(n, bool)
+    for i in range(n):
+        best = -np.inf
+        for j in range(n):
+            if tid[j] != tid[i] and sim[i, j] > best:
+                best, t_neg[i], t_ok[i] = sim[i, j], j, True
+        best = -np.inf
+        for j in range(n):
+            if sid[j] != sid[i] and sim[j, i] > best:
+                best, s_neg[i], s_ok[i] = sim[j, i], j, True
+    return t_neg, s_neg, t_ok, s_ok
+
+
+@pytest.mark.parametrize("n, chunk, dup", [(1, 8, 0), (2, 8, 0), (17, 4, 3), (40, 7, 10), (64, 64, 20)])
+def test_hardest_negatives_match_brute_force(n, chunk, dup):
+    rng = np.random.default_rng(n)
+    s = rng.normal(size=(n, 6)).astype(np.float32)
+    t = (s + rng.normal(scale=0.8, size=(n, 6))).astype(np.float32)
+    s /= np.linalg.norm(s, axis=1, keepdims=True)
+    t /= np.linalg.norm(t, axis=1, keepdims=True)
+    # some texts repeat: equal text ids must never be chosen as each other's negative
+    sid = np.arange(n)
+    tid = np.arange(n)
+    for _ in range(dup):
+        a, b = rng.integers(0, n, 2)
+        sid[b] = sid[a]
+        tid[rng.integers(0, n)] = tid[rng.integers(0, n)]
+    got = hardest_negatives(torch.from_numpy(s), torch.from_numpy(t), torch.from_numpy(sid), torch.from_numpy(tid),
+                            chunk=chunk)
+    want = brute_force_negatives(s, t, sid, tid)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w)
+    t_neg, s_neg, t_ok, s_ok = (g.numpy() for g in got)
+    assert not np.any(t_ok & (tid[t_neg] == tid))  # never the positive's own text
+    assert not np.any(s_ok & (sid[s_neg] == sid))
+
+
+def test_single_pair_has_no_valid_negative():
+    x = torch.ones(1, 3) / 3**0.5
+    _, _, t_ok, s_ok = hardest_negatives(x, x, torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.long))
+    assert not t_ok.item() and not s_ok.item()
+
+
+def test_hinge_loss_matches_formula():
+    rng = np.random.default_rng(0)
+    s, t, sn, tn = (rng.normal(size=(5, 4)) for _ in range(4))
+    cos = lambda a, b: (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)  # noqa: E731
+    d = 0.4
+    want = (np.maximum(0, d - cos(s, t) + cos(s, tn)) + np.maximum(0, d - cos(s, t) + cos(sn, t))).mean()
+    got = hinge_loss(*(torch.tensor(a) for a in (s, t, sn, tn)), margin=d)
+    assert got.item() == pytest.approx(want, rel=1e-6)
+    # switching a term off removes exactly that term
+    valid = torch.tensor([True, False, True, True, True])
+    got2 = hinge_loss(*(torch.tensor(a) for a in (s, t, sn, tn)), margin=d, t_valid=valid)
+    want2 = (np.maximum(0, d - cos(s, t) + cos(s, tn)) * valid.numpy() + np.maximum(0, d - cos(s, t) + cos(sn, t))).mean()
+    assert got2.item() == pytest.approx(want2, rel=1e-6)

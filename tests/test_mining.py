@@ -1,0 +1,137 @@
+import io
+
+import numpy as np
+import pytest
+
+from bitextmine.config import MODES, MineConfig
+from bitextmine.mining import UniqueLines, greedy_one_to_one, mine_embeddings, mine_files
+
+
+def unit(x):
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def reference_mine(x, y, k, margin, mode, threshold):
+    """Slow, obvious version: full similarity matrix, loops, LASER's candidate loop for 'max'."""
+    sim = x.astype(np.float64) @ y.T.astype(np.float64)
+    k = min(k, len(y), len(x))
+    mx = np.array([np.sort(sim[i])[::-1][:k].mean() for i in range(len(x))])
+    my = np.array([np.sort(sim[:, j])[::-1][:k].mean() for j in range(len(y))])
+
+    def score(i, j):
+        c, avg = sim[i, j], (mx[i] + my[j]) / 2
+        return {"ratio": c / avg, "distance": c - avg, "absolute": c}[margin]
+
+    fwd = {}
+    for i in range(len(x)):
+        cands = np.argsort(-sim[i], kind="stable")[:k]
+        j = max(cands, key=lambda j: score(i, j))
+        fwd[(i, int(j))] = score(i, j)
+    bwd = {}
+    for j in range(len(y)):
+        cands = np.argsort(-sim[:, j], kind="stable")[:k]
+        i = max(cands, key=lambda i: score(i, j))
+        bwd[(int(i), j)] = score(i, j)
+    if mode == "forward":
+        pairs = fwd
+    elif mode == "backward":
+        pairs = bwd
+    elif mode == "intersect":
+        pairs = {p: s for p, s in fwd.items() if p in bwd}
+    elif mode == "union":
+        pairs = {**fwd, **bwd}
+    else:
+        pairs, seen_s, seen_t = {}, set(), set()
+        for (i, j), s in sorted(list(fwd.items()) + list(bwd.items()), key=lambda e: -e[1]):
+            if i not in seen_s and j not in seen_t:
+                seen_s.add(i)
+                seen_t.add(j)
+                pairs[(i, j)] = s
+    return {p: s for p, s in pairs.items() if s >= threshold}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("margin", ["ratio", "distance", "absolute"])
+def test_mine_embeddings_matches_reference(mode, margin):
+    rng = np.random.default_rng(7)
+    n, m, d = 60, 45, 16
+    x = unit(rng.normal(size=(n, d)))
+    y = unit(rng.normal(size=(m, d)))
+    y[:30] = unit(x[10:40] + rng.normal(scale=0.3, size=(30, d)))  # planted: x[10+i] ~ y[i]
+    threshold = {"ratio": 1.0, "distance": 0.0, "absolute": 0.3}[margin]
+    got = mine_embeddings(x, y, config=MineConfig(k=4, margin=margin, mode=mode, threshold=threshold, block_size=13))
+    want = reference_mine(x, y, 4, margin, mode, threshold)
+    assert {(int(s), int(t)) for s, t in zip(got.src, got.tgt)} == set(want)
+    for s, t, sc in zip(got.src, got.tgt, got.score):
+        assert sc == pytest.approx(want[(int(s), int(t))], rel=1e-4, abs=1e-5)
+    assert np.all(np.diff(got.score) <= 0)  # best first
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_planted_pairs_are_found_and_noise_is_rejected(mode):
+    rng = np.random.default_rng(1)
+    d = 32
+    x = unit(rng.normal(size=(200, d)))
+    y = unit(rng.normal(size=(150, d)))
+    planted = {(5 * i, 3 * i) for i in range(40)}
+    for i, j in planted:
+        y[j] = unit((x[i] + rng.normal(scale=0.05, size=d))[None])[0]
+    got = mine_embeddings(x, y, config=MineConfig(mode=mode, threshold=1.5))
+    found = {(int(s), int(t)) for s, t in zip(got.src, got.tgt)}
+    assert found == planted
+
+
+def test_block_size_does_not_change_the_result():
+    rng = np.random.default_rng(2)
+    x, y = unit(rng.normal(size=(300, 8))), unit(rng.normal(size=(250, 8)))
+    a = mine_embeddings(x, y, config=MineConfig(threshold=0, block_size=7))
+    b = mine_embeddings(x, y, config=MineConfig(threshold=0, block_size=100000))
+    np.testing.assert_array_equal(a.src, b.src)
+    np.testing.assert_array_equal(a.tgt, b.tgt)
+
+
+def greedy_loop(src, tgt, score):
+    order = sorted(range(len(score)), key=lambda c: (-score[c], c))
+    used_s, used_t, keep = set(), set(), []
+    for c in order:
+        if src[c] not in used_s and tgt[c] not in used_t:
+            used_s.add(src[c])
+            used_t.add(tgt[c])
+            keep.append(c)
+    return sorted(keep)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_vectorised_greedy_equals_loop(seed):
+    rng = np.random.default_rng(seed)
+    c = 300
+    src, tgt = rng.integers(0, 40, c), rng.integers(0, 35, c)
+    score = rng.integers(0, 20, c).astype(np.float32)  # many ties
+    assert greedy_one_to_one(src, tgt, score).tolist() == greedy_loop(src, tgt, score)
+
+
+def test_unique_lines_keep_every_line_number():
+    u = UniqueLines.of(["a", "b", "a", "", "  ", "b", "c"])
+    assert u.texts == ["a", "b", "c"]
+    assert u.line_ids == [[1, 3], [2, 6], [7]]
+    assert u.n_empty == 2 and u.n_lines == 7
+    assert u.first.tolist() == [0, 1, 6]
+
+
+def test_mine_files_duplicates_keep_all_ids(tmp_path, toy_model):
+    from conftest import toy_corpus, write_lines
+
+    src, tgt = toy_corpus(n=60, seed=42)
+    s_lines = src[:30] + [src[3], ""] + src[30:40]  # a duplicate line and an empty one
+    t_lines = tgt[:30][::-1]
+    sp = write_lines(tmp_path / "s.txt", s_lines)
+    tp = write_lines(tmp_path / "t.txt", t_lines)
+    out = io.StringIO()
+    stats = mine_files(sp, tp, out, model=toy_model, config=MineConfig(threshold=0), ids=True)
+    rows = [r.split("\t") for r in out.getvalue().splitlines()]
+    assert stats.src_lines == 42 and stats.src_unique == 40 and stats.src_empty == 1
+    by_src = {r[1]: r for r in rows}
+    assert by_src[src[3]][3] == "4,31"  # both line numbers of the duplicate
+    # the planted translations come out paired with their own line numbers
+    correct = sum(1 for r in rows if r[2] == tgt[src.index(r[1])]) if rows else 0
+    assert correct >= 25

@@ -1,0 +1,47 @@
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from bitextmine.errors import ModelFormatError
+from bitextmine.model import default_model_dir, load_model
+
+
+def test_save_load_roundtrip(tmp_path, toy_model):
+    toy_model.save(str(tmp_path / "m"), dtype="float32")
+    m = load_model(str(tmp_path / "m"))
+    np.testing.assert_array_equal(m.embeddings, toy_model.embeddings)
+    assert m.tokenizer.proto == toy_model.tokenizer.proto
+    assert m.config["format_version"] == 1 and m.config["encoder"] == "sp"
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: json.dump({**json.load(open(d + "/config.json")), "format_version": 2}, open(d + "/config.json", "w")),
+     "format_version 2; this bitextmine reads format_version 1"),
+    (lambda d: os.remove(d + "/config.json"), "config.json: missing"),
+    (lambda d: os.remove(d + "/embeddings.safetensors"), "embeddings.safetensors: missing"),
+    (lambda d: open(d + "/embeddings.safetensors", "wb").write(b"garbage"), "not a readable safetensors file"),
+    (lambda d: open(d + "/config.json", "w").write("{"), "not valid JSON"),
+    (lambda d: json.dump({**json.load(open(d + "/config.json")), "encoder": "lstm"}, open(d + "/config.json", "w")),
+     "encoder 'lstm'"),
+])
+def test_damaged_model_directory_is_refused(tmp_path, toy_model_dir, damage, message):
+    d = str(tmp_path / "m")
+    shutil.copytree(toy_model_dir, d)
+    damage(d)
+    with pytest.raises(ModelFormatError, match=message):
+        load_model(d)
+
+
+def test_not_a_directory(tmp_path):
+    with pytest.raises(ModelFormatError, match="not a model directory"):
+        load_model(str(tmp_path / "nothing"))
+
+
+def test_bundled_default_model_loads():
+    m = load_model(None)
+    assert m.path == default_model_dir()
+    assert m.embeddings.shape == (m.config["vocab_size"], m.config["dim"])
+    assert os.path.getsize(os.path.join(m.path, "embeddings.safetensors")) < 25e6

@@ -1,0 +1,80 @@
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from bitextmine.config import TokenizerConfig, TrainConfig
+from bitextmine.corpus import CorpusSpec
+from bitextmine.errors import ConfigError
+from bitextmine.model import load_model, piece_dropout
+from bitextmine.training import Side, train
+
+SMALL = dict(dim=16, epochs=2, batch_size=16, megabatch_max=3, megabatch_every=5, dev_pairs=100, device="cpu",
+             checkpoint_every=0)
+
+
+def test_resume_gives_the_same_model_as_an_uninterrupted_run(tmp_path, toy_files):
+    from bitextmine.tokenizer import Tokenizer
+
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    tok_cfg = TokenizerConfig(vocab_size=1000, sample_sentences=6000)
+    full = str(tmp_path / "full")
+    train(spec, full, config=TrainConfig(**SMALL, eval_every=30), tokenizer_config=tok_cfg)
+    spm = os.path.join(full, "sentencepiece.model")
+    part = str(tmp_path / "part")
+    # stop mid-epoch 1 (the epoch has 169 mini-batches), then resume twice: mid-epoch and across an epoch end
+    train(spec, part, config=TrainConfig(**SMALL, eval_every=30, max_steps=70), tokenizer_path=spm)
+    assert os.path.isdir(os.path.join(part, "checkpoint"))
+    state = json.load(open(os.path.join(part, "checkpoint", "state.json")))
+    assert state["epoch"] == 0 and 0 < state["pos"] and state["step"] >= 70
+    train(spec, part, config=TrainConfig(**SMALL, eval_every=30, max_steps=200), tokenizer_path=spm, resume=True)
+    train(spec, part, config=TrainConfig(**SMALL, eval_every=30), tokenizer_path=spm, resume=True)
+    assert not os.path.exists(os.path.join(part, "checkpoint"))
+    a, b = load_model(full), load_model(part)
+    assert Tokenizer.load(spm).proto == a.tokenizer.proto == b.tokenizer.proto
+    np.testing.assert_array_equal(a.embeddings, b.embeddings)
+    assert open(os.path.join(full, "embeddings.safetensors"), "rb").read() == \
+        open(os.path.join(part, "embeddings.safetensors"), "rb").read()
+    assert a.config["training"]["dev_history"] == b.config["training"]["dev_history"]
+
+
+def test_same_seed_same_bytes_and_training_helps(tmp_path, toy_files, toy_model):
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    paths = []
+    for name in ("a", "b"):
+        paths.append(str(tmp_path / name))
+        train(spec, paths[-1], config=TrainConfig(**{**SMALL, "epochs": 1}), tokenizer_path=spm)
+    assert open(paths[0] + "/embeddings.safetensors", "rb").read() == open(paths[1] + "/embeddings.safetensors", "rb").read()
+    history = toy_model.config["training"]["dev_history"]
+    assert history[-1]["scores"]["heldout"] > 80  # the session's toy model learned the mapping
+    assert history[-1]["scores"]["heldout"] > history[0]["scores"]["heldout"]
+
+
+def test_resume_without_checkpoint_is_an_error(tmp_path, toy_files):
+    with pytest.raises(ConfigError, match="no checkpoint"):
+        train([CorpusSpec(src=toy_files[0], tgt=toy_files[1])], str(tmp_path / "x"), resume=True)
+
+
+def test_piece_dropout_keeps_at_least_one_piece_per_sentence():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.arange(30)
+    offsets = torch.tensor([0, 1, 3, 10, 10, 29])  # includes a one-piece and an empty sentence
+    for _ in range(50):
+        keep = piece_dropout(ids, offsets, 0.9, g)
+        bags = np.split(keep.numpy(), offsets.numpy()[1:])
+        assert all(b.sum() >= 1 for b in bags if len(b))
+    keep = piece_dropout(torch.arange(100000), torch.tensor([0]), 0.3, g)
+    assert abs(keep.mean().item() - 0.7) < 0.01
+
+
+def test_side_gather_matches_slices(toy_model):
+    texts = ["kalo mire", "", "tusa ne po", "kalo mire"]
+    s = Side.build(texts, toy_model.tokenizer)
+    assert s.text_ids.tolist() == [0, 1, 2, 0]
+    ids, off = s.gather(np.array([2, 0, 1]))
+    want = [toy_model.tokenizer.sp.encode(texts[i]) for i in (2, 0, 1)]
+    assert ids.tolist() == sum(want, [])
+    assert off.tolist() == [0, len(want[0]), len(want[0]) + len(want[1])]

@@ -1,0 +1,100 @@
+"""Train the bundled default model on every corpus in ../shared/data/train (English with 8 languages).
+
+    python tools/train_default.py --out bitextmine/models/default            # the shipped model
+    python tools/train_default.py --vocab 32000 --epochs 2 --out /tmp/v32k   # a comparison run
+
+Model selection uses the Tatoeba v1 dev files of the 8 languages and the STS Benchmark dev set;
+the test sets are measured afterwards by tools/eval_default.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bitextmine.config import TokenizerConfig, TrainConfig  # noqa: E402
+from bitextmine.corpus import CorpusSpec, read_lines, read_parallel  # noqa: E402
+from bitextmine.training import train  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+LANGS = {"de": "deu", "fr": "fra", "es": "spa", "cs": "ces", "ru": "rus", "zh": "cmn", "tr": "tur", "ar": "ara"}
+
+
+def without_tatoeba_eval(en: str, other: str, tmp: str) -> CorpusSpec:
+    """The Anki pairs whose English side does not occur in any Tatoeba test set (flag file beside them),
+    written to ``tmp`` so that the Tatoeba figures measure unseen sentences."""
+    flags = read_lines(en.replace(".en.gz", ".en_in_any_tatoeba_eval.gz"))
+    src, tgt = read_parallel(en, other)
+    keep = [i for i, f in enumerate(flags) if f.strip() == "0"]
+    name = os.path.basename(en).split(".")[0]
+    paths = (os.path.join(tmp, f"anki.{name}.en"), os.path.join(tmp, f"anki.{name}.xx"))
+    for path, side in zip(paths, (src, tgt)):
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(side[i] + "\n" for i in keep)
+    return CorpusSpec(src=paths[0], tgt=paths[1])
+
+
+def corpora(train_dir: str, tmp: str) -> list[CorpusSpec]:
+    """Every aligned pair of files under train/ (English first)."""
+    specs = []
+    for en in sorted(glob.glob(os.path.join(train_dir, "*", "en-*.en.gz"))):
+        lang = os.path.basename(en).split(".")[0].split("-")[1]
+        other = en.replace(".en.gz", f".{lang}.gz")
+        if os.path.exists(en.replace(".en.gz", ".en_in_any_tatoeba_eval.gz")):
+            specs.append(without_tatoeba_eval(en, other, tmp))
+        else:
+            specs.append(CorpusSpec(src=en, tgt=other))
+    for src in sorted(glob.glob(os.path.join(train_dir, "mlqe_pe", "*.src.gz"))):
+        specs.append(CorpusSpec(src=src, tgt=src.replace(".src.gz", ".pe.gz")))
+    for en in sorted(glob.glob(os.path.join(train_dir, "multi30k", "*.en.gz"))):
+        for lang in ("de", "fr", "cs"):
+            other = en.replace(".en.gz", f".{lang}.gz")
+            if os.path.exists(other):
+                specs.append(CorpusSpec(src=en, tgt=other))
+    for en in sorted(glob.glob(os.path.join(train_dir, "turkish_parallel_corpora", "*.en.gz"))):
+        specs.append(CorpusSpec(src=en, tgt=en.replace(".en.gz", ".tr.gz")))
+    return specs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--vocab", type=int, default=TokenizerConfig.vocab_size)
+    ap.add_argument("--dim", type=int, default=TrainConfig.dim)
+    ap.add_argument("--epochs", type=int, default=TrainConfig.epochs)
+    ap.add_argument("--seed", type=int, default=TrainConfig.seed)
+    ap.add_argument("--resume", action="store_true")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="bitextmine-default-")
+    specs = corpora(os.path.join(args.data, "train"), tmp)
+    tat = os.path.join(args.data, "dev", "tatoeba", "v1")
+    dev_tatoeba = [(f"{tat}/tatoeba.{c}-eng.{c}", f"{tat}/tatoeba.{c}-eng.eng") for c in LANGS.values()]
+    dev_sts = [os.path.join(args.data, "dev", "stsbenchmark", "sts-dev.csv")]
+    print(f"{len(specs)} corpora", flush=True)
+    t0 = time.time()
+
+    def progress(e: dict) -> None:
+        if e["event"] == "step" and e["step"] % 500 >= e["advance"]:
+            return
+        print(f"[{time.time() - t0:7.0f}s] {json.dumps(e)}", flush=True)
+
+    result = train(
+        specs, args.out,
+        config=TrainConfig(dim=args.dim, epochs=args.epochs, seed=args.seed, checkpoint_every=2000),
+        tokenizer_config=TokenizerConfig(vocab_size=args.vocab),
+        dev_tatoeba=dev_tatoeba, dev_sts=dev_sts, languages=["en", *LANGS], resume=args.resume, progress=progress,
+    )
+    print(f"done in {result.seconds:.0f}s, {result.steps} mini-batches, {result.pairs_per_second:.0f} pairs/s, "
+          f"best dev score {result.best_score:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
