@@ -12,8 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -21,7 +22,6 @@ from .config import EncodeConfig
 from .corpus import iter_lines
 from .errors import ModelFormatError
 from .model import Model
-from .tokenizer import flatten
 
 SIDECAR_VERSION = 1
 
@@ -61,33 +61,55 @@ class Encoder:
             x = F.embedding_bag(
                 torch.from_numpy(ids).to(self.device), self.weight, torch.from_numpy(offsets).to(self.device), mode="mean"
             )
-            x = F.normalize(x, dim=1)
+            x.div_(torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min_(1e-12))  # in place: no copy
         return x.float().cpu().numpy()
 
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
-        """Encode one batch: float32 (len(texts), dim). Rows are in the order of ``texts``.
+        """Encode one batch: float32 (len(texts), dim), L2-normalised rows in the order of ``texts``.
 
-        The model sees the batch sorted by length (no padding is involved for this encoder, so
-        the result equals encoding each text alone).
+        Equal to encoding each text alone. The batch is embedded as flat bags (no padding), so unlike
+        padded encoders it gains nothing from sorting by length and is embedded in input order.
         """
-        pieces = self.model.tokenizer.encode_lists(texts, threads=self.config.threads)
-        lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
-        order = np.argsort(lengths, kind="stable")
-        ids, offsets = flatten([pieces[i] for i in order])
-        out = np.empty((len(texts), self.model.dim), np.float32)
-        out[order] = self.embed_flat(ids, offsets)
-        return out
+        return self.embed_flat(*self.model.tokenizer.encode(texts, threads=self.config.threads))
 
     def encode_iter(self, texts: Iterable[str]) -> Iterator[np.ndarray]:
         """Yield float32 (<= batch_size, dim) blocks for a stream of texts, in order."""
-        batch: list[str] = []
-        for t in texts:
-            batch.append(t)
-            if len(batch) >= self.config.batch_size:
-                yield self.encode_batch(batch)
-                batch = []
-        if batch:
-            yield self.encode_batch(batch)
+        yield from self.map_batches(texts, lambda block, row: block)
+
+    def map_batches(self, texts: Iterable[str], job: Callable[[np.ndarray, int], Any]) -> Iterator[Any]:
+        """Encode ``texts`` in batches and yield ``job(block, first_row)`` for each batch, in input order.
+
+        Tokenisation runs in worker processes a few batches ahead (:meth:`Tokenizer.encode_stream`)
+        while this thread embeds and hands each block to ``job``; memory stays bounded whatever the
+        input size.
+        """
+        import torch
+
+        row = 0
+        workers = self.config.threads or os.cpu_count() or 1
+        saved = torch.get_num_threads()
+        if self.device == "cpu":
+            # the tokenizer processes hold the cores; more torch threads would spin-wait against them
+            torch.set_num_threads(1)
+        try:
+            for ids, offsets in self.model.tokenizer.encode_stream(_batches(texts, self.config.batch_size),
+                                                                   workers=workers):
+                block = self.embed_flat(ids, offsets)
+                yield job(block, row)
+                row += len(block)
+        finally:
+            torch.set_num_threads(saved)
+
+
+def _batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for t in texts:
+        batch.append(t)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def encode(texts: Sequence[str], model: Model, *, config: EncodeConfig = EncodeConfig()) -> np.ndarray:
@@ -148,12 +170,16 @@ def encode_files(
     count = 0
     try:
         with open(tmp, "wb") as f:
-            f.write(_npy_header(0, model.dim, dtype))
-            for block in enc.encode_iter(lines()):
-                f.write(block.astype(dtype, copy=False).tobytes())
-                count += len(block)
+            f.write(_npy_header(0, model.dim, dtype))  # rewritten with the real row count at the end
+
+            def write(block: np.ndarray, row: int) -> int:
+                f.write(memoryview(np.ascontiguousarray(block.astype(dtype, copy=False))).cast("B"))
+                return len(block)
+
+            for n in enc.map_batches(lines(), write):
+                count += n
                 if progress:
-                    progress(len(block))
+                    progress(n)
             f.seek(0)
             f.write(_npy_header(count, model.dim, dtype))
         os.replace(tmp, out_path)

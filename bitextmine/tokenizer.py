@@ -2,13 +2,18 @@
 
 Encoded batches are *flat*: ``ids`` (int64, total pieces) and ``offsets`` (int64, n) where sentence
 ``i`` is ``ids[offsets[i]:offsets[i+1]]``, the layout ``torch.nn.EmbeddingBag`` takes directly.
+
+Streams of batches are tokenised in worker processes (:meth:`Tokenizer.encode_stream`): SentencePiece
+holds the GIL while it builds Python results, so threads scale poorly, while processes each run one
+single-threaded SentencePiece and send back two compact arrays per batch.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from typing import Sequence
+from collections import deque
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -92,6 +97,53 @@ class Tokenizer:
         pieces = self.encode_lists(texts, threads=threads)
         return flatten(pieces)
 
+    def encode_stream(self, batches: Iterable[Sequence[str]], *, workers: int = 0,
+                      inline_batches: int = 2) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Encode a stream of batches; yields (ids int32 (total,), offsets int32 (n,)) per batch, in order.
+
+        The first ``inline_batches`` batches are encoded here (small inputs never pay for starting
+        processes); later ones by ``workers`` processes (0 = one per core), at most ``2 * workers``
+        batches ahead, so memory is bounded whatever the input size. Equal to :meth:`encode` per batch.
+        """
+        workers = workers or os.cpu_count() or 1
+        it = iter(batches)
+        for _, batch in zip(range(inline_batches), it):
+            yield _flatten32(self.encode_lists(batch, threads=workers))
+        first = next(it, None)
+        if first is None:
+            return
+        import multiprocessing as mp
+
+        # fork, not spawn: spawn re-imports the caller's __main__, which breaks scripts without a
+        # main guard. The children run only SentencePiece and numpy (never OpenMP), which is what
+        # makes forking a process that holds torch safe, as torch's own DataLoader workers do.
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
+        with ctx.Pool(workers, initializer=_worker_init, initargs=(self.proto,)) as pool:
+            pending: deque = deque([pool.apply_async(_worker_encode, (first,))])
+            for batch in it:
+                pending.append(pool.apply_async(_worker_encode, (batch,)))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().get()
+            while pending:
+                yield pending.popleft().get()
+
+
+_WORKER_SP = None
+
+
+def _worker_init(proto: bytes) -> None:
+    global _WORKER_SP
+    _WORKER_SP = _spm().SentencePieceProcessor(model_proto=proto)
+
+
+def _worker_encode(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    return _flatten32(_WORKER_SP.encode(list(texts), return_type="numpy", num_threads=1))
+
+
+def _flatten32(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    ids, offsets = flatten(pieces)
+    return ids.astype(np.int32), offsets.astype(np.int32)
+
 
 def flatten(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate per-sentence id arrays into (ids int64 (total,), offsets int64 (n,))."""
@@ -103,3 +155,12 @@ def flatten(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     np.cumsum(lengths[:-1], out=offsets[1:])
     ids = np.concatenate(pieces).astype(np.int64, copy=False) if lengths.sum() else np.zeros(0, np.int64)
     return ids, offsets
+
+
+def ragged_gather(flat: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenate ``flat[starts[i]:starts[i]+lens[i]]`` for all i, without a Python loop."""
+    out_off = np.zeros(len(lens), np.int64)
+    np.cumsum(lens[:-1], out=out_off[1:])
+    total = int(lens.sum())
+    pos = np.repeat(starts - out_off, lens) + np.arange(total, dtype=np.int64)
+    return flat[pos]

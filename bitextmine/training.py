@@ -30,7 +30,7 @@ from .corpus import CorpusSpec, load_corpora, read_parallel
 from .errors import ConfigError, ModelFormatError
 from .evaluation import read_stsbenchmark, retrieval_accuracy, sts_pearson
 from .model import Model, make_encoder, piece_dropout
-from .tokenizer import Tokenizer, sample_sentences, train_sentencepiece
+from .tokenizer import Tokenizer, ragged_gather, sample_sentences, train_sentencepiece
 
 CHECKPOINT_DIR = "checkpoint"
 CHECKPOINT_VERSION = 1
@@ -68,9 +68,7 @@ class Side:
         lens = self.lengths[idx]
         off = np.zeros(len(idx), np.int64)
         np.cumsum(lens[:-1], out=off[1:])
-        total = int(lens.sum())
-        pos = np.repeat(self.offsets[idx] - off, lens) + np.arange(total, dtype=np.int64)
-        return self.ids[pos], off
+        return ragged_gather(self.ids, self.offsets[idx], lens), off
 
 
 @dataclass

@@ -1,0 +1,68 @@
+"""Encoding speed against the raw SentencePiece tokenizer on a real corpus, in one run.
+
+    python tools/bench_encode.py [--model DIR] [FILE ...]
+
+Prints a table: the raw batched SentencePiece rate (``encode(batch, num_threads=all)`` on lines already in
+memory) and the end-to-end ``bitextmine encode`` rate (read + decode + tokenise + embed + normalise + write
+.npy), in sentences per second, and their ratio. Best of --repeat runs each, interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bitextmine.config import EncodeConfig  # noqa: E402
+from bitextmine.corpus import read_lines  # noqa: E402
+from bitextmine.encoding import encode_files  # noqa: E402
+from bitextmine.model import load_model  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "train")
+# ~1M real sentences in 9 languages: news, UI strings, documentation, everyday sentences
+DEFAULT_FILES = [os.path.join(DATA, c, f"en-{x}.{y}.gz") for c in ("wmt_newstest", "debian_gettext_apps")
+                 for x in ("de", "fr", "es", "cs", "ru", "zh", "tr") for y in (x, "en")] + \
+                [os.path.join(DATA, "tatoeba_anki", f"en-{x}.{x}.gz") for x in ("de", "fr", "es")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="*", default=DEFAULT_FILES)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--batch-size", type=int, default=EncodeConfig.batch_size)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    model = load_model(args.model)
+    lines = [line for f in args.files for line in read_lines(f)]
+    n = len(lines)
+    sp = model.tokenizer.sp
+    B = args.batch_size
+    raw_best, e2e_best = float("inf"), float("inf")
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = os.path.join(tmp, "corpus.txt")
+        with open(corpus, "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in lines)
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            for a in range(0, n, B):
+                sp.encode(lines[a : a + B], num_threads=-1)
+            raw_best = min(raw_best, time.perf_counter() - t)
+            t = time.perf_counter()
+            encode_files([corpus], os.path.join(tmp, "x.npy"), model, config=EncodeConfig(batch_size=B, device="cpu"))
+            e2e_best = min(e2e_best, time.perf_counter() - t)
+    raw, e2e = n / raw_best, n / e2e_best
+    print(f"corpus: {n} sentences from {len(args.files)} file(s); model {model.fingerprint} (dim {model.dim}); "
+          f"{os.cpu_count()} CPU cores; batch {B}; best of {args.repeat}")
+    print(f"| {'stage':<46} | {'sentences/s':>12} |")
+    print(f"|{'-' * 48}|{'-' * 14}|")
+    print(f"| {'raw SentencePiece encode (batched, threaded)':<46} | {raw:>12,.0f} |")
+    print(f"| {'bitextmine encode end-to-end (file -> .npy)':<46} | {e2e:>12,.0f} |")
+    print(f"| {'ratio end-to-end / raw tokenizer':<46} | {e2e / raw:>12.2f} |")
+
+
+if __name__ == "__main__":
+    main()
