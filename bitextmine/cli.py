@@ -233,11 +233,13 @@ M = MineConfig
 @click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")
 @click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")
 @click.option("--threshold", type=float, default=M.threshold, show_default=True, help="Keep pairs scoring at least this.")
+@click.option("--min-cosine", type=float, default=M.min_cosine, show_default=True, help="Keep pairs with at least this cosine.")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
 @_device_option(M.device)
 @_quiet_option
-def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, threshold, ids, block_size, device, quiet):
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, threshold, min_cosine, ids, block_size, device,
+         quiet):
     """Mine translation pairs between two text files (one sentence per line).
 
     Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first.
@@ -250,7 +252,8 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, thresho
     from .model import load_model
 
     model = load_model(model_dir)
-    config = MineConfig(k=k, margin=margin, mode=mode, threshold=threshold, block_size=block_size, device=device)
+    config = MineConfig(k=k, margin=margin, mode=mode, threshold=threshold, min_cosine=min_cosine,
+                        block_size=block_size, device=device)
     bars: dict = {}
 
     def progress(stage: str, n: int) -> None:

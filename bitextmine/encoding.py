@@ -21,7 +21,7 @@ import numpy as np
 from .config import EncodeConfig
 from .corpus import iter_lines
 from .errors import ModelFormatError
-from .model import Model
+from .model import Model, read_versioned_json
 
 SIDECAR_VERSION = 1
 
@@ -213,18 +213,8 @@ def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str |
     Returns float32 or float16 (count, dim). Raises ModelFormatError when the sidecar is missing,
     has another format version, or does not match ``model``, ``text_sha256`` or ``count``.
     """
-    side = path + ".json"
-    try:
-        with open(side, encoding="utf-8") as f:
-            meta = json.load(f)
-    except FileNotFoundError:
-        raise ModelFormatError(f"{side}: missing sidecar; embeddings must come from 'bitextmine encode'") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ModelFormatError(f"{side}: not valid JSON ({e})") from None
-    if meta.get("format_version") != SIDECAR_VERSION:
-        raise ModelFormatError(
-            f"{side}: format_version {meta.get('format_version')!r}; expected {SIDECAR_VERSION}"
-        )
+    meta = read_versioned_json(path + ".json", version=SIDECAR_VERSION,
+                               what="the sidecar that 'bitextmine encode' writes beside its .npy")
     if model is not None and meta.get("model_fingerprint") != model.fingerprint:
         raise ModelFormatError(
             f"{path}: made by model {meta.get('model_fingerprint')}, but the model in use is {model.fingerprint}; "

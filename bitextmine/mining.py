@@ -27,26 +27,22 @@ from .margin import candidate_scores
 
 @dataclass
 class Pairs:
-    """Mined pairs sorted by score descending: src, tgt int64 (m,) row indices; score float32 (m,)."""
+    """Mined pairs sorted by score descending: src, tgt int64 (m,) row indices; score, cosine float32 (m,)."""
 
     src: np.ndarray
     tgt: np.ndarray
     score: np.ndarray
+    cosine: np.ndarray
 
     def __len__(self) -> int:
         return len(self.score)
 
 
-def _sorted(src: np.ndarray, tgt: np.ndarray, score: np.ndarray) -> Pairs:
+def _sorted(src: np.ndarray, tgt: np.ndarray, score: np.ndarray, cos: np.ndarray) -> Pairs:
     # descending score; ties by source then target index so the order is reproducible
     order = np.lexsort((tgt, src, -score.astype(np.float64)))
-    return Pairs(src[order].astype(np.int64), tgt[order].astype(np.int64), score[order].astype(np.float32))
-
-
-def _dedupe(src: np.ndarray, tgt: np.ndarray, score: np.ndarray, n_tgt: int):
-    key = src.astype(np.int64) * max(n_tgt, 1) + tgt
-    _, first = np.unique(key, return_index=True)
-    return src[first], tgt[first], score[first]
+    return Pairs(src[order].astype(np.int64), tgt[order].astype(np.int64), score[order].astype(np.float32),
+                 cos[order].astype(np.float32))
 
 
 def greedy_one_to_one(src: np.ndarray, tgt: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -89,7 +85,7 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
     if config.k < 1:
         raise ConfigError(f"k {config.k}: expected k >= 1")
     n, m = len(x), len(y)
-    empty = Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    empty = Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32))
     if n == 0 or m == 0:
         return empty
     Dxy, Ixy = knn(x, y, config.k, block_size=config.block_size, device=config.device, progress=progress)
@@ -99,28 +95,30 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
     fwd = candidate_scores(Dxy, Ixy, mean_x, mean_y, config.margin)  # (n, k)
     bwd = candidate_scores(Dyx, Iyx, mean_y, mean_x, config.margin)  # (m, k)
     fj = fwd.argmax(1)
-    f_src, f_tgt, f_score = np.arange(n), Ixy[np.arange(n), fj], fwd[np.arange(n), fj]
+    rows_f = np.arange(n)
+    f = (rows_f, Ixy[rows_f, fj], fwd[rows_f, fj], Dxy[rows_f, fj])  # src, tgt, score, cosine
     bj = bwd.argmax(1)
-    b_src, b_tgt, b_score = Iyx[np.arange(m), bj], np.arange(m), bwd[np.arange(m), bj]
+    rows_b = np.arange(m)
+    b = (Iyx[rows_b, bj], rows_b, bwd[rows_b, bj], Dyx[rows_b, bj])
     if config.mode == "forward":
-        s, t, sc = f_src, f_tgt, f_score
+        s, t, sc, cos = f
     elif config.mode == "backward":
-        s, t, sc = b_src, b_tgt, b_score
+        s, t, sc, cos = b
     elif config.mode == "intersect":
-        # a target may be the backward choice of one source only, so this map is one-to-one
+        # a target is the backward choice of one source only, so this map is one-to-one
         back_of_tgt = np.full(m, -1, np.int64)
-        back_of_tgt[b_tgt] = b_src
-        both = back_of_tgt[f_tgt] == f_src
-        s, t, sc = f_src[both], f_tgt[both], f_score[both]
-    elif config.mode == "union":
-        s, t, sc = _dedupe(np.concatenate([f_src, b_src]), np.concatenate([f_tgt, b_tgt]),
-                           np.concatenate([f_score, b_score]), m)
-    else:  # max
-        s, t, sc = np.concatenate([f_src, b_src]), np.concatenate([f_tgt, b_tgt]), np.concatenate([f_score, b_score])
-        keep = greedy_one_to_one(s, t, sc)
-        s, t, sc = s[keep], t[keep], sc[keep]
-    ok = sc >= config.threshold
-    return _sorted(s[ok], t[ok], sc[ok])
+        back_of_tgt[b[1]] = b[0]
+        both = back_of_tgt[f[1]] == f[0]
+        s, t, sc, cos = (a[both] for a in f)
+    else:
+        s, t, sc, cos = (np.concatenate([u, v]) for u, v in zip(f, b))
+        if config.mode == "union":
+            _, keep = np.unique(s.astype(np.int64) * m + t, return_index=True)
+        else:  # max
+            keep = greedy_one_to_one(s, t, sc)
+        s, t, sc, cos = s[keep], t[keep], sc[keep], cos[keep]
+    ok = (sc >= config.threshold) & (cos >= config.min_cosine)
+    return _sorted(s[ok], t[ok], sc[ok], cos[ok])
 
 
 @dataclass
@@ -199,12 +197,11 @@ def mine_files(
             x = load_embeddings(emb_path, model=model, text_sha256=file_checksum(path), count=len(lines))
             x = np.asarray(x[u.first], np.float32)
         else:
-            enc = Encoder(model, encode_config)
             blocks = []
-            for a in range(0, len(u.texts), encode_config.batch_size):
-                blocks.append(enc.encode_batch(u.texts[a : a + encode_config.batch_size]))
+            for block in Encoder(model, encode_config).encode_iter(u.texts):
+                blocks.append(block)
                 if progress:
-                    progress("encode", len(blocks[-1]))
+                    progress("encode", len(block))
             x = np.concatenate(blocks) if blocks else np.zeros((0, model.dim), np.float32)
         sides.append((u, x))
     (us, xs), (ut, xt) = sides
@@ -215,7 +212,7 @@ def mine_files(
             row += "\t" + ",".join(map(str, us.line_ids[s])) + "\t" + ",".join(map(str, ut.line_ids[t]))
         out.write(row + "\n")
     sig = (f"bitextmine {__version__}|model:{model.fingerprint}|k:{config.k}|margin:{config.margin}|"
-           f"mode:{config.mode}|threshold:{config.threshold:g}")
+           f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}")
     return MineStats(us.n_lines, ut.n_lines, len(us.texts), len(ut.texts), us.n_empty, ut.n_empty,
                      len(pairs), sig)
 

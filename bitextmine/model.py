@@ -91,24 +91,31 @@ def compute_fingerprint(tokenizer_proto: bytes, embeddings: np.ndarray) -> str:
     return h.hexdigest()[:16]
 
 
+def read_versioned_json(path: str, *, version: int, what: str) -> dict:
+    """Read a JSON object carrying ``format_version``; raise ModelFormatError unless it is ``version``.
+
+    ``what`` completes the message for a missing file ("expected ...").
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path}: missing; expected {what}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ModelFormatError(f"{path}: not valid JSON ({e})") from None
+    found = data.get("format_version") if isinstance(data, dict) else None
+    if found != version:
+        raise ModelFormatError(f"{path}: format_version {found!r}; this bitextmine reads format_version {version}")
+    return data
+
+
 def load_model(path: str | None = None) -> Model:
     """Load a model directory (``None`` = the bundled default model). Raises ModelFormatError."""
     path = path or default_model_dir()
     if not os.path.isdir(path):
         raise ModelFormatError(f"{path}: not a model directory; expected a folder made by 'bitextmine train'")
     cfg_path = os.path.join(path, CONFIG_FILE)
-    try:
-        with open(cfg_path, encoding="utf-8") as f:
-            cfg = json.load(f)
-    except FileNotFoundError:
-        raise ModelFormatError(f"{cfg_path}: missing; expected a model directory made by 'bitextmine train'") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ModelFormatError(f"{cfg_path}: not valid JSON ({e})") from None
-    version = cfg.get("format_version") if isinstance(cfg, dict) else None
-    if version != FORMAT_VERSION:
-        raise ModelFormatError(
-            f"{cfg_path}: format_version {version!r}; this bitextmine reads format_version {FORMAT_VERSION}"
-        )
+    cfg = read_versioned_json(cfg_path, version=FORMAT_VERSION, what="a model directory made by 'bitextmine train'")
     if cfg.get("encoder") not in ENCODERS:
         raise ModelFormatError(f"{cfg_path}: encoder {cfg.get('encoder')!r}; expected one of {', '.join(ENCODERS)}")
     tok = Tokenizer.load(os.path.join(path, TOKENIZER_FILE))

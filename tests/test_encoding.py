@@ -86,3 +86,14 @@ def test_encode_reads_stdin(tmp_path, toy_model_dir):
                        input="kalo mire\ntusa\n".encode(), capture_output=True)
     assert r.returncode == 0, r.stderr
     assert np.load(out).shape[0] == 2
+
+
+def test_bad_line_mid_stream_stops_workers_with_the_line_number(tmp_path, toy_model):
+    from bitextmine.errors import CorpusError
+
+    p = tmp_path / "bad.txt"
+    p.write_bytes(b"kalo mire\n" * 40 + b"\xff\n" + b"tusa\n" * 10)
+    out = str(tmp_path / "bad.npy")
+    with pytest.raises(CorpusError, match="line 41: invalid UTF-8"):
+        encode_files([str(p)], out, toy_model, config=EncodeConfig(batch_size=4))
+    assert not (tmp_path / "bad.npy").exists() and not (tmp_path / "bad.npy.partial").exists()

@@ -11,7 +11,7 @@ def unit(x):
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def reference_mine(x, y, k, margin, mode, threshold):
+def reference_mine(x, y, k, margin, mode, threshold, min_cosine=-np.inf):
     """Slow, obvious version: full similarity matrix, loops, LASER's candidate loop for 'max'."""
     sim = x.astype(np.float64) @ y.T.astype(np.float64)
     k = min(k, len(y), len(x))
@@ -47,7 +47,7 @@ def reference_mine(x, y, k, margin, mode, threshold):
                 seen_s.add(i)
                 seen_t.add(j)
                 pairs[(i, j)] = s
-    return {p: s for p, s in pairs.items() if s >= threshold}
+    return {p: s for p, s in pairs.items() if s >= threshold and sim[p] >= min_cosine}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -59,11 +59,13 @@ def test_mine_embeddings_matches_reference(mode, margin):
     y = unit(rng.normal(size=(m, d)))
     y[:30] = unit(x[10:40] + rng.normal(scale=0.3, size=(30, d)))  # planted: x[10+i] ~ y[i]
     threshold = {"ratio": 1.0, "distance": 0.0, "absolute": 0.3}[margin]
-    got = mine_embeddings(x, y, config=MineConfig(k=4, margin=margin, mode=mode, threshold=threshold, block_size=13))
-    want = reference_mine(x, y, 4, margin, mode, threshold)
+    got = mine_embeddings(x, y, config=MineConfig(k=4, margin=margin, mode=mode, threshold=threshold, block_size=13,
+                                                  min_cosine=0.35))
+    want = reference_mine(x, y, 4, margin, mode, threshold, 0.35)
     assert {(int(s), int(t)) for s, t in zip(got.src, got.tgt)} == set(want)
     for s, t, sc in zip(got.src, got.tgt, got.score):
         assert sc == pytest.approx(want[(int(s), int(t))], rel=1e-4, abs=1e-5)
+    np.testing.assert_allclose(got.cosine, (x[got.src] * y[got.tgt]).sum(1), atol=1e-5)
     assert np.all(np.diff(got.score) <= 0)  # best first
 
 
