@@ -41,6 +41,79 @@ def open_binary(path: str) -> BinaryIO:
     return raw
 
 
+BLOCK_BYTES = 1 << 20  # bytes read at a time; blocks always end at a line end
+
+
+def iter_blocks(path: str, *, hasher: "hashlib._Hash | None" = None,
+                block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
+    r"""Yield (block, number of its first line) for ``path``: raw bytes, each block ending at a ``\n``
+    (the last may not), a UTF-8 byte order mark at the start removed.
+
+    ``hasher``, when given, is updated with the decompressed bytes. Raises CorpusError for a
+    truncated or corrupt gzip stream, naming the line where the damage starts.
+    """
+    name = _name(path)
+    f = open_binary(path)
+    lineno = 1
+    rest = b""
+    bom_checked = False
+    try:
+        while True:
+            try:
+                data = f.read(block_bytes)
+            except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+                damaged = lineno + rest.count(b"\n")
+                raise CorpusError(f"{name} line {damaged}: corrupt or truncated gzip data ({e})") from None
+            if hasher is not None:
+                hasher.update(data)
+            if not data:
+                if not bom_checked and rest.startswith(b"\xef\xbb\xbf"):
+                    rest = rest[3:]
+                if rest:
+                    yield rest, lineno
+                return
+            data = rest + data
+            if not bom_checked and len(data) >= 3:
+                bom_checked = True
+                if data.startswith(b"\xef\xbb\xbf"):
+                    data = data[3:]
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            block, rest = data[:cut], data[cut:]
+            yield block, lineno
+            lineno += block.count(b"\n")
+    finally:
+        if path != "-":
+            f.close()
+
+
+def decode_block(block: bytes, *, name: str, first_line: int) -> list[str]:
+    r"""The lines of a block from :func:`iter_blocks`, without line ends (a ``\r`` before ``\n`` removed).
+
+    Raises CorpusError naming the file, 1-based line and column for invalid UTF-8 or a NUL byte.
+    """
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = block.rfind(b"\n", 0, e.start) + 1
+        lineno = first_line + block.count(b"\n", 0, e.start)
+        raise CorpusError(
+            f"{name} line {lineno}: invalid UTF-8 (byte 0x{block[e.start]:02x} at column {e.start - line_start + 1}); "
+            "expected UTF-8 text"
+        ) from None
+    if "\x00" in text:
+        lineno = first_line + text.count("\n", 0, text.index("\x00"))
+        raise CorpusError(f"{name} line {lineno}: NUL byte; expected text, not binary data")
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    return lines
+
+
 def iter_lines(path: str, *, hasher: "hashlib._Hash | None" = None) -> Iterator[str]:
     """Yield the lines of a UTF-8 text file without their line ends, streaming.
 
@@ -49,34 +122,8 @@ def iter_lines(path: str, *, hasher: "hashlib._Hash | None" = None) -> Iterator[
     truncated/corrupt gzip stream.
     """
     name = _name(path)
-    f = open_binary(path)
-    lineno = 0
-    try:
-        for raw in f:
-            lineno += 1
-            if hasher is not None:
-                hasher.update(raw)
-            if raw.endswith(b"\n"):
-                raw = raw[:-1]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]  # UTF-8 byte order mark
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise CorpusError(
-                    f"{name} line {lineno}: invalid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
-                    "expected UTF-8 text"
-                ) from None
-            if "\x00" in line:
-                raise CorpusError(f"{name} line {lineno}: NUL byte; expected text, not binary data")
-            yield line
-    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise CorpusError(f"{name} line {lineno + 1}: corrupt or truncated gzip data ({e})") from None
-    finally:
-        if path != "-":
-            f.close()
+    for block, first_line in iter_blocks(path, hasher=hasher):
+        yield from decode_block(block, name=name, first_line=first_line)
 
 
 def read_lines(path: str) -> list[str]:

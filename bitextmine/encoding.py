@@ -19,9 +19,10 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from .config import EncodeConfig
-from .corpus import iter_lines
+from .corpus import iter_blocks
 from .errors import ModelFormatError
 from .model import Model, read_versioned_json
+from .tokenizer import RawBlock
 
 SIDECAR_VERSION = 1
 
@@ -39,6 +40,24 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def embed_pieces(weight, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Mean of piece embeddings, L2-normalised: float32 (n, dim); an empty sentence gives zeros.
+
+    weight: torch tensor (vocab, dim) on the device to use; ids int (total,), offsets int (n,) (flat
+    layout, see bitextmine.tokenizer). The one implementation behind every encoding path.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    if len(offsets) == 0:
+        return np.zeros((0, weight.shape[1]), np.float32)
+    with torch.no_grad():
+        dev = weight.device
+        x = F.embedding_bag(torch.from_numpy(ids).to(dev), weight, torch.from_numpy(offsets).to(dev), mode="mean")
+        x.div_(torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min_(1e-12))  # in place: no copy
+    return x.float().cpu().numpy()
+
+
 class Encoder:
     """Encodes batches of text with one model on one device; keeps the weight tensor resident."""
 
@@ -52,17 +71,7 @@ class Encoder:
 
     def embed_flat(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Mean piece embedding per sentence, L2-normalised: float32 (n, dim). Empty sentences give zeros."""
-        import torch
-        import torch.nn.functional as F
-
-        if len(offsets) == 0:
-            return np.zeros((0, self.model.dim), np.float32)
-        with torch.no_grad():
-            x = F.embedding_bag(
-                torch.from_numpy(ids).to(self.device), self.weight, torch.from_numpy(offsets).to(self.device), mode="mean"
-            )
-            x.div_(torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min_(1e-12))  # in place: no copy
-        return x.float().cpu().numpy()
+        return embed_pieces(self.weight, ids, offsets)
 
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Encode one batch: float32 (len(texts), dim), L2-normalised rows in the order of ``texts``.
@@ -74,10 +83,12 @@ class Encoder:
 
     def encode_iter(self, texts: Iterable[str]) -> Iterator[np.ndarray]:
         """Yield float32 (<= batch_size, dim) blocks for a stream of texts, in order."""
-        yield from self.map_batches(texts, lambda block, row: block)
+        yield from self.map_batches(_batches(texts, self.config.batch_size), lambda block, row: block)
 
-    def map_batches(self, texts: Iterable[str], job: Callable[[np.ndarray, int], Any]) -> Iterator[Any]:
-        """Encode ``texts`` in batches and yield ``job(block, first_row)`` for each batch, in input order.
+    def map_batches(self, batches: Iterable["Sequence[str] | RawBlock"],
+                    job: Callable[[np.ndarray, int], Any]) -> Iterator[Any]:
+        """Encode each batch (texts, or a RawBlock of undecoded lines) and yield ``job(block, first_row)``
+        for each, in input order; ``block`` is float32 (rows, dim).
 
         Tokenisation runs in worker processes a few batches ahead (:meth:`Tokenizer.encode_stream`)
         while this thread embeds and hands each block to ``job``; memory stays bounded whatever the
@@ -92,8 +103,7 @@ class Encoder:
             # the tokenizer processes hold the cores; more torch threads would spin-wait against them
             torch.set_num_threads(1)
         try:
-            for ids, offsets in self.model.tokenizer.encode_stream(_batches(texts, self.config.batch_size),
-                                                                   workers=workers):
+            for ids, offsets in self.model.tokenizer.encode_stream(batches, workers=workers):
                 block = self.embed_flat(ids, offsets)
                 yield job(block, row)
                 row += len(block)
@@ -157,26 +167,38 @@ def encode_files(
 
     Writes a ``.npy`` of shape (lines, dim), float32 or float16 (``config.fp16``), streaming, plus the
     sidecar ``out_path + '.json'``. ``progress(n)`` is called with the number of lines just encoded.
+
+    On the CPU, this process only reads raw blocks of lines, hashes them and counts their lines
+    (which fixes each block's rows in the output); worker processes decode, tokenise, embed and
+    write their rows in place (:func:`_file_worker`), so nothing per line runs here. On CUDA, blocks
+    are tokenised by workers and embedded on the GPU here.
     """
     dtype = np.dtype(np.float16 if config.fp16 else np.float32)
     hasher = hashlib.sha256()
     enc = Encoder(model, config)
+    block_bytes = config.batch_size * 128  # ~batch_size lines of typical text
 
-    def lines() -> Iterator[str]:
+    def blocks() -> Iterator[tuple[RawBlock, int]]:
+        row = 0
         for p in inputs:
-            yield from iter_lines(p, hasher=hasher)
+            name = "<stdin>" if p == "-" else p
+            for data, first_line in iter_blocks(p, hasher=hasher, block_bytes=block_bytes):
+                yield RawBlock(data, first_line, name), row
+                row += data.count(b"\n") + (not data.endswith(b"\n"))
 
     tmp = out_path + ".partial"
+    header_len = len(_npy_header(0, model.dim, dtype))
     count = 0
     try:
         with open(tmp, "wb") as f:
             f.write(_npy_header(0, model.dim, dtype))  # rewritten with the real row count at the end
-
-            def write(block: np.ndarray, row: int) -> int:
-                f.write(memoryview(np.ascontiguousarray(block.astype(dtype, copy=False))).cast("B"))
-                return len(block)
-
-            for n in enc.map_batches(lines(), write):
+            f.flush()
+            if enc.device == "cpu":
+                rows = _encode_blocks_in_workers(blocks(), model, tmp, dtype, header_len, config)
+            else:
+                rows = (_write_rows(f, header_len, row, block.astype(dtype))
+                        for block, row in _device_blocks(enc, blocks()))
+            for n in rows:
                 count += n
                 if progress:
                     progress(n)
@@ -189,6 +211,85 @@ def encode_files(
     result = EncodeResult(count=count, dim=model.dim, dtype=str(dtype), input_sha256=hasher.hexdigest(), path=out_path)
     write_sidecar(out_path, model, result, inputs)
     return result
+
+
+def _write_rows(f, header_len: int, row: int, x: np.ndarray) -> int:
+    os.pwrite(f.fileno(), memoryview(np.ascontiguousarray(x)).cast("B"), header_len + row * x.shape[1] * x.itemsize)
+    return len(x)
+
+
+def _device_blocks(enc: Encoder, blocks: Iterable[tuple[RawBlock, int]]) -> Iterator[tuple[np.ndarray, int]]:
+    rows = []
+
+    def only_blocks():
+        for block, row in blocks:
+            rows.append(row)
+            yield block
+
+    for i, x in enumerate(enc.map_batches(only_blocks(), lambda x, _: x)):
+        yield x, rows[i]
+
+
+_FILE_WORKER: dict = {}
+
+
+def _file_worker_init(proto: bytes, weight: np.ndarray, path: str, dtype: str, header_len: int,
+                      child: bool = True) -> None:
+    import torch
+
+    from .tokenizer import _spm
+
+    if child:
+        # one thread: ATen then never enters OpenMP, which a forked child must not (as in torch's
+        # DataLoader workers); the processes are the parallelism
+        torch.set_num_threads(1)
+    _FILE_WORKER.update(sp=_spm().SentencePieceProcessor(model_proto=proto), weight=torch.from_numpy(weight),
+                        fd=os.open(path, os.O_WRONLY), dtype=np.dtype(dtype), header_len=header_len)
+
+
+def _file_worker(block: RawBlock, row: int) -> int:
+    """Decode, tokenise, embed and write one block's rows in place; returns the number of rows."""
+    from .corpus import decode_block
+    from .tokenizer import flatten
+
+    w = _FILE_WORKER
+    texts = decode_block(block.data, name=block.name, first_line=block.first_line)
+    ids, offsets = flatten(w["sp"].encode(texts, return_type="numpy", num_threads=1))
+    x = embed_pieces(w["weight"], ids, offsets).astype(w["dtype"], copy=False)
+    os.pwrite(w["fd"], memoryview(np.ascontiguousarray(x)).cast("B"), w["header_len"] + row * x.shape[1] * x.itemsize)
+    return len(x)
+
+
+def _encode_blocks_in_workers(blocks: Iterable[tuple[RawBlock, int]], model: Model, path: str, dtype: np.dtype,
+                              header_len: int, config: EncodeConfig) -> Iterator[int]:
+    """Run :func:`_file_worker` over the blocks in worker processes, at most 2 per worker ahead; the
+    first two blocks run here, so small inputs never start processes. Yields rows per block, in order."""
+    import multiprocessing as mp
+
+    args = (model.tokenizer.proto, model.embeddings, path, dtype.str, header_len)
+    it = iter(blocks)
+    _file_worker_init(*args, child=False)
+    try:
+        for _, (block, row) in zip(range(2), it):
+            yield _file_worker(block, row)
+    finally:
+        os.close(_FILE_WORKER.pop("fd"))
+        _FILE_WORKER.clear()
+    first = next(it, None)
+    if first is None:
+        return
+    workers = config.threads or os.cpu_count() or 1
+    # fork: the children share the embedding table and use only numpy and SentencePiece (see
+    # Tokenizer.encode_stream for why fork, not spawn)
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
+    with ctx.Pool(workers, initializer=_file_worker_init, initargs=args) as pool:
+        pending = deque([pool.apply_async(_file_worker, first)])
+        for item in it:
+            pending.append(pool.apply_async(_file_worker, item))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
 
 
 def write_sidecar(out_path: str, model: Model, result: EncodeResult, inputs: Sequence[str]) -> None:

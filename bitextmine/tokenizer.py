@@ -13,11 +13,12 @@ from __future__ import annotations
 import io
 import os
 from collections import deque
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
 from .config import TokenizerConfig
+from .corpus import decode_block
 from .errors import CorpusError, ModelFormatError
 
 
@@ -97,18 +98,20 @@ class Tokenizer:
         pieces = self.encode_lists(texts, threads=threads)
         return flatten(pieces)
 
-    def encode_stream(self, batches: Iterable[Sequence[str]], *, workers: int = 0,
+    def encode_stream(self, batches: Iterable["Sequence[str] | RawBlock"], *, workers: int = 0,
                       inline_batches: int = 2) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Encode a stream of batches; yields (ids int32 (total,), offsets int32 (n,)) per batch, in order.
 
-        The first ``inline_batches`` batches are encoded here (small inputs never pay for starting
-        processes); later ones by ``workers`` processes (0 = one per core), at most ``2 * workers``
-        batches ahead, so memory is bounded whatever the input size. Equal to :meth:`encode` per batch.
+        A batch is a sequence of texts or a :class:`RawBlock` of undecoded lines, which the worker
+        decodes and checks (so the caller does no per-line work). The first ``inline_batches``
+        batches are encoded here (small inputs never pay for starting processes); later ones by
+        ``workers`` processes (0 = one per core), at most ``2 * workers`` batches ahead, so memory is
+        bounded whatever the input size. Equal to :meth:`encode` per batch.
         """
         workers = workers or os.cpu_count() or 1
         it = iter(batches)
         for _, batch in zip(range(inline_batches), it):
-            yield _flatten32(self.encode_lists(batch, threads=workers))
+            yield _flatten32(self.encode_lists(_texts(batch), threads=workers))
         first = next(it, None)
         if first is None:
             return
@@ -136,8 +139,22 @@ def _worker_init(proto: bytes) -> None:
     _WORKER_SP = _spm().SentencePieceProcessor(model_proto=proto)
 
 
-def _worker_encode(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    return _flatten32(_WORKER_SP.encode(list(texts), return_type="numpy", num_threads=1))
+def _worker_encode(batch: "Sequence[str] | RawBlock") -> tuple[np.ndarray, np.ndarray]:
+    return _flatten32(_WORKER_SP.encode(_texts(batch), return_type="numpy", num_threads=1))
+
+
+class RawBlock(NamedTuple):
+    """Undecoded lines from :func:`bitextmine.corpus.iter_blocks`, with where they come from."""
+
+    data: bytes
+    first_line: int
+    name: str
+
+
+def _texts(batch: "Sequence[str] | RawBlock") -> list[str]:
+    if isinstance(batch, RawBlock):
+        return decode_block(batch.data, name=batch.name, first_line=batch.first_line)
+    return list(batch)
 
 
 def _flatten32(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

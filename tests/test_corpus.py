@@ -96,3 +96,18 @@ def test_empty_corpus_is_an_error(tmp_path):
     d = write_bytes(tmp_path / "d", b"same\nx\n")
     with pytest.raises(CorpusError, match="no usable pairs left"):
         load_corpora([CorpusSpec(src=c, tgt=d)])
+
+
+@pytest.mark.parametrize("block_bytes", [1, 3, 7, 64, 1 << 20])
+def test_blocks_of_any_size_give_the_same_lines_and_line_numbers(tmp_path, block_bytes):
+    from bitextmine.corpus import decode_block, iter_blocks
+
+    lines = ["über", "", "a\r", "long line " * 20, "\u2028x", "z"]
+    p = write_bytes(tmp_path / "f.txt", b"\xef\xbb\xbf" + "\n".join(lines).encode() + b"\n")
+    got = [line for block, first in iter_blocks(p, block_bytes=block_bytes)
+           for line in decode_block(block, name=p, first_line=first)]
+    assert got == ["über", "", "a", "long line " * 20, "\u2028x", "z"]
+    bad = write_bytes(tmp_path / "bad.txt", b"ok\n" * 9 + b"x\xc3(y\n" + b"ok\n")
+    with pytest.raises(CorpusError, match=r"line 10: invalid UTF-8 \(byte 0xc3 at column 2\)"):
+        for block, first in iter_blocks(bad, block_bytes=block_bytes):
+            decode_block(block, name=bad, first_line=first)
