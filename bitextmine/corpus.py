@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import sys
 import zlib
 from dataclasses import dataclass
@@ -248,6 +249,15 @@ class CorpusSpec:
 
     def __str__(self) -> str:
         return self.tsv if self.tsv is not None else f"{self.src} + {self.tgt}"
+
+    def describe(self) -> str:
+        """The corpus by its files' names and parent folders, without the rest of the path."""
+        def short(p: str) -> str:
+            return os.path.join(os.path.basename(os.path.dirname(os.path.abspath(p))), os.path.basename(p))
+
+        if self.tsv is not None:
+            return f"{short(self.tsv)} (columns {self.scol}, {self.tcol})"
+        return f"{short(str(self.src))} + {short(str(self.tgt))}"
 
 
 def load_corpora(specs: Iterable[CorpusSpec]) -> tuple[list[str], list[str], CleanStats]:

@@ -1,4 +1,4 @@
-"""Sentence embeddings: batched, multi-threaded tokenisation, mean of piece embeddings, L2 normalisation.
+"""Sentence embeddings: batched tokenisation in worker processes, mean of piece embeddings, L2 normalisation.
 
 Embedding files are ``.npy`` (float32 or float16, one row per input line, in input order) written
 as a stream, with a JSON sidecar ``OUT.npy.json`` naming the model that made them::

@@ -125,24 +125,16 @@ class _DevSet:
     def __init__(self, name: str, kind: str, a: Side, b: Side, gold: np.ndarray | None = None):
         self.name, self.kind, self.a, self.b, self.gold = name, kind, a, b, gold
 
-    def score(self, weight, device) -> float:
-        xa = _embed(weight, self.a, device)
-        xb = _embed(weight, self.b, device)
+    def score(self, weight) -> float:
+        """The benchmark's score with piece embeddings ``weight`` (torch, (vocab, dim))."""
+        from .encoding import embed_pieces
+
+        xa = embed_pieces(weight, self.a.ids, self.a.offsets)
+        xb = embed_pieces(weight, self.b.ids, self.b.offsets)
         if self.kind == "sts":
             return sts_pearson(xa, xb, self.gold)
         acc = retrieval_accuracy(xa, xb)
         return 100.0 * (acc[0] + acc[1]) / 2
-
-
-def _embed(weight, side: Side, device) -> np.ndarray:
-    import torch
-    import torch.nn.functional as F
-
-    with torch.no_grad():
-        x = F.embedding_bag(
-            torch.from_numpy(side.ids).to(device), weight, torch.from_numpy(side.offsets).to(device), mode="mean"
-        )
-        return F.normalize(x, dim=1).float().cpu().numpy()
 
 
 def train(
@@ -244,7 +236,7 @@ def train(
     def evaluate() -> None:
         if not devsets:
             return
-        scores = {d.name: round(d.score(enc.weight.detach(), device), 3) for d in devsets}
+        scores = {d.name: round(d.score(enc.weight.detach()), 3) for d in devsets}
         score = float(np.mean(list(scores.values())))
         rec = {"epoch": state["epoch"] + 1, "step": state["step"], "scores": scores, "score": round(score, 3)}
         state["history"].append(rec)
@@ -304,9 +296,9 @@ def train(
             "bitextmine_version": __version__,
             "training": {
                 **asdict(config),
-                "tokenizer": asdict(tokenizer_config) if not tokenizer_path else {"path": tokenizer_path},
+                "tokenizer": asdict(tokenizer_config) if not tokenizer_path else {"path": os.path.basename(tokenizer_path)},
                 "pairs": n_pairs,
-                "corpora": [str(c) for c in corpora],
+                "corpora": [c.describe() for c in corpora],  # file names only: no local paths in a model
                 "cleaning": asdict(stats),
                 "steps": state["step"],
                 "complete": not stopped_early,
