@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -22,6 +21,7 @@ from .config import EncodeConfig
 from .corpus import iter_blocks
 from .errors import ModelFormatError
 from .model import Model, read_versioned_json
+from .parallel import ordered_map
 from .tokenizer import RawBlock
 
 SIDECAR_VERSION = 1
@@ -234,7 +234,7 @@ _FILE_WORKER: dict = {}
 
 
 def _file_worker_init(proto: bytes, weight: np.ndarray, path: str, dtype: str, header_len: int,
-                      child: bool = True) -> None:
+                      child: bool) -> None:
     import torch
 
     from .tokenizer import _spm
@@ -247,11 +247,12 @@ def _file_worker_init(proto: bytes, weight: np.ndarray, path: str, dtype: str, h
                         fd=os.open(path, os.O_WRONLY), dtype=np.dtype(dtype), header_len=header_len)
 
 
-def _file_worker(block: RawBlock, row: int) -> int:
+def _file_worker(item: tuple[RawBlock, int]) -> int:
     """Decode, tokenise, embed and write one block's rows in place; returns the number of rows."""
     from .corpus import decode_block
     from .tokenizer import flatten
 
+    block, row = item
     w = _FILE_WORKER
     texts = decode_block(block.data, name=block.name, first_line=block.first_line)
     ids, offsets = flatten(w["sp"].encode(texts, return_type="numpy", num_threads=1))
@@ -262,34 +263,15 @@ def _file_worker(block: RawBlock, row: int) -> int:
 
 def _encode_blocks_in_workers(blocks: Iterable[tuple[RawBlock, int]], model: Model, path: str, dtype: np.dtype,
                               header_len: int, config: EncodeConfig) -> Iterator[int]:
-    """Run :func:`_file_worker` over the blocks in worker processes, at most 2 per worker ahead; the
-    first two blocks run here, so small inputs never start processes. Yields rows per block, in order."""
-    import multiprocessing as mp
-
+    """Run :func:`_file_worker` over (block, first row) items in worker processes; yields rows per block."""
     args = (model.tokenizer.proto, model.embeddings, path, dtype.str, header_len)
-    it = iter(blocks)
-    _file_worker_init(*args, child=False)
     try:
-        for _, (block, row) in zip(range(2), it):
-            yield _file_worker(block, row)
+        yield from ordered_map(_file_worker, blocks, init=_file_worker_init, init_args=args, workers=config.threads)
     finally:
-        os.close(_FILE_WORKER.pop("fd"))
+        fd = _FILE_WORKER.pop("fd", None)  # this process's own descriptor, when it encoded blocks itself
+        if fd is not None:
+            os.close(fd)
         _FILE_WORKER.clear()
-    first = next(it, None)
-    if first is None:
-        return
-    workers = config.threads or os.cpu_count() or 1
-    # fork: the children share the embedding table and use only numpy and SentencePiece (see
-    # Tokenizer.encode_stream for why fork, not spawn)
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
-    with ctx.Pool(workers, initializer=_file_worker_init, initargs=args) as pool:
-        pending = deque([pool.apply_async(_file_worker, first)])
-        for item in it:
-            pending.append(pool.apply_async(_file_worker, item))
-            if len(pending) >= 2 * workers:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
 
 
 def write_sidecar(out_path: str, model: Model, result: EncodeResult, inputs: Sequence[str]) -> None:

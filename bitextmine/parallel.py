@@ -1,0 +1,44 @@
+"""An ordered map over worker processes with bounded look-ahead, for the stages that parallelise by batch."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing as mp
+import os
+from collections import deque
+from typing import Any, Callable, Iterable, Iterator
+
+
+def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], *, init: Callable[..., None], init_args: tuple = (),
+                workers: int = 0, inline: int = 2) -> Iterator[Any]:
+    """Yield ``fn(item)`` for every item, in input order.
+
+    The first ``inline`` items run in this process after ``init(*init_args, child=False)``, so small
+    inputs never start processes; the rest run in ``workers`` processes (0 = one per core), each set up
+    with ``init(*init_args, child=True)``, at most ``2 * workers`` items ahead, so memory stays bounded
+    whatever the input size. An exception in ``fn`` is raised here and stops the workers.
+
+    The workers are forked, not spawned: spawning re-imports the caller's ``__main__``, which breaks
+    scripts without a main guard. Forking a process that holds torch is safe when the children never
+    enter OpenMP, which is why ``init`` must set ``torch.set_num_threads(1)`` in a child that uses torch
+    (as torch's own DataLoader workers do).
+    """
+    workers = workers or os.cpu_count() or 1
+    it = iter(items)
+    head = list(itertools.islice(it, inline))
+    if head:
+        init(*init_args, child=False)
+        for item in head:
+            yield fn(item)
+    first = next(it, None)
+    if first is None:
+        return
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
+    with ctx.Pool(workers, initializer=init, initargs=(*init_args, True)) as pool:
+        pending = deque([pool.apply_async(fn, (first,))])
+        for item in it:
+            pending.append(pool.apply_async(fn, (item,)))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()

@@ -1,0 +1,38 @@
+import os
+
+import pytest
+
+from bitextmine.parallel import ordered_map
+
+STATE = {}
+
+
+def init(tag, child):
+    STATE.update(tag=tag, child=child, pid=os.getpid())
+
+
+def work(x):
+    if x == "boom":
+        raise ValueError("item boom failed")
+    return x * 2, STATE["tag"], STATE["child"], STATE["pid"]
+
+
+def test_order_inline_then_workers():
+    out = list(ordered_map(work, range(40), init=init, init_args=("t",), workers=2, inline=3))
+    assert [o[0] for o in out] == [2 * i for i in range(40)]
+    assert all(o[1] == "t" for o in out)
+    assert [o[2] for o in out[:3]] == [False] * 3 and all(o[3] == os.getpid() for o in out[:3])
+    assert all(o[2] for o in out[3:]) and all(o[3] != os.getpid() for o in out[3:])
+
+
+def test_small_inputs_start_no_process():
+    out = list(ordered_map(work, [1, 2], init=init, init_args=("s",), workers=2))
+    assert [o[3] for o in out] == [os.getpid()] * 2
+
+
+@pytest.mark.parametrize("where", [0, 10])
+def test_errors_reach_the_caller(where):
+    items = list(range(20))
+    items[where] = "boom"
+    with pytest.raises(ValueError, match="item boom failed"):
+        list(ordered_map(work, items, init=init, init_args=("e",), workers=2))
