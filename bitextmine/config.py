@@ -56,7 +56,8 @@ class MineConfig:
     mode: str = "max"  # LASER: "max" retrieval, best pairs first, each sentence used once
     # Calibrated for the bundled default model with tools/calibrate_threshold.py (README, "Threshold").
     threshold: float = 1.06
-    # Pairs must also have at least this cosine; guards small inputs, where every margin is high.
+    # Optional floor on the cosine (off by default, as in margin mining in the literature); it helps on
+    # small inputs, where every margin runs high (tools/calibrate_threshold.py measures both).
     min_cosine: float = 0.0
     block_size: int = 16384  # query rows per k-NN block; bounds memory
     device: str = "auto"  # auto | cpu | cuda
