@@ -1,10 +1,14 @@
 """Train the bundled default model on every corpus in ../shared/data/train (English with 8 languages).
 
     python tools/train_default.py --out bitextmine/models/default            # the shipped model
-    python tools/train_default.py --vocab 32000 --epochs 2 --out /tmp/v32k   # a comparison run
+    python tools/train_default.py --vocab 20000 --epochs 2 --out /tmp/v20k   # a comparison run
 
-Model selection uses the Tatoeba v1 dev files of the 8 languages and the STS Benchmark dev set;
-the test sets are measured afterwards by tools/eval_default.py.
+The shipped model departs from the paper's defaults in two measured or practical ways (see
+docs/benchmarks.md): a 32,000-piece vocabulary for nine languages (better on every dev benchmark
+than 20,000) and 8 epochs instead of 10 (the time budget). Anki pairs whose English side occurs in a
+Tatoeba test set are left out, so that the Tatoeba figures measure unseen sentences. Model selection
+(the best epoch) uses the Tatoeba v1 files of the 8 languages and the STS Benchmark dev set, as the
+shared data's dev/ folder intends; tools/eval_default.py measures the model afterwards.
 """
 
 from __future__ import annotations
@@ -67,9 +71,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--data", default=DATA)
-    ap.add_argument("--vocab", type=int, default=TokenizerConfig.vocab_size)
+    ap.add_argument("--vocab", type=int, default=32000, help="measured better than the paper's 20,000 here")
     ap.add_argument("--dim", type=int, default=TrainConfig.dim)
-    ap.add_argument("--epochs", type=int, default=TrainConfig.epochs)
+    ap.add_argument("--epochs", type=int, default=8, help="the paper's 10 did not fit the time budget")
     ap.add_argument("--seed", type=int, default=TrainConfig.seed)
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
