@@ -193,7 +193,7 @@ E = EncodeConfig
 @_model_option
 @click.option("--fp16", is_flag=True, default=E.fp16, help="Store float16 instead of float32.")
 @click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Sentences per batch.")
-@click.option("--threads", type=click.IntRange(0), default=E.threads, show_default=True, help="Tokenizer threads (0 = all cores).")
+@click.option("--threads", type=click.IntRange(0), default=E.threads, show_default=True, help="Worker processes for reading, tokenising and embedding (0 = one per core).")
 @_device_option(E.device)
 @_quiet_option
 def encode(inputs, output, model_dir, fp16, batch_size, threads, device, quiet):

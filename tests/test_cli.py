@@ -119,3 +119,14 @@ def test_mine_output_file_and_ids(tmp_path, toy_model_dir):
     correct = [row for row in rows if int(row[3]) == 31 - int(row[4])]
     assert len(correct) >= 25
     assert all(s[int(row[3]) - 1] == row[1] and t[::-1][int(row[4]) - 1] == row[2] for row in rows)
+
+
+def test_readme_python_example_runs(capsys):
+    import re
+
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    sims = [float(v) for v in re.findall(r"-?\d+\.\d+", printed)]
+    assert len(sims) == 2 and sims[0] > sims[1]  # the translation is the most similar
