@@ -54,8 +54,8 @@ class MineConfig:
     k: int = 4  # LASER: k = 4 nearest neighbours in each direction
     margin: str = "ratio"  # LASER: ratio margin works best (ratio | distance | absolute)
     mode: str = "max"  # LASER: "max" retrieval, best pairs first, each sentence used once
-    # Calibrated for the bundled default model with tools/calibrate_threshold.py (README, "Threshold").
-    threshold: float = 1.06
+    # Calibrated for the bundled model with tools/calibrate_threshold.py (README, "The default threshold").
+    threshold: float = 1.24
     # Optional floor on the cosine (off by default, as in margin mining in the literature); it helps on
     # small inputs, where every margin runs high (tools/calibrate_threshold.py measures both).
     min_cosine: float = 0.0
