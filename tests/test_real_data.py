@@ -39,7 +39,7 @@ def test_brief_training_on_20k_real_pairs_reaches_a_tatoeba_floor(tmp_path):
     x, y = tatoeba("deu")
     model = load_model(out)
     acc = retrieval_accuracy(encode(x, model), encode(y, model))
-    assert np.mean(acc) > 0.70, acc  # 20k pairs, 2 epochs: measured about 0.80
+    assert np.mean(acc) > 0.70, acc  # 20k pairs, 2 epochs: measured 0.772 both ways on 2026-11-21
 
 
 @pytest.fixture(scope="module")

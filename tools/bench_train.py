@@ -44,6 +44,7 @@ def main() -> None:
         def progress(e: dict) -> None:
             if e["event"] == "start":
                 times["start"] = time.perf_counter()
+                times["pairs"] = e["pairs"]  # trained pairs: the sample less the held-apart dev pairs
             elif e["event"] == "eval":
                 times.setdefault("end", time.perf_counter())
 
@@ -53,13 +54,14 @@ def main() -> None:
                        tokenizer_path=args.spm, progress=progress)
         total = time.perf_counter() - t0
     loop = times["end"] - times["start"]
-    print(f"{len(idx)} pairs, 1 epoch, {result.steps} mini-batches of 128, mega-batch up to 60; "
-          f"device {args.device}, {os.cpu_count()} cores")
+    n = times["pairs"]
+    print(f"{len(idx)} pairs sampled, {n} trained (the rest held apart for dev), 1 epoch, {result.steps} "
+          f"mini-batches of 128, mega-batch up to 60; device {args.device}, {os.cpu_count()} cores")
     print("| stage | seconds | pairs/s |")
     print("|---|---|---|")
     print(f"| read, clean, tokenise, set up | {times['start'] - t0:.1f} | |")
-    print(f"| training loop (1 epoch) | {loop:.1f} | {len(idx) / loop:,.0f} |")
-    print(f"| whole command | {total:.1f} | {len(idx) / total:,.0f} |")
+    print(f"| training loop (1 epoch) | {loop:.1f} | {n / loop:,.0f} |")
+    print(f"| whole command | {total:.1f} | {n / total:,.0f} |")
 
 
 if __name__ == "__main__":
