@@ -97,3 +97,30 @@ def test_bad_line_mid_stream_stops_workers_with_the_line_number(tmp_path, toy_mo
     with pytest.raises(CorpusError, match="line 41: invalid UTF-8"):
         encode_files([str(p)], out, toy_model, config=EncodeConfig(batch_size=4))
     assert not (tmp_path / "bad.npy").exists() and not (tmp_path / "bad.npy.partial").exists()
+
+
+def test_main_process_embedding_path_writes_the_same_rows(tmp_path, toy_model):
+    """The path encode_files takes on a GPU (workers tokenise, this process embeds and writes),
+    run on the CPU: same rows as the worker path."""
+    from conftest import toy_corpus, write_lines
+
+    from bitextmine.corpus import iter_blocks
+    from bitextmine.encoding import _device_blocks, _write_rows
+    from bitextmine.tokenizer import RawBlock
+
+    texts = toy_corpus(n=300, seed=12)[0]
+    p = write_lines(tmp_path / "t.txt", texts)
+    ref = str(tmp_path / "ref.npy")
+    encode_files([p], ref, toy_model, config=EncodeConfig(batch_size=16))
+    want = np.load(ref)
+    blocks, row = [], 0
+    for data, first in iter_blocks(p, block_bytes=300):
+        blocks.append((RawBlock(data, first, p), row))
+        row += data.count(b"\n")
+    enc = Encoder(toy_model, EncodeConfig(device="cpu"))
+    out = tmp_path / "rows.bin"
+    with open(out, "wb") as f:
+        n = sum(_write_rows(f, 0, r, x) for x, r in _device_blocks(enc, blocks))
+    got = np.fromfile(out, np.float32).reshape(-1, toy_model.dim)
+    assert n == len(texts) == len(got)
+    np.testing.assert_array_equal(got, want)
