@@ -43,7 +43,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class EncodeConfig:
-    batch_size: int = 8192  # sentences per batch; tokenisation is batched and multi-threaded
+    batch_size: int = 8192  # sentences per batch (files: ~128 bytes per sentence per block); one batch per worker task
     threads: int = 0  # worker processes for tokenising and embedding (0 = one per core)
     fp16: bool = False  # store float16 instead of float32
     device: str = "auto"  # auto | cpu | cuda

@@ -179,12 +179,16 @@ def encode_files(
     block_bytes = config.batch_size * 128  # ~batch_size lines of typical text
 
     def blocks() -> Iterator[tuple[RawBlock, int]]:
-        row = 0
+        rows_before = 0  # rows of the inputs already read
         for p in inputs:
             name = "<stdin>" if p == "-" else p
+            last = None
             for data, first_line in iter_blocks(p, hasher=hasher, block_bytes=block_bytes):
-                yield RawBlock(data, first_line, name), row
-                row += data.count(b"\n") + (not data.endswith(b"\n"))
+                yield RawBlock(data, first_line, name), rows_before + first_line - 1
+                last = (data, first_line)
+            if last is not None:
+                data, first_line = last
+                rows_before += first_line - 1 + data.count(b"\n") + (not data.endswith(b"\n"))
 
     tmp = out_path + ".partial"
     header_len = len(_npy_header(0, model.dim, dtype))
@@ -195,9 +199,9 @@ def encode_files(
             f.flush()
             if enc.device == "cpu":
                 rows = _encode_blocks_in_workers(blocks(), model, tmp, dtype, header_len, config)
-            else:
-                rows = (_write_rows(f, header_len, row, block.astype(dtype))
-                        for block, row in _device_blocks(enc, blocks()))
+            else:  # blocks are consecutive, so map_batches' running row count is each block's first row
+                rows = enc.map_batches((block for block, _ in blocks()),
+                                       lambda x, row: _write_rows(f.fileno(), header_len, row, x.astype(dtype)))
             for n in rows:
                 count += n
                 if progress:
@@ -213,21 +217,10 @@ def encode_files(
     return result
 
 
-def _write_rows(f, header_len: int, row: int, x: np.ndarray) -> int:
-    os.pwrite(f.fileno(), memoryview(np.ascontiguousarray(x)).cast("B"), header_len + row * x.shape[1] * x.itemsize)
+def _write_rows(fd: int, header_len: int, row: int, x: np.ndarray) -> int:
+    """Write rows (n, dim) in place at row ``row`` of an .npy body; returns n."""
+    os.pwrite(fd, memoryview(np.ascontiguousarray(x)).cast("B"), header_len + row * x.shape[1] * x.itemsize)
     return len(x)
-
-
-def _device_blocks(enc: Encoder, blocks: Iterable[tuple[RawBlock, int]]) -> Iterator[tuple[np.ndarray, int]]:
-    rows = []
-
-    def only_blocks():
-        for block, row in blocks:
-            rows.append(row)
-            yield block
-
-    for i, x in enumerate(enc.map_batches(only_blocks(), lambda x, _: x)):
-        yield x, rows[i]
 
 
 _FILE_WORKER: dict = {}
@@ -237,28 +230,25 @@ def _file_worker_init(proto: bytes, weight: np.ndarray, path: str, dtype: str, h
                       child: bool) -> None:
     import torch
 
-    from .tokenizer import _spm
+    from .tokenizer import worker_init
 
     if child:
         # one thread: ATen then never enters OpenMP, which a forked child must not (as in torch's
         # DataLoader workers); the processes are the parallelism
         torch.set_num_threads(1)
-    _FILE_WORKER.update(sp=_spm().SentencePieceProcessor(model_proto=proto), weight=torch.from_numpy(weight),
-                        fd=os.open(path, os.O_WRONLY), dtype=np.dtype(dtype), header_len=header_len)
+    worker_init(proto, child)
+    _FILE_WORKER.update(weight=torch.from_numpy(weight), fd=os.open(path, os.O_WRONLY), dtype=np.dtype(dtype),
+                        header_len=header_len)
 
 
 def _file_worker(item: tuple[RawBlock, int]) -> int:
     """Decode, tokenise, embed and write one block's rows in place; returns the number of rows."""
-    from .corpus import decode_block
-    from .tokenizer import flatten
+    from .tokenizer import worker_encode
 
     block, row = item
     w = _FILE_WORKER
-    texts = decode_block(block.data, name=block.name, first_line=block.first_line)
-    ids, offsets = flatten(w["sp"].encode(texts, return_type="numpy", num_threads=1))
-    x = embed_pieces(w["weight"], ids, offsets).astype(w["dtype"], copy=False)
-    os.pwrite(w["fd"], memoryview(np.ascontiguousarray(x)).cast("B"), w["header_len"] + row * x.shape[1] * x.itemsize)
-    return len(x)
+    x = embed_pieces(w["weight"], *worker_encode(block)).astype(w["dtype"], copy=False)
+    return _write_rows(w["fd"], w["header_len"], row, x)
 
 
 def _encode_blocks_in_workers(blocks: Iterable[tuple[RawBlock, int]], model: Model, path: str, dtype: np.dtype,

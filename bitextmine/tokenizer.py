@@ -109,19 +109,21 @@ class Tokenizer:
         ``workers`` processes (0 = one per core), at most ``2 * workers`` batches ahead, so memory is
         bounded whatever the input size. Equal to :meth:`encode` per batch.
         """
-        return ordered_map(_worker_encode, batches, init=_worker_init, init_args=(self.proto,), workers=workers,
+        return ordered_map(worker_encode, batches, init=worker_init, init_args=(self.proto,), workers=workers,
                            inline=inline_batches)
 
 
 _WORKER_SP = None
 
 
-def _worker_init(proto: bytes, child: bool) -> None:
+def worker_init(proto: bytes, child: bool) -> None:
+    """Set up this process's SentencePiece for :func:`worker_encode` (an ``ordered_map`` init)."""
     global _WORKER_SP
     _WORKER_SP = _spm().SentencePieceProcessor(model_proto=proto)
 
 
-def _worker_encode(batch: "Sequence[str] | RawBlock") -> tuple[np.ndarray, np.ndarray]:
+def worker_encode(batch: "Sequence[str] | RawBlock") -> tuple[np.ndarray, np.ndarray]:
+    """Decode (a RawBlock) and tokenise one batch with one thread: (ids int32 (total,), offsets int32 (n,))."""
     return _flatten32(_WORKER_SP.encode(_texts(batch), return_type="numpy", num_threads=1))
 
 
@@ -136,7 +138,7 @@ class RawBlock(NamedTuple):
 def _texts(batch: "Sequence[str] | RawBlock") -> list[str]:
     if isinstance(batch, RawBlock):
         return decode_block(batch.data, name=batch.name, first_line=batch.first_line)
-    return list(batch)
+    return batch if isinstance(batch, list) else list(batch)
 
 
 def _flatten32(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -105,7 +105,7 @@ def test_main_process_embedding_path_writes_the_same_rows(tmp_path, toy_model):
     from conftest import toy_corpus, write_lines
 
     from bitextmine.corpus import iter_blocks
-    from bitextmine.encoding import _device_blocks, _write_rows
+    from bitextmine.encoding import _write_rows
     from bitextmine.tokenizer import RawBlock
 
     texts = toy_corpus(n=300, seed=12)[0]
@@ -113,14 +113,11 @@ def test_main_process_embedding_path_writes_the_same_rows(tmp_path, toy_model):
     ref = str(tmp_path / "ref.npy")
     encode_files([p], ref, toy_model, config=EncodeConfig(batch_size=16))
     want = np.load(ref)
-    blocks, row = [], 0
-    for data, first in iter_blocks(p, block_bytes=300):
-        blocks.append((RawBlock(data, first, p), row))
-        row += data.count(b"\n")
+    blocks = [RawBlock(data, first, p) for data, first in iter_blocks(p, block_bytes=300)]
     enc = Encoder(toy_model, EncodeConfig(device="cpu"))
     out = tmp_path / "rows.bin"
     with open(out, "wb") as f:
-        n = sum(_write_rows(f, 0, r, x) for x, r in _device_blocks(enc, blocks))
+        n = sum(enc.map_batches(blocks, lambda x, row: _write_rows(f.fileno(), 0, row, x)))
     got = np.fromfile(out, np.float32).reshape(-1, toy_model.dim)
     assert n == len(texts) == len(got)
     np.testing.assert_array_equal(got, want)
