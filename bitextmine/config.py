@@ -17,10 +17,20 @@ class TokenizerConfig:
     sample_sentences: int = 2_000_000  # cap on sentences fed to SentencePiece training (~2-3 GB peak)
     character_coverage: float = 0.9995  # SentencePiece's recommendation for CJK-bearing corpora
     seed: int = 1234  # sample and shuffle seed
+    token_vocab_size: int = 200_000  # word / trigram encoders: the 200,000 most frequent tokens (Wieting et al. 2016)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
+    encoder: str = "sp"  # sp | word | trigram | blstm-sp (ENCODERS)
+    negatives: str = "max"  # max | mix | random (Wieting et al. 2016: MAX = hardest in the mega-batch)
+    mix_prob: float = 0.5  # MIX: hardest negative with this probability, else a random one
+    paraphrase: bool = False  # monolingual pairs: negatives drawn from both sides
+    untrained: bool = False  # save the initial (random) model: normal(0, 1) token vectors
+    shuffle_words: float = 0.3  # blstm-sp: probability that a training sentence's words are shuffled (paper)
+    reg_to_init: float = 0.0  # with an initial model: lambda of the L2 pull toward its weights
+    sif_a: float = 1e-3  # SIF: a in a / (a + p(w)) (Arora et al. 2017)
+    sif_sample: int = 20_000  # SIF: training sentences used to estimate the common component
     dim: int = 300  # paper: dimension 300 (1024 also reported)
     margin: float = 0.4  # paper: hinge margin delta = 0.4
     batch_size: int = 128  # paper: mini-batch of 128 pairs
@@ -47,6 +57,7 @@ class EncodeConfig:
     threads: int = 0  # worker processes for tokenising and embedding (0 = one per core)
     fp16: bool = False  # store float16 instead of float32
     device: str = "auto"  # auto | cpu | cuda
+    sif: bool = False  # apply SIF weighting and common-component removal (stored in the model)
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,8 @@ class MineConfig:
 
 
 MARGINS = ("ratio", "distance", "absolute")
+ENCODERS = ("sp", "word", "trigram", "blstm-sp")
+NEGATIVES = ("max", "mix", "random")
 MODES = ("max", "forward", "backward", "intersect", "union")
 DEVICES = ("auto", "cpu", "cuda")
 

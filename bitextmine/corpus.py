@@ -260,11 +260,17 @@ class CorpusSpec:
         return f"{short(str(self.src))} + {short(str(self.tgt))}"
 
 
-def load_corpora(specs: Iterable[CorpusSpec]) -> tuple[list[str], list[str], CleanStats]:
-    """Read and concatenate every corpus, then :func:`clean_pairs` the whole. Raises on an empty result."""
+def load_corpora(specs: Iterable[CorpusSpec], extra: Iterable[tuple[str, list[str], list[str]]] = ()
+                 ) -> tuple[list[str], list[str], CleanStats]:
+    """Read and concatenate every corpus, and the (name, src, tgt) pairs of ``extra``, then
+    :func:`clean_pairs` the whole. Raises on an empty result."""
     src: list[str] = []
     tgt: list[str] = []
     names = []
+    for name, s, t in extra:
+        src.extend(s)
+        tgt.extend(t)
+        names.append(name)
     for spec in specs:
         s, t = spec.read()
         if not s:
@@ -273,7 +279,7 @@ def load_corpora(specs: Iterable[CorpusSpec]) -> tuple[list[str], list[str], Cle
         tgt.extend(t)
         names.append(str(spec))
     if not names:
-        raise CorpusError("no training corpus given; expected --src F --tgt F or --tsv F")
+        raise CorpusError("no training corpus given; expected --src F --tgt F, --tsv F or --sts-pairs F")
     src, tgt, stats = clean_pairs(src, tgt)
     if not src:
         raise CorpusError(f"{', '.join(names)}: no usable pairs left after cleaning ({stats.summary()})")

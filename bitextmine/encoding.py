@@ -58,20 +58,80 @@ def embed_pieces(weight, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return x.float().cpu().numpy()
 
 
-class Encoder:
-    """Encodes batches of text with one model on one device; keeps the weight tensor resident."""
+class SentenceEmbedder:
+    """Callable (ids, offsets) -> float32 (n, dim) L2-normalised sentence embeddings for one model.
 
-    def __init__(self, model: Model, config: EncodeConfig = EncodeConfig()):
+    Averaging encoders go through :func:`embed_pieces` with the token table (with ``sif``, the SIF
+    table of :func:`bitextmine.sif.sif_table`); the BiLSTM runs its torch module in chunks of
+    ``chunk`` sentences, weighting states and removing the common component when ``sif`` is set.
+    """
+
+    def __init__(self, model: Model, *, sif: bool = False, device: str = "cpu", chunk: int = 2048):
         import torch
 
+        from .model import module_from_model
+        from .sif import sif_parts, sif_table
+
+        self.dim = model.dim
+        self.module = None
+        self.chunk = chunk
+        self.token_weights = self.pc = None
+        if model.is_bag:
+            table = model.embeddings
+            if sif:
+                w, pc, _ = sif_parts(model)
+                table = sif_table(table, model.tensors["piece_counts"], pc, float(model.config.get("sif_a", 1e-3)))
+            self.weight = torch.from_numpy(np.ascontiguousarray(table, np.float32)).to(device)
+        else:
+            self.module = module_from_model(model, device).eval()
+            self.weight = self.module.weight
+            if sif:
+                w, pc, _ = sif_parts(model)
+                self.token_weights = torch.from_numpy(w).to(device)
+                self.pc = torch.from_numpy(pc).to(device)
+
+    def __call__(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        if self.module is None:
+            return embed_pieces(self.weight, ids, offsets)
+        import torch
+
+        n = len(offsets)
+        out = np.zeros((n, self.dim), np.float32)
+        dev = self.weight.device
+        ends = np.append(np.asarray(offsets[1:], np.int64), len(ids))
+        with torch.no_grad():
+            for a in range(0, n, self.chunk):
+                b = min(n, a + self.chunk)
+                lo, hi = int(offsets[a]) if a < n else 0, int(ends[b - 1])
+                i = torch.from_numpy(np.asarray(ids[lo:hi], np.int64)).to(dev)
+                o = torch.from_numpy(np.asarray(offsets[a:b], np.int64) - lo).to(dev)
+                tw = None if self.token_weights is None else self.token_weights[i]
+                x = self.module(i, o, token_weights=tw)
+                if self.pc is not None:
+                    x = x - (x @ self.pc).unsqueeze(1) * self.pc
+                x = x / torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min(1e-12)
+                out[a:b] = x.float().cpu().numpy()
+        return out
+
+
+class Encoder:
+    """Encodes batches of text with one model on one device; keeps the weights resident."""
+
+    def __init__(self, model: Model, config: EncodeConfig = EncodeConfig()):
         self.model = model
         self.config = config
         self.device = resolve_device(config.device)
-        self.weight = torch.from_numpy(model.embeddings).to(self.device)
+        self.embedder = SentenceEmbedder(model, sif=config.sif, device=self.device)
+        self.weight = self.embedder.weight
+
+    @property
+    def fingerprint(self) -> str:
+        """What made the vectors: the model's fingerprint, with ``+sif`` when SIF is applied."""
+        return self.model.fingerprint + ("+sif" if self.config.sif else "")
 
     def embed_flat(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Mean piece embedding per sentence, L2-normalised: float32 (n, dim). Empty sentences give zeros."""
-        return embed_pieces(self.weight, ids, offsets)
+        """Sentence embeddings, L2-normalised: float32 (n, dim). Empty sentences give zeros."""
+        return self.embedder(ids, offsets)
 
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Encode one batch: float32 (len(texts), dim), L2-normalised rows in the order of ``texts``.
@@ -198,7 +258,7 @@ def encode_files(
             f.write(_npy_header(0, model.dim, dtype))  # rewritten with the real row count at the end
             f.flush()
             if enc.device == "cpu":
-                rows = _encode_blocks_in_workers(blocks(), model, tmp, dtype, header_len, config)
+                rows = _encode_blocks_in_workers(blocks(), model, enc.embedder, tmp, dtype, header_len, config)
             else:  # blocks are consecutive, so map_batches' running row count is each block's first row
                 rows = enc.map_batches((block for block, _ in blocks()),
                                        lambda x, row: _write_rows(f.fileno(), header_len, row, x.astype(dtype)))
@@ -213,7 +273,7 @@ def encode_files(
         if os.path.exists(tmp):
             os.remove(tmp)
     result = EncodeResult(count=count, dim=model.dim, dtype=str(dtype), input_sha256=hasher.hexdigest(), path=out_path)
-    write_sidecar(out_path, model, result, inputs)
+    write_sidecar(out_path, enc.fingerprint, result, inputs)
     return result
 
 
@@ -226,8 +286,8 @@ def _write_rows(fd: int, header_len: int, row: int, x: np.ndarray) -> int:
 _FILE_WORKER: dict = {}
 
 
-def _file_worker_init(proto: bytes, weight: np.ndarray, path: str, dtype: str, header_len: int,
-                      child: bool) -> None:
+def _file_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", path: str, dtype: str,
+                      header_len: int, child: bool) -> None:
     import torch
 
     from .tokenizer import worker_init
@@ -236,8 +296,8 @@ def _file_worker_init(proto: bytes, weight: np.ndarray, path: str, dtype: str, h
         # one thread: ATen then never enters OpenMP, which a forked child must not (as in torch's
         # DataLoader workers); the processes are the parallelism
         torch.set_num_threads(1)
-    worker_init(proto, child)
-    _FILE_WORKER.update(weight=torch.from_numpy(weight), fd=os.open(path, os.O_WRONLY), dtype=np.dtype(dtype),
+    worker_init(kind, proto, child)
+    _FILE_WORKER.update(embedder=embedder, fd=os.open(path, os.O_WRONLY), dtype=np.dtype(dtype),
                         header_len=header_len)
 
 
@@ -247,14 +307,14 @@ def _file_worker(item: tuple[RawBlock, int]) -> int:
 
     block, row = item
     w = _FILE_WORKER
-    x = embed_pieces(w["weight"], *worker_encode(block)).astype(w["dtype"], copy=False)
+    x = w["embedder"](*worker_encode(block)).astype(w["dtype"], copy=False)
     return _write_rows(w["fd"], w["header_len"], row, x)
 
 
-def _encode_blocks_in_workers(blocks: Iterable[tuple[RawBlock, int]], model: Model, path: str, dtype: np.dtype,
-                              header_len: int, config: EncodeConfig) -> Iterator[int]:
+def _encode_blocks_in_workers(blocks: Iterable[tuple[RawBlock, int]], model: Model, embedder: SentenceEmbedder,
+                              path: str, dtype: np.dtype, header_len: int, config: EncodeConfig) -> Iterator[int]:
     """Run :func:`_file_worker` over (block, first row) items in worker processes; yields rows per block."""
-    args = (model.tokenizer.proto, model.embeddings, path, dtype.str, header_len)
+    args = (model.tokenizer.kind, model.tokenizer.proto, embedder, path, dtype.str, header_len)
     try:
         yield from ordered_map(_file_worker, blocks, init=_file_worker_init, init_args=args, workers=config.threads)
     finally:
@@ -264,10 +324,11 @@ def _encode_blocks_in_workers(blocks: Iterable[tuple[RawBlock, int]], model: Mod
         _FILE_WORKER.clear()
 
 
-def write_sidecar(out_path: str, model: Model, result: EncodeResult, inputs: Sequence[str]) -> None:
+def write_sidecar(out_path: str, fingerprint: str, result: EncodeResult, inputs: Sequence[str]) -> None:
+    """Write ``out_path + '.json'``; ``fingerprint`` is :attr:`Encoder.fingerprint`."""
     meta = {
         "format_version": SIDECAR_VERSION,
-        "model_fingerprint": model.fingerprint,
+        "model_fingerprint": fingerprint,
         "dim": result.dim,
         "dtype": result.dtype,
         "count": result.count,
@@ -280,7 +341,7 @@ def write_sidecar(out_path: str, model: Model, result: EncodeResult, inputs: Seq
 
 
 def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str | None = None,
-                    count: int | None = None) -> np.ndarray:
+                    count: int | None = None, sif: bool = False) -> np.ndarray:
     """Load an embedding ``.npy`` (memory-mapped) and check its sidecar.
 
     Returns float32 or float16 (count, dim). Raises ModelFormatError when the sidecar is missing,
@@ -288,10 +349,11 @@ def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str |
     """
     meta = read_versioned_json(path + ".json", version=SIDECAR_VERSION,
                                what="the sidecar that 'bitextmine encode' writes beside its .npy")
-    if model is not None and meta.get("model_fingerprint") != model.fingerprint:
+    expected = None if model is None else model.fingerprint + ("+sif" if sif else "")
+    if expected is not None and meta.get("model_fingerprint") != expected:
         raise ModelFormatError(
-            f"{path}: made by model {meta.get('model_fingerprint')}, but the model in use is {model.fingerprint}; "
-            "re-encode with the same --model"
+            f"{path}: made by model {meta.get('model_fingerprint')}, but the model in use is {expected}; "
+            "re-encode with the same --model (and --sif)"
         )
     if text_sha256 is not None and meta.get("input_sha256") != text_sha256:
         raise ModelFormatError(f"{path}: encodes another text than the one given (input checksum differs)")

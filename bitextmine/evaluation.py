@@ -1,18 +1,31 @@
-"""Benchmarks used for model selection and reporting: Tatoeba retrieval and STS correlation.
+"""Benchmarks with their standard protocols: STS correlation, Tatoeba retrieval, BUCC mining F1.
 
-Tatoeba (Artetxe & Schwenk 2019): for aligned sides x, y, the accuracy of cosine nearest-neighbour
-retrieval of the aligned row, both directions. STS: Pearson's r x 100 between cosine and gold score.
+- STS: Pearson's r and Spearman's rho x 100 between the cosine of the two sentences' embeddings and
+  the gold score, per dataset; per-year averages (STS12-16) are the unweighted mean over that year's
+  datasets, as in the SIF and paraphrastic-embedding papers.
+- Tatoeba (Artetxe & Schwenk 2019): for aligned sides x, y, the error rate (xsim) of cosine
+  nearest-neighbour retrieval of the aligned row, in both directions, and the accuracy.
+- BUCC 2018: candidates from margin mining, a threshold chosen to maximise F1 on one set's gold and
+  applied to another; precision, recall and F1 against the gold pairs.
+
+Readers raise CorpusError naming the file and line.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import csv
+import os
+import re
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
-from .corpus import iter_lines
+from .corpus import iter_lines, read_lines
 from .errors import CorpusError
+
+
+# --- Tatoeba -------------------------------------------------------------------------------------
 
 
 def retrieval_accuracy(x: np.ndarray, y: np.ndarray, *, block: int = 4096) -> tuple[float, float]:
@@ -41,6 +54,40 @@ def retrieval_accuracy(x: np.ndarray, y: np.ndarray, *, block: int = 4096) -> tu
     return hits_xy / n, hits_yx / n
 
 
+@dataclass
+class TatoebaResult:
+    name: str
+    n: int
+    error_src_tgt: float  # % of source sentences whose nearest target is not their translation
+    error_tgt_src: float
+
+    @property
+    def accuracy(self) -> float:
+        """Mean accuracy of both directions, %."""
+        return 100.0 - (self.error_src_tgt + self.error_tgt_src) / 2
+
+
+def tatoeba_eval(x: np.ndarray, y: np.ndarray, name: str = "") -> TatoebaResult:
+    """xsim error rates (%) for aligned L2-normalised x, y (n, d)."""
+    a, b = retrieval_accuracy(x, y)
+    return TatoebaResult(name, len(x), 100.0 * (1 - a), 100.0 * (1 - b))
+
+
+def find_tatoeba(folder: str) -> list[tuple[str, str, str]]:
+    """(language, path of its side, path of the English side) for every ``tatoeba.xxx-eng.xxx`` in ``folder``."""
+    found = []
+    for name in sorted(os.listdir(folder)):
+        m = re.fullmatch(r"tatoeba\.([a-z_]+)-eng\.\1", name)
+        if m and os.path.exists(os.path.join(folder, name[: -len(m.group(1))] + "eng")):
+            found.append((m.group(1), os.path.join(folder, name), os.path.join(folder, name[: -len(m.group(1))] + "eng")))
+    if not found:
+        raise CorpusError(f"{folder}: no Tatoeba files; expected pairs named tatoeba.xxx-eng.xxx and tatoeba.xxx-eng.eng")
+    return found
+
+
+# --- STS -----------------------------------------------------------------------------------------
+
+
 def pearson(a: Sequence[float], b: Sequence[float]) -> float:
     """Pearson's r of two equal-length sequences."""
     a = np.asarray(a, np.float64)
@@ -51,30 +98,274 @@ def pearson(a: Sequence[float], b: Sequence[float]) -> float:
     return float((a * b).sum() / denom) if denom > 0 else 0.0
 
 
+def _ranks(a: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties given their mean rank."""
+    order = np.argsort(a, kind="stable")
+    sorted_a = a[order]
+    ranks = np.empty(len(a), np.float64)
+    i = 0
+    while i < len(a):
+        j = i
+        while j + 1 < len(a) and sorted_a[j + 1] == sorted_a[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's rho (Pearson's r of the ranks; ties get their mean rank)."""
+    return pearson(_ranks(np.asarray(a, np.float64)), _ranks(np.asarray(b, np.float64)))
+
+
 @dataclass
 class STSData:
     s1: list[str]
     s2: list[str]
     gold: np.ndarray  # float64 (n,)
+    name: str = ""
+    year: str | None = None  # "STS12".."STS16" for the SemEval sets
+    dropped: int = 0  # unscored pairs left out
+
+
+def _float(text: str, path: str, line: int, what: str = "score") -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise CorpusError(f"{path} line {line}: {what} {text[:40]!r} is not a number") from None
 
 
 def read_stsbenchmark(path: str) -> STSData:
-    """STS Benchmark TSV: genre, file, year, id, score, s1, s2[, extra]; split on tabs, no quoting."""
+    """STS Benchmark TSV: genre, file, year, id, score, s1, s2[, extra]; or the companion sets' layout
+    without the genre (file, year, id, score, s1, s2). Split on tabs, no quoting."""
     s1, s2, gold = [], [], []
     for i, line in enumerate(iter_lines(path), 1):
         cols = line.split("\t")
-        if len(cols) < 7:
-            raise CorpusError(f"{path} line {i}: {len(cols)} columns; expected at least 7 (STS Benchmark TSV)")
-        try:
-            gold.append(float(cols[4]))
-        except ValueError:
-            raise CorpusError(f"{path} line {i}: score {cols[4]!r} is not a number") from None
-        s1.append(cols[5])
-        s2.append(cols[6])
-    return STSData(s1, s2, np.asarray(gold))
+        if len(cols) >= 7:
+            sc, a = 4, 5
+        elif len(cols) == 6:
+            sc, a = 3, 4
+        else:
+            raise CorpusError(f"{path} line {i}: {len(cols)} columns; expected at least 6 (STS Benchmark TSV)")
+        gold.append(_float(cols[sc], path, i))
+        s1.append(cols[a])
+        s2.append(cols[a + 1])
+    return STSData(s1, s2, np.asarray(gold), name=os.path.basename(path))
+
+
+def read_sts_csv(path: str) -> STSData:
+    """CSV ``sentence1,sentence2,score`` (a header line naming the columns is skipped)."""
+    s1, s2, gold = [], [], []
+    with open(path, encoding="utf-8", newline="") as f:
+        for i, row in enumerate(csv.reader(f), 1):
+            if i == 1 and len(row) == 3 and row[2].strip().lower() == "score":
+                continue
+            if len(row) != 3:
+                raise CorpusError(f"{path} line {i}: {len(row)} fields; expected 3 (sentence1,sentence2,score)")
+            gold.append(_float(row[2], path, i))
+            s1.append(row[0])
+            s2.append(row[1])
+    return STSData(s1, s2, np.asarray(gold), name=os.path.basename(path))
+
+
+def _semeval_gold_path(path: str) -> str:
+    d, base = os.path.split(path)
+    return os.path.join(d, base.replace(".input.", ".gs.", 1))
+
+
+def _semeval_year(path: str) -> str | None:
+    text = os.path.basename(os.path.dirname(os.path.abspath(path))) + " " + os.path.basename(path)
+    m = re.search(r"STS(?:20)?(1[2-6])", text)
+    return f"STS{m.group(1)}" if m else None
+
+
+def read_semeval(path: str) -> STSData:
+    """SemEval STS: ``STS.input.X.txt`` (s1<TAB>s2[<TAB>...]) with its gold ``STS.gs.X.txt`` beside it;
+    pairs whose gold line is empty are unscored and dropped (counted in ``dropped``)."""
+    gold_path = _semeval_gold_path(path)
+    if not os.path.exists(gold_path):
+        raise CorpusError(f"{path}: no gold file {os.path.basename(gold_path)} beside it")
+    inputs = read_lines(path)
+    golds = read_lines(gold_path)
+    if len(inputs) != len(golds):
+        raise CorpusError(f"{gold_path}: {len(golds)} lines but {os.path.basename(path)} has {len(inputs)}")
+    s1, s2, gold, dropped = [], [], [], 0
+    for i, (line, g) in enumerate(zip(inputs, golds), 1):
+        if not g.strip():
+            dropped += 1
+            continue
+        cols = line.split("\t")
+        if len(cols) < 2:
+            raise CorpusError(f"{path} line {i}: {len(cols)} column; expected s1<TAB>s2")
+        gold.append(_float(g.strip(), gold_path, i))
+        s1.append(cols[0])
+        s2.append(cols[1])
+    name = re.sub(r"^STS(2016)?\.input\.|\.txt$", "", os.path.basename(path))
+    return STSData(s1, s2, np.asarray(gold), name=name, year=_semeval_year(path), dropped=dropped)
+
+
+def read_sts(path: str) -> STSData:
+    """Any supported STS file, recognised by name and content: SemEval (``*.input.*``), CSV
+    (``sentence1,sentence2,score``) or STS Benchmark TSV."""
+    base = os.path.basename(path)
+    if ".input." in base:
+        return read_semeval(path)
+    first = next(iter(iter_lines(path)), None)
+    if first is None:
+        raise CorpusError(f"{path}: empty; expected STS pairs")
+    if first.count("\t") >= 5:
+        return read_stsbenchmark(path)
+    return read_sts_csv(path)
+
+
+def read_sts_crosslingual(path1: str, path2: str) -> STSData:
+    """Cross-lingual STS from two languages' row-aligned files: s1 from ``path1``, s2 from ``path2``;
+    the gold scores must agree."""
+    a, b = read_sts(path1), read_sts(path2)
+    if len(a.gold) != len(b.gold):
+        raise CorpusError(f"{path2}: {len(b.gold)} pairs but {path1} has {len(a.gold)}; expected row-aligned files")
+    bad = np.flatnonzero(np.abs(a.gold - b.gold) > 1e-6)
+    if len(bad):
+        raise CorpusError(f"{path2} pair {bad[0] + 1}: gold {b.gold[bad[0]]} differs from {a.gold[bad[0]]} in {path1}")
+    return STSData(a.s1, b.s2, a.gold, name=f"{a.name}+{b.name}")
 
 
 def sts_pearson(x1: np.ndarray, x2: np.ndarray, gold: np.ndarray) -> float:
     """Pearson r x 100 between row-wise cosine of L2-normalised x1, x2 (n, d) and gold (n,)."""
     cos = (np.asarray(x1, np.float32) * np.asarray(x2, np.float32)).sum(1)
     return 100.0 * pearson(cos, gold)
+
+
+@dataclass
+class STSResult:
+    name: str
+    year: str | None
+    n: int
+    pearson: float  # x 100
+    spearman: float  # x 100
+
+
+def sts_eval(x1: np.ndarray, x2: np.ndarray, data: STSData) -> STSResult:
+    """Pearson and Spearman x 100 of the row-wise cosine of L2-normalised x1, x2 (n, d) with data.gold."""
+    cos = (np.asarray(x1, np.float32) * np.asarray(x2, np.float32)).sum(1)
+    return STSResult(data.name, data.year, len(cos), 100.0 * pearson(cos, data.gold), 100.0 * spearman(cos, data.gold))
+
+
+def year_averages(results: Sequence[STSResult]) -> dict[str, tuple[float, float]]:
+    """{year: (mean Pearson, mean Spearman)} over the results that belong to a SemEval year."""
+    out: dict[str, tuple[float, float]] = {}
+    for year in sorted({r.year for r in results if r.year}):
+        rs = [r for r in results if r.year == year]
+        out[year] = (float(np.mean([r.pearson for r in rs])), float(np.mean([r.spearman for r in rs])))
+    return out
+
+
+# --- BUCC ----------------------------------------------------------------------------------------
+
+
+def read_bucc_sentences(path: str) -> tuple[list[str], list[str]]:
+    """BUCC ``<id><TAB><sentence>`` lines -> (ids, sentences)."""
+    ids, sents = [], []
+    seen: set[str] = set()
+    for i, line in enumerate(iter_lines(path), 1):
+        k, tab, text = line.partition("\t")
+        if not tab or not k:
+            raise CorpusError(f"{path} line {i}: expected <id><TAB><sentence>")
+        if k in seen:
+            raise CorpusError(f"{path} line {i}: id {k!r} repeated; expected unique ids")
+        seen.add(k)
+        ids.append(k)
+        sents.append(text)
+    return ids, sents
+
+
+def read_bucc_gold(path: str) -> set[tuple[str, str]]:
+    """BUCC gold ``<src-id><TAB><tgt-id>`` lines -> set of pairs."""
+    gold = set()
+    for i, line in enumerate(iter_lines(path), 1):
+        cols = line.split("\t")
+        if len(cols) != 2 or not cols[0] or not cols[1]:
+            raise CorpusError(f"{path} line {i}: expected <src-id><TAB><tgt-id>")
+        gold.add((cols[0], cols[1]))
+    return gold
+
+
+@dataclass
+class PRF:
+    threshold: float
+    precision: float
+    recall: float
+    f1: float
+    predicted: int
+    correct: int
+    gold: int
+
+
+def prf_curve(scores: np.ndarray, correct: np.ndarray, n_gold: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Precision, recall, F1 (float64 (m,)) when keeping the top 1..m candidates.
+
+    scores float (m,) sorted descending; correct bool (m,) whether each candidate is a gold pair.
+    """
+    tp = np.cumsum(np.asarray(correct, np.int64))
+    k = np.arange(1, len(tp) + 1)
+    p = tp / k
+    r = tp / max(1, n_gold)
+    f = np.where(p + r > 0, 2 * p * r / np.maximum(p + r, 1e-300), 0.0)
+    return p, r, f
+
+
+def best_threshold(scores: np.ndarray, correct: np.ndarray, n_gold: int) -> float:
+    """The threshold maximising F1 (keep candidates with score >= it): halfway between the last kept
+    score and the next one (as LASER's BUCC script does); +inf when no candidate is correct."""
+    order = np.argsort(-np.asarray(scores, np.float64), kind="stable")
+    s = np.asarray(scores, np.float64)[order]
+    c = np.asarray(correct, bool)[order]
+    if not c.any():
+        return float("inf")
+    _, _, f = prf_curve(s, c, n_gold)
+    # only cut between distinct scores: a threshold keeps every candidate of a tied score
+    last_of_run = np.append(s[1:] != s[:-1], True)
+    f = np.where(last_of_run, f, -1.0)
+    i = int(np.argmax(f))
+    return float(s[i] if i + 1 == len(s) else (s[i] + s[i + 1]) / 2)
+
+
+def evaluate_threshold(scores: np.ndarray, correct: np.ndarray, n_gold: int, threshold: float) -> PRF:
+    """Precision, recall, F1 of the candidates with score >= threshold."""
+    keep = np.asarray(scores, np.float64) >= threshold
+    tp = int(np.asarray(correct, bool)[keep].sum())
+    k = int(keep.sum())
+    p = tp / k if k else 0.0
+    r = tp / n_gold if n_gold else 0.0
+    f = 2 * p * r / (p + r) if p + r > 0 else 0.0
+    return PRF(threshold, p, r, f, k, tp, n_gold)
+
+
+@dataclass
+class BuccCandidates:
+    """Mined candidate pairs of one BUCC set with their scores and correctness."""
+
+    src_ids: list[str]
+    tgt_ids: list[str]
+    scores: np.ndarray  # float64 (m,)
+    correct: np.ndarray  # bool (m,)
+    n_gold: int
+    name: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def bucc_candidates(x: np.ndarray, y: np.ndarray, src_ids: Sequence[str], tgt_ids: Sequence[str],
+                    gold: set[tuple[str, str]], *, config=None, name: str = "") -> BuccCandidates:
+    """Candidates of margin mining (``config``: a MineConfig; its threshold and min_cosine are ignored,
+    every candidate of the mode is kept) between L2-normalised x (n, d) and y (m, d)."""
+    from dataclasses import replace
+
+    from .config import MineConfig
+    from .mining import mine_embeddings
+
+    config = replace(config or MineConfig(), threshold=-np.inf, min_cosine=-np.inf)
+    pairs = mine_embeddings(np.asarray(x, np.float32), np.asarray(y, np.float32), config=config)
+    sids = [src_ids[i] for i in pairs.src]
+    tids = [tgt_ids[j] for j in pairs.tgt]
+    correct = np.fromiter(((a, b) in gold for a, b in zip(sids, tids)), bool, count=len(sids))
+    return BuccCandidates(sids, tids, np.asarray(pairs.score, np.float64), correct, len(gold), name)

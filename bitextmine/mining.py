@@ -194,7 +194,8 @@ def mine_files(
         lines = read_lines(path)
         u = UniqueLines.of(lines)
         if emb_path:
-            x = load_embeddings(emb_path, model=model, text_sha256=file_checksum(path), count=len(lines))
+            x = load_embeddings(emb_path, model=model, text_sha256=file_checksum(path), count=len(lines),
+                                sif=encode_config.sif)
             x = np.asarray(x[u.first], np.float32)
         else:
             blocks = []
@@ -211,7 +212,8 @@ def mine_files(
         if ids:
             row += "\t" + ",".join(map(str, us.line_ids[s])) + "\t" + ",".join(map(str, ut.line_ids[t]))
         out.write(row + "\n")
-    sig = (f"bitextmine {__version__}|model:{model.fingerprint}|k:{config.k}|margin:{config.margin}|"
+    fp = model.fingerprint + ("+sif" if encode_config.sif else "")
+    sig = (f"bitextmine {__version__}|model:{fp}|k:{config.k}|margin:{config.margin}|"
            f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}")
     return MineStats(us.n_lines, ut.n_lines, len(us.texts), len(ut.texts), us.n_empty, ut.n_empty,
                      len(pairs), sig)

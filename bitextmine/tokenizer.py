@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
@@ -68,6 +69,9 @@ def train_sentencepiece(sentences: Sequence[str], config: TokenizerConfig = Toke
 class Tokenizer:
     """A SentencePiece model with batched, multi-threaded encoding into flat id arrays."""
 
+    kind = "sentencepiece"
+    filename = "sentencepiece.model"
+
     def __init__(self, model_proto: bytes):
         spm = _spm()
         self.proto = model_proto
@@ -109,22 +113,123 @@ class Tokenizer:
         ``workers`` processes (0 = one per core), at most ``2 * workers`` batches ahead, so memory is
         bounded whatever the input size. Equal to :meth:`encode` per batch.
         """
-        return ordered_map(worker_encode, batches, init=worker_init, init_args=(self.proto,), workers=workers,
-                           inline=inline_batches)
+        return ordered_map(worker_encode, batches, init=worker_init, init_args=(self.kind, self.proto),
+                           workers=workers, inline=inline_batches)
+
+    def pieces_start_words(self) -> np.ndarray:
+        """bool (vocab_size,): pieces that begin a word (SentencePiece's U+2581 prefix)."""
+        return np.array([self.sp.id_to_piece(i).startswith("\u2581") for i in range(self.vocab_size)])
 
 
-_WORKER_SP = None
+class VocabTokenizer:
+    """Word or character-trigram tokens looked up in a fixed vocabulary (the WORD and TRIGRAM baselines
+    of Wieting et al. 2016/2019). Text is lowercased; tokens outside the vocabulary map to id 0 (``<unk>``).
+
+    - ``word``: runs of word characters, and runs of other non-space characters (punctuation);
+    - ``trigram``: the character trigrams of each whitespace-separated word written as ``#word#``
+      (``#`` marks the word's boundaries; a one-letter word gives one trigram ``#a#``).
+
+    ``proto`` (the bytes stored in a model as ``vocab.txt``) is a header line
+    ``bitextmine-vocab 1 KIND`` followed by one token per line, id order, ``<unk>`` first.
+    """
+
+    filename = "vocab.txt"
+    KINDS = ("word", "trigram")
+    _WORD = re.compile(r"\w+|[^\w\s]+")
+
+    def __init__(self, kind: str, tokens: Sequence[str]):
+        if kind not in self.KINDS:
+            raise ModelFormatError(f"vocabulary kind {kind!r}; expected one of {', '.join(self.KINDS)}")
+        self.kind = kind
+        self.tokens = list(tokens)
+        self.index = {t: i for i, t in enumerate(self.tokens)}
+        self.proto = (f"bitextmine-vocab 1 {kind}\n" + "".join(t + "\n" for t in self.tokens)).encode("utf-8")
+
+    @classmethod
+    def from_proto(cls, proto: bytes, name: str = "vocab.txt") -> "VocabTokenizer":
+        try:
+            lines = proto.decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            raise ModelFormatError(f"{name}: not UTF-8; expected a bitextmine vocabulary") from None
+        head = lines[0].split(" ")
+        if len(head) != 3 or head[0] != "bitextmine-vocab" or head[1] != "1":
+            raise ModelFormatError(f"{name} line 1: {lines[0][:60]!r}; expected 'bitextmine-vocab 1 KIND'")
+        if lines[-1] != "":
+            raise ModelFormatError(f"{name}: truncated (no final newline)")
+        return cls(head[2], lines[1:-1])
+
+    @classmethod
+    def build(cls, kind: str, texts: Iterable[str], size: int) -> "VocabTokenizer":
+        """The ``size - 1`` most frequent tokens of ``texts`` (ties broken by first occurrence) plus ``<unk>``."""
+        from collections import Counter
+
+        split = cls._splitter(kind)
+        counts: Counter = Counter()
+        for t in texts:
+            counts.update(split(t))
+        return cls(kind, ["<unk>"] + [tok for tok, _ in counts.most_common(max(0, size - 1))])
+
+    @classmethod
+    def _splitter(cls, kind: str):
+        if kind == "word":
+            return lambda text: cls._WORD.findall(text.lower())
+        return lambda text: [w[i : i + 3] for w in ("#" + x + "#" for x in text.lower().split())
+                             for i in range(max(1, len(w) - 2))]
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    def split(self, text: str) -> list[str]:
+        """The tokens of one text, before vocabulary lookup."""
+        return self._splitter(self.kind)(text)
+
+    def encode_lists(self, texts: Sequence[str], *, threads: int = 0) -> list[np.ndarray]:
+        """Token ids per text: a list of int32 arrays."""
+        split, get = self._splitter(self.kind), self.index.get
+        return [np.fromiter((get(t, 0) for t in split(x)), np.int32) for x in texts]
+
+    def encode(self, texts: Sequence[str], *, threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(ids int64 (total,), offsets int64 (n,)), as :meth:`Tokenizer.encode`."""
+        return flatten(self.encode_lists(texts))
+
+    def encode_stream(self, batches, *, workers: int = 0, inline_batches: int = 2):
+        """As :meth:`Tokenizer.encode_stream`."""
+        return ordered_map(worker_encode, batches, init=worker_init, init_args=(self.kind, self.proto),
+                           workers=workers, inline=inline_batches)
+
+    def pieces_start_words(self) -> np.ndarray:
+        return np.ones(self.vocab_size, bool) if self.kind == "word" else np.array([t.startswith("#") for t in self.tokens])
 
 
-def worker_init(proto: bytes, child: bool) -> None:
-    """Set up this process's SentencePiece for :func:`worker_encode` (an ``ordered_map`` init)."""
-    global _WORKER_SP
-    _WORKER_SP = _spm().SentencePieceProcessor(model_proto=proto)
+def make_tokenizer(kind: str, proto: bytes, name: str = "tokenizer"):
+    """A tokenizer of ``kind`` (sentencepiece | word | trigram) from its stored bytes."""
+    if kind == "sentencepiece":
+        try:
+            return Tokenizer(proto)
+        except RuntimeError as e:
+            raise ModelFormatError(f"{name}: not a SentencePiece model ({e})") from None
+    tok = VocabTokenizer.from_proto(proto, name)
+    if tok.kind != kind:
+        raise ModelFormatError(f"{name}: a {tok.kind} vocabulary; expected {kind}")
+    return tok
+
+
+_WORKER_TOK = None
+
+
+def worker_init(kind: str, proto: bytes, child: bool) -> None:
+    """Set up this process's tokenizer for :func:`worker_encode` (an ``ordered_map`` init)."""
+    global _WORKER_TOK
+    _WORKER_TOK = make_tokenizer(kind, proto)
 
 
 def worker_encode(batch: "Sequence[str] | RawBlock") -> tuple[np.ndarray, np.ndarray]:
     """Decode (a RawBlock) and tokenise one batch with one thread: (ids int32 (total,), offsets int32 (n,))."""
-    return _flatten32(_WORKER_SP.encode(_texts(batch), return_type="numpy", num_threads=1))
+    tok = _WORKER_TOK
+    if isinstance(tok, Tokenizer):
+        return _flatten32(tok.sp.encode(_texts(batch), return_type="numpy", num_threads=1))
+    return _flatten32(tok.encode_lists(_texts(batch)))
 
 
 class RawBlock(NamedTuple):

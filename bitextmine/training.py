@@ -1,4 +1,4 @@
-"""Training the SP encoder on bitext (Wieting et al. 2019): hardest in-mega-batch negatives, hinge loss.
+"""Training encoders on bitext (Wieting et al. 2019): hardest in-mega-batch negatives, hinge loss.
 
 The mega-batch holds k mini-batches; k starts at ``megabatch_start`` and grows by one every
 ``megabatch_every`` mini-batches up to ``megabatch_max``. For each mega-batch, the embeddings of all its
@@ -19,21 +19,23 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import __version__
-from .config import TokenizerConfig, TrainConfig
+from .config import NEGATIVES, TokenizerConfig, TrainConfig
 from .corpus import CorpusSpec, load_corpora, read_parallel
 from .errors import ConfigError, ModelFormatError
-from .evaluation import read_stsbenchmark, retrieval_accuracy, sts_pearson
-from .model import Model, make_encoder, piece_dropout
+from .evaluation import read_sts, retrieval_accuracy, sts_pearson
+from .loss import hardest_negatives
+from .model import Model, make_encoder, piece_dropout, shuffle_words, tensors_from_module
 from .tokenizer import Tokenizer, ragged_gather, sample_sentences, train_sentencepiece
 
 CHECKPOINT_DIR = "checkpoint"
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+TOKENIZER_CKPT = "tokenizer.bin"
 
 Progress = Callable[[dict], None]
 
@@ -125,16 +127,53 @@ class _DevSet:
     def __init__(self, name: str, kind: str, a: Side, b: Side, gold: np.ndarray | None = None):
         self.name, self.kind, self.a, self.b, self.gold = name, kind, a, b, gold
 
-    def score(self, weight) -> float:
-        """The benchmark's score with piece embeddings ``weight`` (torch, (vocab, dim))."""
-        from .encoding import embed_pieces
-
-        xa = embed_pieces(weight, self.a.ids, self.a.offsets)
-        xb = embed_pieces(weight, self.b.ids, self.b.offsets)
+    def score(self, embed: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> float:
+        """The benchmark's score with ``embed(ids, offsets)`` -> L2-normalised float32 (n, dim)."""
+        xa = embed(self.a.ids, self.a.offsets)
+        xb = embed(self.b.ids, self.b.offsets)
         if self.kind == "sts":
             return sts_pearson(xa, xb, self.gold)
         acc = retrieval_accuracy(xa, xb)
         return 100.0 * (acc[0] + acc[1]) / 2
+
+
+def _embed_no_grad(enc, ids: np.ndarray, offsets: np.ndarray, device, *, chunk: int = 2048, normalize: bool = True,
+                   token_weights=None):
+    """Sentence embeddings (torch float (n, dim) on ``device``) of flat (ids, offsets), in chunks."""
+    import torch
+    import torch.nn.functional as F
+
+    n = len(offsets)
+    ends = np.append(np.asarray(offsets[1:], np.int64), len(ids))
+    parts = []
+    was_training = enc.training
+    enc.eval()
+    with torch.no_grad():
+        for a in range(0, n, chunk):
+            b = min(n, a + chunk)
+            lo, hi = int(offsets[a]), int(ends[b - 1])
+            i = torch.from_numpy(np.asarray(ids[lo:hi], np.int64)).to(device)
+            o = torch.from_numpy(np.asarray(offsets[a:b], np.int64) - lo).to(device)
+            x = enc(i, o, token_weights=None if token_weights is None else token_weights[i])
+            parts.append(F.normalize(x, dim=1) if normalize else x)
+    enc.train(was_training)
+    if not parts:
+        return torch.zeros(0, enc.weight.shape[1], device=device)
+    return torch.cat(parts)
+
+
+def _concat_sides(a: Side, b: Side, text_ids_a: np.ndarray, text_ids_b: np.ndarray) -> Side:
+    """One Side holding a's sentences then b's (paraphrase pools)."""
+    return Side(np.concatenate([a.ids, b.ids]), np.concatenate([a.offsets, b.offsets + len(a.ids)]),
+                np.concatenate([a.lengths, b.lengths]), np.concatenate([text_ids_a, text_ids_b]))
+
+
+def _shared_text_ids(src: Sequence[str], tgt: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Text ids over both sides together (equal strings on either side share an id)."""
+    table: dict[str, int] = {}
+    ts = np.fromiter((table.setdefault(t, len(table)) for t in src), np.int64, count=len(src))
+    tt = np.fromiter((table.setdefault(t, len(table)) for t in tgt), np.int64, count=len(tgt))
+    return ts, tt
 
 
 def train(
@@ -144,13 +183,23 @@ def train(
     config: TrainConfig = TrainConfig(),
     tokenizer_config: TokenizerConfig = TokenizerConfig(),
     tokenizer_path: str | None = None,
+    init_from: str | None = None,
+    sts_pairs: Sequence[str] = (),
+    sts_min_score: float = 3.8,
     dev_tatoeba: Sequence[tuple[str, str]] = (),
     dev_sts: Sequence[str] = (),
     languages: Sequence[str] = (),
     resume: bool = False,
     progress: Progress | None = None,
 ) -> TrainResult:
-    """Train an SP model on ``corpora`` and write the best model (by dev score) to ``out_dir``.
+    """Train a model on ``corpora`` and write the best model (by dev score) to ``out_dir``.
+
+    ``config.encoder`` picks the encoder (sp, word, trigram, blstm-sp); ``config.untrained`` saves the
+    random initial model instead (still counting token frequencies and estimating the SIF component on
+    the corpus). ``init_from`` (a model directory) starts from that model's tokenizer and weights (its
+    encoder kind wins over ``config.encoder``), pulled toward them by ``config.reg_to_init``.
+    ``sts_pairs`` (STS files in any format :func:`bitextmine.evaluation.read_sts` reads) add their pairs
+    scored >= ``sts_min_score`` as positives.
 
     ``progress`` receives dict events: {"event": "log", "message"}, {"event": "start", "total_steps"},
     {"event": "step", "step", "loss", "megabatch", "pairs_per_second"}, {"event": "eval", "step", "scores", "score"}.
@@ -159,6 +208,8 @@ def train(
     import torch
 
     from .encoding import resolve_device
+    from .model import ENCODERS, TOKENIZER_OF, load_model, module_from_model
+    from .tokenizer import VocabTokenizer, make_tokenizer
 
     emit = progress or (lambda e: None)
     log = lambda m: emit({"event": "log", "message": m})  # noqa: E731
@@ -168,6 +219,19 @@ def train(
         raise ConfigError("megabatch_every must be >= 1")
     if not 0.0 <= config.dropout < 1.0:
         raise ConfigError(f"dropout {config.dropout}: expected a probability in [0, 1)")
+    if config.negatives not in NEGATIVES:
+        raise ConfigError(f"negatives {config.negatives!r}: expected one of {', '.join(NEGATIVES)}")
+    init_model = load_model(init_from) if init_from else None
+    encoder = init_model.encoder if init_model is not None else config.encoder
+    if encoder not in ENCODERS:
+        raise ConfigError(f"encoder {encoder!r}: expected one of {', '.join(ENCODERS)}")
+    if init_model is not None and init_model.encoder != config.encoder:
+        log(f"--init-from: continuing the model's own encoder, {encoder}")
+        config = replace(config, encoder=encoder)
+    if config.reg_to_init and init_model is None:
+        raise ConfigError("--reg-to-init needs --init-from MODEL (the weights to stay close to)")
+    if tokenizer_path and TOKENIZER_OF[encoder] != "sentencepiece":
+        raise ConfigError(f"--spm-model: the {encoder} encoder has its own vocabulary, not SentencePiece")
     device = resolve_device(config.device)
     if config.threads > 0:
         torch.set_num_threads(config.threads)
@@ -176,26 +240,45 @@ def train(
         raise ConfigError(f"--resume: no checkpoint in {ckpt_dir}")
 
     t0 = time.time()
-    src, tgt, stats = load_corpora(corpora)
+    extra = []
+    for p in sts_pairs:
+        d = read_sts(p)
+        keep = np.flatnonzero(d.gold >= sts_min_score)
+        extra.append((p, [d.s1[i] for i in keep], [d.s2[i] for i in keep]))
+        log(f"{p}: {len(keep)} of {len(d.gold)} STS pairs scored >= {sts_min_score:g} used as positives")
+    src, tgt, stats = load_corpora(corpora, extra=extra)
     log(f"corpora: {stats.summary()}")
     src, tgt, dev_src, dev_tgt, overlap = split_dev(src, tgt, config.dev_pairs, config.seed)
     log(f"held apart {len(dev_src)} dev pairs; dropped {overlap} training pairs sharing a text with them; "
         f"{len(src)} training pairs")
     data_fp = _data_fingerprint(src, tgt)
 
+    tok_kind = TOKENIZER_OF[encoder]
     if resume:
-        tok = Tokenizer.load(os.path.join(ckpt_dir, "sentencepiece.model"))
+        with open(os.path.join(ckpt_dir, "state.json")) as f:
+            kind = json.load(f).get("tokenizer", "sentencepiece")
+        with open(os.path.join(ckpt_dir, TOKENIZER_CKPT), "rb") as f:
+            tok = make_tokenizer(kind, f.read(), os.path.join(ckpt_dir, TOKENIZER_CKPT))
+    elif init_model is not None:
+        tok = init_model.tokenizer
     elif tokenizer_path:
         tok = Tokenizer.load(tokenizer_path)
-    else:
+    elif tok_kind == "sentencepiece":
         sample = sample_sentences(src, tgt, size=tokenizer_config.sample_sentences, seed=tokenizer_config.seed)
         log(f"training SentencePiece ({tokenizer_config.model_type}, vocabulary {tokenizer_config.vocab_size}) "
             f"on {len(sample)} sentences")
         tok = Tokenizer(train_sentencepiece(sample, tokenizer_config))
         del sample
+    else:
+        log(f"counting {tok_kind} tokens for a vocabulary of {tokenizer_config.token_vocab_size}")
+        tok = VocabTokenizer.build(tok_kind, (x for side in (src, tgt) for x in side), tokenizer_config.token_vocab_size)
     log(f"tokenising {2 * len(src)} training sentences (vocabulary {tok.vocab_size})")
     S = Side.build(src, tok)
     T = Side.build(tgt, tok)
+    P = None
+    if config.paraphrase:  # one pool of both sides; equal strings share a text id across sides
+        S.text_ids, T.text_ids = _shared_text_ids(src, tgt)
+        P = _concat_sides(S, T, S.text_ids, T.text_ids)
     n_pairs = len(src)
     del src, tgt
 
@@ -206,60 +289,73 @@ def train(
         xa, xb = read_parallel(a, b)
         devsets.append(_DevSet(f"tatoeba:{os.path.basename(a)}", "retrieval", Side.build(xa, tok), Side.build(xb, tok)))
     for p in dev_sts:
-        d = read_stsbenchmark(p)
+        d = read_sts(p)
         devsets.append(_DevSet(f"sts:{os.path.basename(p)}", "sts", Side.build(d.s1, tok), Side.build(d.s2, tok), d.gold))
 
     gen = torch.Generator(device=device)
     gen.manual_seed(config.seed)
-    enc = make_encoder(tok.vocab_size, config.dim).to(device)
-    with torch.no_grad():
-        w = torch.empty(tok.vocab_size, config.dim).uniform_(
-            -config.init_scale, config.init_scale, generator=torch.Generator().manual_seed(config.seed)
-        )
-        enc.weight.copy_(w)
+    shuffle_gen = torch.Generator().manual_seed(config.seed + 1)
+    torch.manual_seed(config.seed)  # the LSTM's own initialisation
+    if init_model is not None:
+        enc = module_from_model(init_model, device)
+    else:
+        enc = make_encoder(encoder, tok.vocab_size, config.dim).to(device)
+        with torch.no_grad():
+            g = torch.Generator().manual_seed(config.seed)
+            w = torch.empty(tok.vocab_size, config.dim)
+            w.normal_(0.0, 1.0, generator=g) if config.untrained else w.uniform_(-config.init_scale, config.init_scale, generator=g)
+            enc.weight.copy_(w)
+    init_params = [p.detach().clone() for p in enc.parameters()] if config.reg_to_init else None
+    word_start = torch.from_numpy(tok.pieces_start_words()) if encoder == "blstm-sp" else None
     # fused Adam: one kernel over the whole embedding table (measured 6x faster per step on CPU)
     opt = torch.optim.Adam(enc.parameters(), lr=config.lr, fused=True)
 
     state: dict[str, Any] = {"epoch": 0, "pos": 0, "step": 0, "best_score": -np.inf, "history": [], "pairs_seen": 0}
-    best_weight = enc.weight.detach().clone()
+    best = {k: v.detach().clone() for k, v in enc.state_dict().items()}
     if resume:
-        state, best_weight = _load_checkpoint(ckpt_dir, enc, opt, gen, data_fp, config, device)
+        state, best = _load_checkpoint(ckpt_dir, enc, opt, gen, shuffle_gen, data_fp, config, device)
         log(f"resumed from {ckpt_dir}: epoch {state['epoch'] + 1}, mini-batch {state['step']}")
 
     B = config.batch_size
     steps_per_epoch = -(-n_pairs // B)
-    total_steps = steps_per_epoch * config.epochs
+    epochs = 0 if config.untrained else config.epochs
+    total_steps = steps_per_epoch * epochs
     if config.max_steps:
         total_steps = min(total_steps, config.max_steps)
     emit({"event": "start", "total_steps": total_steps, "step": state["step"], "pairs": n_pairs})
 
+    def embed_dev(ids, offsets):
+        return _embed_no_grad(enc, ids, offsets, device).float().cpu().numpy()
+
     def evaluate() -> None:
         if not devsets:
             return
-        scores = {d.name: round(d.score(enc.weight.detach()), 3) for d in devsets}
+        scores = {d.name: round(d.score(embed_dev), 3) for d in devsets}
         score = float(np.mean(list(scores.values())))
         rec = {"epoch": state["epoch"] + 1, "step": state["step"], "scores": scores, "score": round(score, 3)}
         state["history"].append(rec)
         if score > state["best_score"]:
             state["best_score"] = score
-            best_weight.copy_(enc.weight.detach())
+            for k, v in enc.state_dict().items():
+                best[k].copy_(v)
         emit({"event": "eval", **rec, "best": state["best_score"]})
 
     tS = time.time()
     pairs_run = 0
     stopped_early = False
+    ctx = _StepContext(enc, opt, gen, shuffle_gen, S, T, P, config, device, word_start, init_params)
 
     def crossed(every: int, before: int) -> bool:
         # schedules are keyed to absolute step multiples, so a resumed run keeps the same schedule
         return every > 0 and state["step"] // every > before // every
 
-    while state["epoch"] < config.epochs:
+    while state["epoch"] < epochs:
         perm = np.random.default_rng([config.seed, state["epoch"]]).permutation(n_pairs)
         while state["pos"] < n_pairs:
             k = min(config.megabatch_max, config.megabatch_start + state["step"] // config.megabatch_every)
             idx = perm[state["pos"] : state["pos"] + k * B]
             before = state["step"]
-            loss_sum, n_mb = _train_megabatch(enc, opt, gen, S, T, idx, config, device)
+            loss_sum, n_mb = _train_megabatch(ctx, idx)
             state["step"] += n_mb
             state["pos"] += len(idx)
             state["pairs_seen"] += len(idx)
@@ -273,30 +369,44 @@ def train(
                 stopped_early = True
                 break
             if crossed(config.checkpoint_every, before):
-                _save_checkpoint(ckpt_dir, enc, opt, gen, best_weight, state, tok, data_fp, config)
+                _save_checkpoint(ckpt_dir, enc, opt, gen, shuffle_gen, best, state, tok, data_fp, config)
         if stopped_early:
             break
         evaluate()
         state["epoch"] += 1
         state["pos"] = 0
-        _save_checkpoint(ckpt_dir, enc, opt, gen, best_weight, state, tok, data_fp, config)
+        _save_checkpoint(ckpt_dir, enc, opt, gen, shuffle_gen, best, state, tok, data_fp, config)
+    if config.untrained:
+        evaluate()  # reported, not selected on: the random model is saved as it is
 
     seconds = time.time() - t0
     rate = pairs_run / max(1e-9, time.time() - tS)
     if stopped_early:
-        _save_checkpoint(ckpt_dir, enc, opt, gen, best_weight, state, tok, data_fp, config)
+        _save_checkpoint(ckpt_dir, enc, opt, gen, shuffle_gen, best, state, tok, data_fp, config)
         log(f"stopped after {state['step']} mini-batches (max_steps); continue with --resume")
-    final = best_weight if devsets and np.isfinite(state["best_score"]) else enc.weight.detach()
+    if devsets and np.isfinite(state["best_score"]) and not config.untrained:
+        enc.load_state_dict(best)
+    counts = (np.bincount(S.ids, minlength=tok.vocab_size) + np.bincount(T.ids, minlength=tok.vocab_size)).astype(np.int64)
+    pc = _sif_component(enc, S, T, counts, config, device)
+    log(f"SIF: token frequencies counted, common component estimated on {min(config.sif_sample, 2 * n_pairs)} sentences")
+    emb, tensors = tensors_from_module(enc)
+    tensors.update(piece_counts=counts, sif_pc=pc)
     model = Model(
         tokenizer=tok,
-        embeddings=final.float().cpu().numpy(),
+        embeddings=emb,
+        tensors=tensors,
         config={
-            "encoder": "sp",
+            "encoder": encoder,
             "languages": list(languages),
             "bitextmine_version": __version__,
+            "sif_a": config.sif_a,
             "training": {
                 **asdict(config),
-                "tokenizer": asdict(tokenizer_config) if not tokenizer_path else {"path": os.path.basename(tokenizer_path)},
+                "tokenizer": (asdict(tokenizer_config) if not tokenizer_path else {"path": os.path.basename(tokenizer_path)}),
+                "init_from": os.path.basename(os.path.normpath(init_from)) if init_from else None,
+                "init_fingerprint": init_model.fingerprint if init_model is not None else None,
+                "sts_pairs": [os.path.basename(p) for p in sts_pairs],
+                "sts_min_score": sts_min_score if sts_pairs else None,
                 "pairs": n_pairs,
                 "corpora": [c.describe() for c in corpora],  # file names only: no local paths in a model
                 "cleaning": asdict(stats),
@@ -314,43 +424,153 @@ def train(
                        state["best_score"] if np.isfinite(state["best_score"]) else float("nan"), state["history"])
 
 
-def _train_megabatch(enc, opt, gen, S: Side, T: Side, idx: np.ndarray, config: TrainConfig, device) -> tuple[float, int]:
-    """Find hardest negatives for the pairs ``idx`` and take one Adam step per mini-batch."""
+def _sif_component(enc, S: Side, T: Side, counts: np.ndarray, config: TrainConfig, device) -> np.ndarray:
+    """The SIF common component (float32 (dim,)) of a seeded sample of training sentences, computed
+    with the weights as they will be stored (rounded to float16 when the model is stored so)."""
     import torch
-    import torch.nn.functional as F
 
-    from .loss import hardest_negatives, hinge_loss
+    from .sif import first_component, sif_weights
+
+    with torch.no_grad():
+        saved = None
+        if config.fp16:  # estimate on the weights the model file will hold
+            saved = {k: v.clone() for k, v in enc.state_dict().items()}
+            for p in enc.parameters():
+                p.copy_(p.half().float())
+        rng = np.random.default_rng([config.seed, 11])
+        half = max(1, config.sif_sample // 2)
+        w = torch.from_numpy(sif_weights(counts, config.sif_a)).to(device)
+        xs = []
+        for side in (S, T):
+            idx = np.sort(rng.choice(len(side.lengths), min(half, len(side.lengths)), replace=False))
+            ids, off = side.gather(idx)
+            xs.append(_embed_no_grad(enc, ids, off, device, normalize=False, token_weights=w).float().cpu().numpy())
+        if saved is not None:
+            enc.load_state_dict(saved)
+    return first_component(np.concatenate(xs))
+
+
+class _StepContext:
+    """What one training step needs besides the pair indices."""
+
+    def __init__(self, enc, opt, gen, shuffle_gen, S: Side, T: Side, P: "Side | None", config: TrainConfig, device,
+                 word_start, init_params):
+        self.enc, self.opt, self.gen, self.shuffle_gen = enc, opt, gen, shuffle_gen
+        self.S, self.T, self.P = S, T, P
+        self.config, self.device, self.word_start, self.init_params = config, device, word_start, init_params
+
+
+def _negatives(es, et, s_text, t_text, config: TrainConfig, gen):
+    """Negatives for a mega-batch (see :func:`bitextmine.loss.hardest_negatives`), by ``config.negatives``:
+    max = hardest; random = a uniformly drawn other pair; mix = hardest with probability ``mix_prob``
+    else random. Returns (t_neg, s_neg, t_valid, s_valid); a random pick sharing the positive's text
+    is invalid (its loss term is switched off)."""
+    import torch
+
+    t_neg, s_neg, t_ok, s_ok = hardest_negatives(es, et, s_text, t_text)
+    if config.negatives == "max":
+        return t_neg, s_neg, t_ok, s_ok
+    n = es.shape[0]
+    if n < 2:
+        return t_neg, s_neg, t_ok & False, s_ok & False
+    ar = torch.arange(n, device=es.device)
+    rt = (ar + torch.randint(1, n, (n,), generator=gen, device=es.device)) % n
+    rs = (ar + torch.randint(1, n, (n,), generator=gen, device=es.device)) % n
+    if config.negatives == "mix":
+        use_t = torch.rand(n, generator=gen, device=es.device) < config.mix_prob
+        use_s = torch.rand(n, generator=gen, device=es.device) < config.mix_prob
+        rt = torch.where(use_t, t_neg, rt)
+        rs = torch.where(use_s, s_neg, rs)
+    return rt, rs, t_text[rt] != t_text, s_text[rs] != s_text
+
+
+def _paraphrase_negatives(es, et, s_text, t_text, *, chunk: int = 2048):
+    """Monolingual pairs: each sentence's negative is the most similar sentence of the pooled mega-batch
+    [sources; targets] (positions 0..n-1 sources, n..2n-1 targets) whose text is neither side of its pair.
+    Returns (neg_for_s, neg_for_t) int64 (n,) pool positions, and validity masks."""
+    import torch
+
+    pool = torch.cat([es, et])
+    pool_text = torch.cat([s_text, t_text])
+    neg_inf = torch.finfo(es.dtype).min
+    out, ok = [], []
+    for x in (es, et):
+        idx_parts, val_parts = [], []
+        for a in range(0, x.shape[0], chunk):
+            b = min(x.shape[0], a + chunk)
+            sim = x[a:b] @ pool.T
+            mask = (pool_text[None, :] == s_text[a:b, None]) | (pool_text[None, :] == t_text[a:b, None])
+            v, j = sim.masked_fill(mask, neg_inf).max(dim=1)
+            idx_parts.append(j)
+            val_parts.append(v > neg_inf)
+        out.append(torch.cat(idx_parts))
+        ok.append(torch.cat(val_parts))
+    return out[0], out[1], ok[0], ok[1]
+
+
+def _cat_flat(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate flat (ids, offsets) batches."""
+    ids = np.concatenate([p[0] for p in parts])
+    shift = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
+    return ids, np.concatenate([p[1] + s for p, s in zip(parts, shift)])
+
+
+def _train_megabatch(ctx: _StepContext, idx: np.ndarray) -> tuple[float, int]:
+    """Find the negatives for the pairs ``idx`` and take one Adam step per mini-batch."""
+    import torch
+
+    from .loss import hinge_loss
+
+    config, device, S, T, P, enc = ctx.config, ctx.device, ctx.S, ctx.T, ctx.P, ctx.enc
 
     def t(a):
         return torch.from_numpy(a).to(device)
 
-    s_ids, s_off = S.gather(idx)
-    t_ids, t_off = T.gather(idx)
-    with torch.no_grad():
-        es = F.normalize(enc(t(s_ids), t(s_off)), dim=1)
-        et = F.normalize(enc(t(t_ids), t(t_off)), dim=1)
-        t_neg, s_neg, t_ok, s_ok = hardest_negatives(es, et, t(S.text_ids[idx]), t(T.text_ids[idx]))
-    t_neg, s_neg = t_neg.cpu().numpy(), s_neg.cpu().numpy()
+    es = _embed_no_grad(enc, *S.gather(idx), device)
+    et = _embed_no_grad(enc, *T.gather(idx), device)
+    s_text, t_text = t(S.text_ids[idx]), t(T.text_ids[idx])
+    if P is not None:
+        ns, nt, s_ok_for, t_ok_for = _paraphrase_negatives(es, et, s_text, t_text)
+        ns, nt = ns.cpu().numpy(), nt.cpu().numpy()
+        n_total = len(S.lengths)
+        pool_global = np.concatenate([idx, idx + n_total])  # pool position -> row of P
+        # the negative for s goes with s (term cos(s, t_neg)); the negative for t with t
+        t_neg_rows, s_neg_rows = pool_global[ns], pool_global[nt]
+        t_ok, s_ok = s_ok_for, t_ok_for
+        s_neg_side = t_neg_side = P
+    else:
+        t_neg, s_neg, t_ok, s_ok = _negatives(es, et, s_text, t_text, config, ctx.gen)
+        t_neg_rows, s_neg_rows = idx[t_neg.cpu().numpy()], idx[s_neg.cpu().numpy()]
+        s_neg_side, t_neg_side = S, T
     B = config.batch_size
     total = 0.0
     n_mb = 0
+    bag = config.encoder != "blstm-sp"
     for a in range(0, len(idx), B):
         j = np.arange(a, min(a + B, len(idx)))
         m = len(j)
-        # one forward per language: [positives; negatives]
-        si, so = S.gather(np.concatenate([idx[j], idx[s_neg[j]]]))
-        ti, to = T.gather(np.concatenate([idx[j], idx[t_neg[j]]]))
+        # one forward per side: [positives; their negatives]
+        si, so = _cat_flat(S.gather(idx[j]), s_neg_side.gather(s_neg_rows[j]))
+        ti, to = _cat_flat(T.gather(idx[j]), t_neg_side.gather(t_neg_rows[j]))
+        if not bag and config.shuffle_words > 0:
+            si = shuffle_words(torch.from_numpy(si), torch.from_numpy(so), ctx.word_start, config.shuffle_words,
+                               ctx.shuffle_gen).numpy()
+            ti = shuffle_words(torch.from_numpy(ti), torch.from_numpy(to), ctx.word_start, config.shuffle_words,
+                               ctx.shuffle_gen).numpy()
         si, so, ti, to = t(si), t(so), t(ti), t(to)
-        ks = piece_dropout(si, so, config.dropout, gen) if config.dropout > 0 else None
-        kt = piece_dropout(ti, to, config.dropout, gen) if config.dropout > 0 else None
+        ks = piece_dropout(si, so, config.dropout, ctx.gen) if bag and config.dropout > 0 else None
+        kt = piece_dropout(ti, to, config.dropout, ctx.gen) if bag and config.dropout > 0 else None
         xs = enc(si, so, ks)
         xt = enc(ti, to, kt)
         jt = torch.from_numpy(j).to(device)
+        # xs[m:] are the sources that serve as negatives for the targets, xt[m:] the targets for the sources
         loss = hinge_loss(xs[:m], xt[:m], xs[m:], xt[m:], margin=config.margin,
                           s_valid=s_ok[jt], t_valid=t_ok[jt])
-        opt.zero_grad(set_to_none=True)
+        if ctx.init_params is not None:
+            loss = loss + config.reg_to_init * sum(((p - p0) ** 2).sum() for p, p0 in zip(enc.parameters(), ctx.init_params))
+        ctx.opt.zero_grad(set_to_none=True)
         loss.backward()
-        opt.step()
+        ctx.opt.step()
         total += float(loss.detach())
         n_mb += 1
     return total, n_mb
@@ -359,7 +579,7 @@ def _train_megabatch(enc, opt, gen, S: Side, T: Side, idx: np.ndarray, config: T
 # --- checkpoints: safetensors + JSON, no pickle ---------------------------------------------------
 
 
-def _save_checkpoint(ckpt_dir, enc, opt, gen, best_weight, state, tok, data_fp, config) -> None:
+def _save_checkpoint(ckpt_dir, enc, opt, gen, shuffle_gen, best, state, tok, data_fp, config) -> None:
     import torch
     from safetensors.torch import save_file
 
@@ -367,20 +587,21 @@ def _save_checkpoint(ckpt_dir, enc, opt, gen, best_weight, state, tok, data_fp, 
     if os.path.isdir(tmp):
         shutil.rmtree(tmp)
     os.makedirs(tmp)
-    tensors = {
-        "weight": enc.weight.detach().cpu().contiguous(),
-        "best_weight": best_weight.detach().cpu().contiguous(),
-        "generator": gen.get_state().cpu(),
-    }
-    ost = opt.state_dict()["state"].get(0, {})
-    for key, v in ost.items():
-        tensors[f"adam.{key}"] = torch.as_tensor(v).detach().cpu().contiguous().reshape(-1) if key == "step" else v.detach().cpu().contiguous()
+    tensors = {"generator": gen.get_state().cpu(), "shuffle_generator": shuffle_gen.get_state()}
+    for k, v in enc.state_dict().items():
+        tensors[f"param.{k}"] = v.detach().cpu().contiguous()
+        tensors[f"best.{k}"] = best[k].detach().cpu().contiguous()
+    for i, ost in opt.state_dict()["state"].items():
+        for key, v in ost.items():
+            v = torch.as_tensor(v).detach().cpu().contiguous()
+            tensors[f"adam.{i}.{key}"] = v.reshape(-1) if key == "step" else v
     save_file(tensors, os.path.join(tmp, "tensors.safetensors"))
-    with open(os.path.join(tmp, "sentencepiece.model"), "wb") as f:
+    with open(os.path.join(tmp, TOKENIZER_CKPT), "wb") as f:
         f.write(tok.proto)
     meta = {
         "checkpoint_version": CHECKPOINT_VERSION,
         "data_fingerprint": data_fp,
+        "tokenizer": tok.kind,
         "config": asdict(config),
         **{k: state[k] for k in ("epoch", "pos", "step", "history", "pairs_seen")},
         "best_score": state["best_score"] if np.isfinite(state["best_score"]) else None,
@@ -392,8 +613,7 @@ def _save_checkpoint(ckpt_dir, enc, opt, gen, best_weight, state, tok, data_fp, 
     os.replace(tmp, ckpt_dir)
 
 
-def _load_checkpoint(ckpt_dir, enc, opt, gen, data_fp, config, device):
-    import torch
+def _load_checkpoint(ckpt_dir, enc, opt, gen, shuffle_gen, data_fp, config, device):
     from safetensors.torch import load_file
 
     with open(os.path.join(ckpt_dir, "state.json")) as f:
@@ -403,19 +623,24 @@ def _load_checkpoint(ckpt_dir, enc, opt, gen, data_fp, config, device):
     if meta.get("data_fingerprint") != data_fp:
         raise ConfigError(f"--resume: {ckpt_dir} was made from other training data (or other cleaning/dev split)")
     saved = meta.get("config", {})
-    for key in ("dim", "batch_size", "seed", "megabatch_start", "megabatch_max", "megabatch_every", "dev_pairs"):
+    for key in ("encoder", "dim", "batch_size", "seed", "megabatch_start", "megabatch_max", "megabatch_every",
+                "dev_pairs", "negatives", "paraphrase"):
         if saved.get(key) != getattr(config, key):
             raise ConfigError(f"--resume: checkpoint has {key}={saved.get(key)}, this run {getattr(config, key)}")
     tensors = load_file(os.path.join(ckpt_dir, "tensors.safetensors"))
-    with torch.no_grad():
-        enc.weight.copy_(tensors["weight"].to(device))
+    enc.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("param.")})
     gen.set_state(tensors["generator"])
-    adam = {k[5:]: v for k, v in tensors.items() if k.startswith("adam.")}
+    shuffle_gen.set_state(tensors["shuffle_generator"])
+    adam: dict[int, dict] = {}
+    for k, v in tensors.items():
+        if k.startswith("adam."):
+            _, i, key = k.split(".", 2)
+            adam.setdefault(int(i), {})[key] = v.reshape(()) if key == "step" else v.to(device)
     if adam:
         sd = opt.state_dict()
-        adam["step"] = adam["step"].reshape(())
-        sd["state"] = {0: {k: v.to(device) if k != "step" else v for k, v in adam.items()}}
+        sd["state"] = adam
         opt.load_state_dict(sd)
     state = {k: meta[k] for k in ("epoch", "pos", "step", "history", "pairs_seen")}
     state["best_score"] = meta["best_score"] if meta.get("best_score") is not None else -np.inf
-    return state, tensors["best_weight"].to(device)
+    best = {k[5:]: v.to(device) for k, v in tensors.items() if k.startswith("best.")}
+    return state, best

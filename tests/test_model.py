@@ -14,12 +14,13 @@ def test_save_load_roundtrip(tmp_path, toy_model):
     m = load_model(str(tmp_path / "m"))
     np.testing.assert_array_equal(m.embeddings, toy_model.embeddings)
     assert m.tokenizer.proto == toy_model.tokenizer.proto
-    assert m.config["format_version"] == 1 and m.config["encoder"] == "sp"
+    assert m.config["format_version"] == 2 and m.config["encoder"] == "sp"
+    assert m.fingerprint == toy_model.fingerprint
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda d: json.dump({**json.load(open(d + "/config.json")), "format_version": 2}, open(d + "/config.json", "w")),
-     "format_version 2; this bitextmine reads format_version 1"),
+    (lambda d: json.dump({**json.load(open(d + "/config.json")), "format_version": 3}, open(d + "/config.json", "w")),
+     "format_version 3; this bitextmine reads format_version 1 or 2"),
     (lambda d: os.remove(d + "/config.json"), "config.json: missing"),
     (lambda d: os.remove(d + "/embeddings.safetensors"), "embeddings.safetensors: missing"),
     (lambda d: open(d + "/embeddings.safetensors", "wb").write(b"garbage"), "not a readable safetensors file"),

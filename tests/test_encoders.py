@@ -1,0 +1,208 @@
+"""Every encoder of the seed papers trains, saves and loads; training options; SIF against numpy."""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from bitextmine.config import EncodeConfig, TokenizerConfig, TrainConfig
+from bitextmine.corpus import CorpusSpec
+from bitextmine.encoding import encode
+from bitextmine.errors import ConfigError, ModelFormatError
+from bitextmine.evaluation import retrieval_accuracy
+from bitextmine.model import load_model, shuffle_words
+from bitextmine.sif import first_component, sif_weights
+from bitextmine.tokenizer import VocabTokenizer
+from bitextmine.training import train
+
+from conftest import toy_corpus
+
+FEW = dict(dim=16, epochs=1, batch_size=16, megabatch_max=3, megabatch_every=5, dev_pairs=100, device="cpu",
+           checkpoint_every=0, max_steps=0, sif_sample=400)
+TOK = TokenizerConfig(vocab_size=600, sample_sentences=4000, token_vocab_size=5000)
+
+
+@pytest.fixture(scope="module")
+def small_files(tmp_path_factory):
+    from conftest import write_lines
+
+    d = tmp_path_factory.mktemp("enc")
+    src, tgt = toy_corpus(600, seed=3)
+    return write_lines(d / "s", src), write_lines(d / "t", tgt)
+
+
+@pytest.mark.parametrize("encoder", ["sp", "word", "trigram", "blstm-sp"])
+@pytest.mark.parametrize("untrained", [False, True])
+def test_every_encoder_trains_saves_and_loads(tmp_path, small_files, encoder, untrained):
+    out = str(tmp_path / encoder)
+    res = train([CorpusSpec(src=small_files[0], tgt=small_files[1])], out,
+                config=TrainConfig(**FEW, encoder=encoder, untrained=untrained), tokenizer_config=TOK)
+    assert (res.steps == 0) if untrained else (res.steps >= 540 // 16)  # 540 training pairs, 16 per mini-batch
+    m = load_model(out)
+    assert m.encoder == encoder and m.dim == 16 and m.config["training"]["untrained"] == untrained
+    tok_file = "vocab.txt" if encoder in ("word", "trigram") else "sentencepiece.model"
+    assert os.path.exists(os.path.join(out, tok_file))
+    assert m.tensors["piece_counts"].sum() > 0 and m.tensors["sif_pc"].shape == (16,)
+    if untrained:  # normal(0, 1) initialisation
+        assert 0.8 < float(m.embeddings.std()) < 1.2
+    texts = ["ka lo mi", "", "re tu sa ne"]
+    x = encode(texts, m, config=EncodeConfig(device="cpu", batch_size=2))
+    assert x.shape == (3, 16) and x.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(x[[0, 2]], axis=1), 1, rtol=1e-5)
+    np.testing.assert_array_equal(x[1], 0)
+    # batching does not change vectors
+    one = np.concatenate([encode([t], m, config=EncodeConfig(device="cpu")) for t in texts])
+    np.testing.assert_allclose(one, x, atol=1e-5)
+    xs = encode(texts, m, config=EncodeConfig(device="cpu", sif=True))
+    assert xs.shape == (3, 16) and not np.allclose(xs, x)
+
+
+def test_trained_encoders_learn_the_toy_mapping(toy_files, tmp_path):
+    # the toy target language rewrites each word, so word and trigram models must learn it from pairs
+    src, tgt = toy_corpus(300, seed=9)
+    for encoder in ("word", "blstm-sp"):
+        out = str(tmp_path / encoder)
+        train([CorpusSpec(src=toy_files[0], tgt=toy_files[1])], out,
+              config=TrainConfig(**{**FEW, "dim": 32, "epochs": 2}, encoder=encoder), tokenizer_config=TOK)
+        m = load_model(out)
+        acc = retrieval_accuracy(encode(src, m, config=EncodeConfig(device="cpu")),
+                                 encode(tgt, m, config=EncodeConfig(device="cpu")))
+        assert min(acc) > 0.3, (encoder, acc)  # chance: 1/300 (measured: word ~0.9, blstm-sp ~0.45 after 2 epochs)
+
+
+def test_word_and_trigram_tokens():
+    w = VocabTokenizer.build("word", ["Hello, world!", "hello again"], 10)
+    assert w.tokens[0] == "<unk>" and w.tokens[1] == "hello"
+    assert w.split("Hello, world!") == ["hello", ",", "world", "!"]
+    ids = w.encode_lists(["hello there"])[0]
+    assert ids[0] == 1 and ids[1] == 0  # "there" is unknown
+    t = VocabTokenizer.build("trigram", ["ab cde"], 100)
+    assert t.split("ab Cde") == ["#ab", "ab#", "#cd", "cde", "de#"]
+    assert t.split("a") == ["#a#"]
+    assert VocabTokenizer.from_proto(t.proto).tokens == t.tokens
+    with pytest.raises(ModelFormatError, match="expected 'bitextmine-vocab 1 KIND'"):
+        VocabTokenizer.from_proto(b"nonsense\n")
+
+
+def test_sif_matches_a_direct_numpy_computation(toy_model_dir, tmp_path, small_files):
+    out = str(tmp_path / "m")
+    train([CorpusSpec(src=small_files[0], tgt=small_files[1])], out,
+          config=TrainConfig(**{**FEW, "fp16": False}, encoder="sp"), tokenizer_config=TOK)
+    m = load_model(out)
+    texts = ["ka lo mi re", "tu sa", "ne po di gu fe ba", "lo lo lo"]
+    got = encode(texts, m, config=EncodeConfig(device="cpu", sif=True))
+    a = m.config["sif_a"]
+    counts = m.tensors["piece_counts"].astype(np.float64)
+    p = counts / counts.sum()
+    u = m.tensors["sif_pc"].astype(np.float64)
+    want = []
+    for t in texts:
+        ids = m.tokenizer.sp.encode(t)
+        v = sum(a / (a + p[i]) * m.embeddings[i].astype(np.float64) for i in ids) / len(ids)
+        v = v - (v @ u) * u
+        want.append(v / np.linalg.norm(v))
+    np.testing.assert_allclose(got, np.array(want), atol=1e-5)
+    # the stored component is the first singular vector of weighted training sentences
+    assert abs(np.linalg.norm(u) - 1) < 1e-5
+
+
+def test_sif_helpers_on_a_hand_case():
+    np.testing.assert_allclose(sif_weights(np.array([0, 1, 3]), 0.25), [1.0, 0.25 / 0.5, 0.25 / 1.0])
+    x = np.array([[3.0, 0.0], [4.0, 0.1], [-5.0, 0.0]])
+    np.testing.assert_allclose(first_component(x), [1.0, 0.0], atol=1e-2)
+
+
+def test_sif_on_a_model_without_counts_is_a_clear_error(toy_model):
+    m = load_model(None)  # the bundled model predates stored token counts
+    if "piece_counts" in m.tensors:
+        pytest.skip("the bundled model stores token counts")
+    with pytest.raises(ModelFormatError, match="SIF needs a model trained"):
+        encode(["a"], m, config=EncodeConfig(device="cpu", sif=True))
+
+
+@pytest.mark.parametrize("negatives", ["mix", "random"])
+def test_negative_modes_train(tmp_path, small_files, negatives):
+    out = str(tmp_path / negatives)
+    res = train([CorpusSpec(src=small_files[0], tgt=small_files[1])], out,
+                config=TrainConfig(**FEW, negatives=negatives), tokenizer_config=TOK)
+    assert res.steps >= 33 and load_model(out).config["training"]["negatives"] == negatives
+
+
+def test_paraphrase_training(tmp_path):
+    from conftest import write_lines
+
+    rng = np.random.default_rng(4)
+    src, _ = toy_corpus(400, seed=5)
+    # monolingual paraphrases: the same words, one dropped
+    para = [" ".join(w for k, w in enumerate(s.split()) if k != rng.integers(len(s.split()))) for s in src]
+    a, b = write_lines(tmp_path / "a", src), write_lines(tmp_path / "b", para)
+    out = str(tmp_path / "m")
+    res = train([CorpusSpec(src=a, tgt=b)], out, config=TrainConfig(**FEW, paraphrase=True), tokenizer_config=TOK)
+    assert res.steps > 0 and load_model(out).config["training"]["paraphrase"]
+
+
+def test_paraphrase_negatives_never_pick_the_pair_itself():
+    from bitextmine.training import _paraphrase_negatives
+
+    g = torch.Generator().manual_seed(0)
+    es = torch.nn.functional.normalize(torch.randn(6, 4, generator=g), dim=1)
+    et = es.clone()  # each target equals its source: the pair itself would be the most similar
+    text = torch.arange(6)
+    ns, nt, oks, okt = _paraphrase_negatives(es, et, text, text + 100, chunk=4)
+    pos = torch.arange(6)
+    assert not ((ns == pos) | (ns == pos + 6)).any() and not ((nt == pos) | (nt == pos + 6)).any()
+    assert oks.all() and okt.all()
+    # brute force
+    pool = torch.cat([es, et])
+    for i in range(6):
+        sims = pool @ es[i]
+        sims[i] = sims[i + 6] = -10
+        assert int(ns[i]) == int(sims.argmax())
+
+
+def test_init_from_with_regularisation_stays_closer(tmp_path, small_files, toy_model_dir):
+    spec = [CorpusSpec(src=small_files[0], tgt=small_files[1])]
+    init = load_model(toy_model_dir)
+    dists = {}
+    for lam in (0.0, 10.0):
+        out = str(tmp_path / f"r{lam}")
+        train(spec, out, config=TrainConfig(**{**FEW, "dim": 32, "fp16": False}, reg_to_init=lam),
+              init_from=toy_model_dir)
+        m = load_model(out)
+        assert m.tokenizer.proto == init.tokenizer.proto
+        assert m.config["training"]["init_fingerprint"] == init.fingerprint
+        dists[lam] = float(np.linalg.norm(m.embeddings - init.embeddings))
+    assert 0 < dists[10.0] < dists[0.0]
+    with pytest.raises(ConfigError, match="needs --init-from"):
+        train(spec, str(tmp_path / "x"), config=TrainConfig(**FEW, reg_to_init=1.0), tokenizer_config=TOK)
+
+
+def test_sts_pairs_above_the_cutoff_are_the_positives(tmp_path, toy_model_dir):
+    from conftest import write_lines
+
+    src, tgt = toy_corpus(200, seed=6)
+    rows = [f"{s},{t},{4.0 if i % 2 else 2.0}" for i, (s, t) in enumerate(zip(src, tgt))]
+    csv = write_lines(tmp_path / "sts.csv", rows)
+    logs = []
+    out = str(tmp_path / "m")
+    train([], out, config=TrainConfig(**{**FEW, "dim": 32, "dev_pairs": 0}), init_from=toy_model_dir,
+          sts_pairs=[csv], sts_min_score=3.8, progress=lambda e: logs.append(e.get("message", "")))
+    assert any("100 of 200 STS pairs scored >= 3.8" in m for m in logs)
+    assert load_model(out).config["training"]["pairs"] == 100
+
+
+def test_shuffle_words_permutes_whole_words():
+    # pieces 1 and 2 start words, 3 continues one: sentence 1 = [1 3][2][2], sentence 2 = [3][1]
+    word_start = torch.tensor([False, True, True, False])
+    ids = torch.tensor([1, 3, 2, 2, 3, 1])
+    offsets = torch.tensor([0, 4])
+    g = torch.Generator().manual_seed(0)
+    seen1, seen2 = set(), set()
+    for _ in range(40):
+        out = shuffle_words(ids, offsets, word_start, 1.0, g).tolist()
+        seen1.add(tuple(out[:4]))
+        seen2.add(tuple(out[4:]))
+    assert seen1 == {(1, 3, 2, 2), (2, 1, 3, 2), (2, 2, 1, 3)}
+    assert seen2 == {(3, 1), (1, 3)}
+    assert shuffle_words(ids, offsets, word_start, 0.0, g).tolist() == ids.tolist()
