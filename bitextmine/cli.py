@@ -12,7 +12,8 @@ from dataclasses import replace
 import click
 
 from . import __version__
-from .config import DEVICES, MARGINS, MODES, EncodeConfig, MineConfig, TokenizerConfig, TrainConfig
+from .config import (DEVICES, ENCODERS, MARGINS, MODES, NEGATIVES, EncodeConfig, MineConfig, TokenizerConfig,
+                     TrainConfig)
 from .errors import BitextmineError
 
 
@@ -89,6 +90,11 @@ def _quiet_option(f):
     return click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary on stderr.")(f)
 
 
+def _sif_option(f):
+    return click.option("--sif", is_flag=True, default=EncodeConfig.sif,
+                        help="SIF: weight tokens by a/(a+p(w)) and remove the common component (both stored in the model).")(f)
+
+
 # --- train -----------------------------------------------------------------------------------------
 
 T, K = TrainConfig, TokenizerConfig
@@ -101,10 +107,27 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--scol", type=click.IntRange(1), default=1, show_default=True, help="TSV source column (1-based).")
 @click.option("--tcol", type=click.IntRange(1), default=2, show_default=True, help="TSV target column (1-based).")
 @click.option("--out", "-o", required=True, metavar="DIR", help="Model directory to write.")
-@click.option("--vocab-size", type=click.IntRange(100), default=K.vocab_size, show_default=True, help="SentencePiece vocabulary (joint, all languages).")
+@click.option("--encoder", type=click.Choice(ENCODERS), default=T.encoder, show_default=True,
+              help="sp = mean of SentencePiece pieces; word / trigram = mean of word / character-trigram vectors; "
+                   "blstm-sp = BiLSTM over pieces, mean-pooled.")
+@click.option("--vocab-size", type=click.IntRange(100), default=None,
+              help=f"Vocabulary: SentencePiece pieces (sp, blstm-sp; joint over all languages)  [default: {K.vocab_size}]; "
+                   f"most frequent tokens (word, trigram)  [default: {K.token_vocab_size}]")
 @click.option("--spm-model", metavar="FILE", default=None, help="Reuse this SentencePiece model instead of training one.")
 @click.option("--spm-sample", type=click.IntRange(1000), default=K.sample_sentences, show_default=True, help="Sentences sampled to train SentencePiece.")
 @click.option("--dim", type=click.IntRange(1), default=T.dim, show_default=True, help="Embedding dimension.")
+@click.option("--untrained", is_flag=True, help="Save the random initial model (normal(0,1) vectors): the random-encoder baseline.")
+@click.option("--negatives", type=click.Choice(NEGATIVES), default=T.negatives, show_default=True,
+              help="max = hardest in the mega-batch; mix = hardest with probability 0.5, else random; random.")
+@click.option("--paraphrase", is_flag=True, help="Monolingual paraphrase pairs: negatives drawn from both sides.")
+@click.option("--shuffle-words", type=click.FloatRange(0, 1), default=T.shuffle_words, show_default=True,
+              help="blstm-sp: probability that a training sentence's words are shuffled.")
+@click.option("--init-from", metavar="DIR", default=None, help="Start from this model (its tokenizer, encoder and weights).")
+@click.option("--reg-to-init", type=click.FloatRange(0), default=T.reg_to_init, show_default=True,
+              help="With --init-from: lambda of the L2 pull toward the initial weights.")
+@click.option("--sts-pairs", multiple=True, metavar="FILE",
+              help="STS file (SemEval, STSb TSV or CSV) whose pairs scored >= --sts-min-score are positives (repeatable).")
+@click.option("--sts-min-score", type=float, default=3.8, show_default=True, help="Gold score cut-off for --sts-pairs.")
 @click.option("--epochs", type=click.IntRange(1), default=T.epochs, show_default=True)
 @click.option("--batch-size", type=click.IntRange(1), default=T.batch_size, show_default=True, help="Pairs per mini-batch.")
 @click.option("--margin", type=float, default=T.margin, show_default=True, help="Hinge loss margin delta.")
@@ -115,7 +138,7 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--megabatch-every", type=click.IntRange(1), default=T.megabatch_every, show_default=True, help="Grow the mega-batch by one every N mini-batches.")
 @click.option("--dev-pairs", type=click.IntRange(0), default=T.dev_pairs, show_default=True, help="Training pairs held apart for dev retrieval accuracy.")
 @click.option("--dev-tatoeba", nargs=2, multiple=True, metavar="SRC TGT", help="Aligned dev files for retrieval accuracy (repeatable).")
-@click.option("--dev-sts", multiple=True, metavar="FILE", help="STS Benchmark TSV for dev Pearson r (repeatable).")
+@click.option("--dev-sts", multiple=True, metavar="FILE", help="STS file (SemEval, STSb TSV or CSV) for dev Pearson r (repeatable).")
 @click.option("--eval-every", type=click.IntRange(0), default=T.eval_every, show_default=True, help="Also evaluate every N mini-batches (0 = each epoch).")
 @click.option("--checkpoint-every", type=click.IntRange(0), default=T.checkpoint_every, show_default=True, help="Checkpoint every N mini-batches.")
 @click.option("--max-steps", type=click.IntRange(0), default=T.max_steps, show_default=True, help="Stop after N mini-batches (0 = all epochs); continue later with --resume.")
@@ -126,15 +149,19 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--threads", type=click.IntRange(0), default=T.threads, show_default=True, help="Torch CPU threads (0 = default).")
 @_device_option(T.device)
 @_quiet_option
-def train(src, tgt, tsv, scol, tcol, out, vocab_size, spm_model, spm_sample, dim, epochs, batch_size, margin, dropout,
-          lr, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
+def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sample, dim, untrained, negatives,
+          paraphrase, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, epochs, batch_size, margin,
+          dropout, lr, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
           checkpoint_every, max_steps, resume, languages, fp32, seed, threads, device, quiet):
-    """Train an SP encoder on parallel corpora.
+    """Train an encoder on parallel corpora (or paraphrase pairs, or STS pairs).
 
     \b
-    Example:
+    Examples:
       bitextmine train --src data/train.de.gz --tgt data/train.en.gz --out de-en-model \\
           --dev-tatoeba tatoeba.deu-eng.deu tatoeba.deu-eng.eng
+      bitextmine train --src train.de --tgt train.en --encoder trigram --out tri
+      bitextmine train --src train.de --tgt train.en --untrained --out random-sp
+      bitextmine train --init-from de-en-model --reg-to-init 0.001 --sts-pairs sts-train.csv --out tuned
     """
     from .corpus import CorpusSpec
     from .errors import ConfigError
@@ -143,12 +170,14 @@ def train(src, tgt, tsv, scol, tcol, out, vocab_size, spm_model, spm_sample, dim
     if len(src) != len(tgt):
         raise ConfigError(f"{len(src)} --src but {len(tgt)} --tgt; expected them in pairs")
     specs = [CorpusSpec(src=s, tgt=t) for s, t in zip(src, tgt)] + [CorpusSpec(tsv=p, scol=scol, tcol=tcol) for p in tsv]
-    config = TrainConfig(dim=dim, margin=margin, batch_size=batch_size, megabatch_start=megabatch_start,
+    config = TrainConfig(encoder=encoder, untrained=untrained, negatives=negatives, paraphrase=paraphrase,
+                         shuffle_words=shuffle_words, reg_to_init=reg_to_init, dim=dim, margin=margin, batch_size=batch_size, megabatch_start=megabatch_start,
                          megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr,
                          epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,
                          checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads,
                          fp16=not fp32)
-    tok_config = TokenizerConfig(vocab_size=vocab_size, sample_sentences=spm_sample)
+    tok_config = TokenizerConfig(vocab_size=vocab_size or K.vocab_size, token_vocab_size=vocab_size or K.token_vocab_size,
+                                 sample_sentences=spm_sample)
     bar = None
 
     def say(message: str) -> None:
@@ -174,7 +203,8 @@ def train(src, tgt, tsv, scol, tcol, out, vocab_size, spm_model, spm_sample, dim
             say(f"dev after epoch {e['epoch']}, mini-batch {e['step']}: {scores} (best {e['best']:.2f})")
 
     result = run_train(specs, out, config=config, tokenizer_config=tok_config, tokenizer_path=spm_model,
-                       dev_tatoeba=dev_tatoeba, dev_sts=dev_sts, languages=languages, resume=resume,
+                       init_from=init_from, sts_pairs=sts_pairs, sts_min_score=sts_min_score, dev_tatoeba=dev_tatoeba,
+                       dev_sts=dev_sts, languages=languages, resume=resume,
                        progress=progress)
     if bar is not None:
         bar.close()
@@ -194,9 +224,10 @@ E = EncodeConfig
 @click.option("--fp16", is_flag=True, default=E.fp16, help="Store float16 instead of float32.")
 @click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Sentences per batch.")
 @click.option("--threads", type=click.IntRange(0), default=E.threads, show_default=True, help="Worker processes for reading, tokenising and embedding (0 = one per core).")
+@_sif_option
 @_device_option(E.device)
 @_quiet_option
-def encode(inputs, output, model_dir, fp16, batch_size, threads, device, quiet):
+def encode(inputs, output, model_dir, fp16, batch_size, threads, sif, device, quiet):
     """Encode text files (one sentence per line; '-' = stdin; .gz read transparently).
 
     Writes one L2-normalised row per input line, in input order.
@@ -211,7 +242,7 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, device, quiet):
     model = load_model(model_dir)
     bar = _bar(quiet, unit="sent", desc="encode")
     result = encode_files(inputs, output, model, config=EncodeConfig(batch_size=batch_size, threads=threads,
-                                                                      fp16=fp16, device=device),
+                                                                      fp16=fp16, device=device, sif=sif),
                           progress=bar.update)
     bar.close()
     _info(quiet, f"wrote {result.count} x {result.dim} {result.dtype} to {output}")
@@ -236,10 +267,11 @@ M = MineConfig
 @click.option("--min-cosine", type=float, default=M.min_cosine, show_default=True, help="Keep pairs with at least this cosine.")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
+@_sif_option
 @_device_option(M.device)
 @_quiet_option
-def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, threshold, min_cosine, ids, block_size, device,
-         quiet):
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, threshold, min_cosine, ids, block_size, sif,
+         device, quiet):
     """Mine translation pairs between two text files (one sentence per line).
 
     Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first.
@@ -263,7 +295,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, thresho
 
     with _output(output) as out:
         stats = mine_files(src, tgt, out, model=model, config=config,
-                           encode_config=EncodeConfig(device=device), src_emb=src_emb, tgt_emb=tgt_emb, ids=ids,
+                           encode_config=EncodeConfig(device=device, sif=sif), src_emb=src_emb, tgt_emb=tgt_emb, ids=ids,
                            progress=progress)
     for b in bars.values():
         b.close()
@@ -280,9 +312,10 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, thresho
 @click.option("--output", "-o", default=None, metavar="OUT.tsv", help="Output  [default: stdout]")
 @_model_option
 @click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Lines per batch.")
+@_sif_option
 @_device_option(E.device)
 @_quiet_option
-def score(file, output, model_dir, batch_size, device, quiet):
+def score(file, output, model_dir, batch_size, sif, device, quiet):
     """Append the cosine similarity of src<TAB>tgt to each line (streaming; FILE or '-' = stdin).
 
     \b
@@ -295,10 +328,145 @@ def score(file, output, model_dir, batch_size, device, quiet):
     model = load_model(model_dir)
     bar = _bar(quiet, unit="line", desc="score")
     with _output(output) as out:
-        n = score_file(file, out, model, config=replace(EncodeConfig(), batch_size=batch_size, device=device),
+        n = score_file(file, out, model, config=replace(EncodeConfig(), batch_size=batch_size, device=device, sif=sif),
                        progress=bar.update)
     bar.close()
     _info(quiet, f"scored {n} lines")
+
+
+# --- eval ------------------------------------------------------------------------------------------
+
+
+@main.group(name="eval", cls=_Group)
+def eval_group() -> None:
+    """Standard benchmarks: STS correlation, Tatoeba retrieval, BUCC mining F1.
+
+    Each evaluator encodes with --model (the bundled model when omitted) or reads precomputed
+    embeddings from 'bitextmine encode', and prints a plain table (--json for machines).
+
+    \b
+    Examples:
+      bitextmine eval tatoeba --all tatoeba/v1
+      bitextmine eval sts stsbenchmark/sts-test.csv --model my-model --sif
+    """
+
+
+def _report(report, as_json: bool) -> None:
+    import json
+
+    click.echo(json.dumps(report.to_json(), indent=1) if as_json else report.to_table())
+
+
+def _json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
+
+
+@eval_group.command(name="sts")
+@click.argument("files", nargs=-1, metavar="FILE...")
+@click.option("--pair", "pairs", nargs=2, multiple=True, metavar="FILE1 FILE2",
+              help="Cross-lingual STS: s1 from FILE1, s2 from FILE2 (row-aligned files of two languages; repeatable).")
+@_model_option
+@click.option("--emb1", default=None, metavar="FILE.npy", help="Precomputed embeddings of the s1 column (one dataset).")
+@click.option("--emb2", default=None, metavar="FILE.npy", help="Precomputed embeddings of the s2 column.")
+@_sif_option
+@_device_option(E.device)
+@_json_option
+def eval_sts(files, pairs, model_dir, emb1, emb2, sif, device, as_json):
+    """Pearson and Spearman x 100 of cosine vs gold for STS files.
+
+    FILE: SemEval STS.input.X.txt (gold STS.gs.X.txt found beside it; unscored pairs dropped;
+    per-year averages for STS12-16), STS Benchmark TSV, or CSV sentence1,sentence2,score.
+
+    \b
+    Examples:
+      bitextmine eval sts sts12-16_en/STS12-en-test/STS.input.*.txt stsbenchmark/sts-test.csv
+      bitextmine eval sts --pair stsb_multi_mt/stsb-en-test.csv stsb_multi_mt/stsb-de-test.csv
+    """
+    from .benchmarks import run_sts
+    from .errors import ConfigError
+    from .model import load_model
+
+    if bool(emb1) != bool(emb2):
+        raise ConfigError("--emb1 and --emb2 go together")
+    report = run_sts(files, pairs, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
+                     emb=(emb1, emb2) if emb1 else None)
+    _report(report, as_json)
+
+
+@eval_group.command(name="tatoeba")
+@click.argument("src", required=False)
+@click.argument("tgt", required=False)
+@click.option("--all", "folder", default=None, metavar="DIR", help="Every tatoeba.xxx-eng.{xxx,eng} pair in a Tatoeba v1 folder.")
+@click.option("--lang", "languages", multiple=True, metavar="CODE", help="With --all: only these languages (repeatable).")
+@_model_option
+@click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC.")
+@click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT.")
+@_sif_option
+@_device_option(E.device)
+@_json_option
+def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, device, as_json):
+    """Tatoeba similarity search: nearest-neighbour error rate (xsim) both ways, and accuracy.
+
+    \b
+    Examples:
+      bitextmine eval tatoeba tatoeba.deu-eng.deu tatoeba.deu-eng.eng
+      bitextmine eval tatoeba --all tatoeba/v1 --lang deu --lang fra
+    """
+    from .benchmarks import run_tatoeba
+    from .errors import ConfigError
+    from .model import load_model
+
+    if bool(src_emb) != bool(tgt_emb):
+        raise ConfigError("--src-emb and --tgt-emb go together")
+    if folder and (src or tgt):
+        raise ConfigError("give SRC TGT or --all DIR, not both")
+    report = run_tatoeba(src, tgt, folder=folder, languages=languages, model=load_model(model_dir),
+                         config=EncodeConfig(device=device, sif=sif), emb=(src_emb, tgt_emb) if src_emb else None)
+    _report(report, as_json)
+
+
+@eval_group.command(name="bucc")
+@click.argument("src")
+@click.argument("tgt")
+@click.argument("gold")
+@click.option("--tune-on", nargs=3, default=None, metavar="SRC TGT GOLD",
+              help="Choose the threshold that maximises F1 on this set (the official protocol).")
+@click.option("--oracle", is_flag=True, help="Tune the threshold on the evaluated set itself (reported as ORACLE).")
+@click.option("--threshold", type=float, default=None, help="Use this margin threshold.")
+@_model_option
+@click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC's sentences.")
+@click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT's sentences.")
+@click.option("--k", type=click.IntRange(1), default=M.k, show_default=True, help="Nearest neighbours per direction.")
+@click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")
+@click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")
+@click.option("--plot", default=None, metavar="FILE.png", help="Plot precision, recall and F1 against the threshold.")
+@_sif_option
+@_device_option(E.device)
+@_json_option
+def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, k, margin, mode, plot, sif,
+              device, as_json):
+    """BUCC 2018 bitext mining: precision, recall and F1 of mined pairs against the gold pairs.
+
+    SRC and TGT hold <id><TAB><sentence> lines; GOLD holds <src-id><TAB><tgt-id> lines.
+
+    \b
+    Example:
+      bitextmine eval bucc de-en.test.de de-en.test.en de-en.test.gold \\
+          --tune-on de-en.training.de de-en.training.en de-en.training.gold --plot bucc.png
+    """
+    from .benchmarks import plot_bucc, run_bucc
+    from .errors import ConfigError
+    from .model import load_model
+
+    if bool(src_emb) != bool(tgt_emb):
+        raise ConfigError("--src-emb and --tgt-emb go together")
+    report = run_bucc((src, tgt, gold), tune_on=tuple(tune_on) if tune_on else None, oracle=oracle,
+                      threshold=threshold, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
+                      mine=MineConfig(k=k, margin=margin, mode=mode, device=device),
+                      emb=(src_emb, tgt_emb) if src_emb else None)
+    if plot:
+        plot_bucc(report, plot)
+    _report(report, as_json)
 
 
 if __name__ == "__main__":

@@ -83,3 +83,73 @@ def test_default_model_mines_the_example_files(default_model):
     rows = [r.split("\t") for r in out.getvalue().splitlines()]
     best = {(int(r[3]), int(r[4])) for r in rows[: len(gold)]}
     assert best == gold, (best - gold, gold - best)  # the hidden translations are the best-scoring pairs
+
+
+def test_eval_sts_on_every_real_sts_file_agrees_with_an_independent_computation(default_model):
+    """SemEval STS12-16, STSb and cross-lingual STSb through the eval runner; the numbers are recomputed
+    here with numpy/itertools from the raw files."""
+    import csv
+    import glob
+    import os
+
+    from bitextmine.benchmarks import find_sts_files, run_sts
+
+    folder = shared_path("dev", "sts12-16_en")
+    files = find_sts_files(folder)
+    assert len(files) == 5 + 3 + 6 + 5 + 5  # STS13 SMT has no input file
+    rep = run_sts(files, model=default_model)
+    assert sorted(rep.years) == ["STS12", "STS13", "STS14", "STS15", "STS16"]
+    by_name = {(r.year, r.name): r for r in rep.results}
+    # independent: read STS16 headlines by hand, drop empty gold lines, numpy corrcoef of cosines
+    inp = glob.glob(os.path.join(folder, "STS16-en-test", "STS2016.input.headlines.txt"))[0]
+    rows = open(inp, encoding="utf-8").read().split("\n")[:-1]
+    gold = open(inp.replace(".input.", ".gs."), encoding="utf-8").read().split("\n")[:-1]
+    keep = [(r.split("\t")[0], r.split("\t")[1], float(g)) for r, g in zip(rows, gold) if g.strip()]
+    x1 = encode([k[0] for k in keep], default_model)
+    x2 = encode([k[1] for k in keep], default_model)
+    cos = (x1 * x2).sum(1)
+    r = by_name[("STS16", "headlines")]
+    assert r.n == len(keep) < len(rows)
+    assert r.pearson == pytest.approx(100 * np.corrcoef(cos, [k[2] for k in keep])[0, 1], abs=1e-6)
+    ranks = lambda v: np.argsort(np.argsort(v))  # noqa: E731 (no ties among these cosines)
+    if len(set(cos.tolist())) == len(cos):
+        g = np.array([k[2] for k in keep])
+        # Spearman with tied gold scores: compare with the mean-rank definition computed by scipy-free code
+        from bitextmine.evaluation import _ranks
+
+        assert r.spearman == pytest.approx(100 * np.corrcoef(ranks(cos), _ranks(g))[0, 1], abs=1e-6)
+    # cross-lingual: English s1 with German s2, gold of the English file
+    m = shared_path("dev", "stsb_multi_mt")
+    xr = run_sts(pairs=[(f"{m}/stsb-en-test.csv", f"{m}/stsb-de-test.csv")], model=default_model).results[0]
+    en = list(csv.reader(open(f"{m}/stsb-en-test.csv", encoding="utf-8")))
+    de = list(csv.reader(open(f"{m}/stsb-de-test.csv", encoding="utf-8")))
+    c = (encode([e[0] for e in en], default_model) * encode([d[1] for d in de], default_model)).sum(1)
+    assert xr.pearson == pytest.approx(100 * np.corrcoef(c, [float(e[2]) for e in en])[0, 1], abs=1e-6)
+    assert xr.pearson > 55  # measured 65.0 on 2026-11-21
+
+
+def test_eval_tatoeba_all_matches_retrieval_accuracy(default_model):
+    from bitextmine.benchmarks import run_tatoeba
+
+    rep = run_tatoeba(folder=shared_path("dev", "tatoeba", "v1"), languages=["deu", "ara"], model=default_model)
+    for r in rep.results:
+        x, y = tatoeba(r.name)
+        a, b = retrieval_accuracy(encode(x, default_model), encode(y, default_model))
+        assert r.error_src_tgt == pytest.approx(100 * (1 - a)) and r.error_tgt_src == pytest.approx(100 * (1 - b))
+    assert {r.name: r for r in rep.results}["deu"].accuracy > 95  # measured 96.3
+
+
+@pytest.mark.parametrize("encoder", ["word", "trigram", "blstm-sp"])
+def test_baseline_encoders_train_on_real_pairs(tmp_path, encoder):
+    from bitextmine.training import train
+
+    en = read_lines(shared_path("train", "wmt_newstest", "en-de.en.gz"))[:3000]
+    de = read_lines(shared_path("train", "wmt_newstest", "en-de.de.gz"))[:3000]
+    s, t = write_lines(tmp_path / "de", de), write_lines(tmp_path / "en", en)
+    out = str(tmp_path / encoder)
+    res = train([CorpusSpec(src=s, tgt=t)], out, config=TrainConfig(encoder=encoder, epochs=1, dim=64, device="cpu",
+                                                                   dev_pairs=300, max_steps=30 if encoder == "blstm-sp" else 0),
+                tokenizer_config=TokenizerConfig(vocab_size=4000, sample_sentences=6000, token_vocab_size=20000))
+    model = load_model(out)
+    assert model.encoder == encoder and res.steps > 0
+    assert res.history[-1]["scores"]["heldout"] > 5  # chance on 300 held-out pairs: 0.3 %

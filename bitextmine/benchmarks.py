@@ -1,0 +1,233 @@
+"""The ``bitextmine eval`` runners: encode a benchmark with a model (or read precomputed embeddings),
+score it with :mod:`bitextmine.evaluation`, and return a report that renders as a plain table or JSON.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .config import EncodeConfig, MineConfig
+from .errors import ConfigError, CorpusError
+from .evaluation import (PRF, BuccCandidates, STSData, STSResult, TatoebaResult, best_threshold, bucc_candidates,
+                         evaluate_threshold, find_tatoeba, prf_curve, read_bucc_gold, read_bucc_sentences, read_sts,
+                         read_sts_crosslingual, sts_eval, tatoeba_eval, year_averages)
+
+
+def _encode(texts: Sequence[str], model, config: EncodeConfig) -> np.ndarray:
+    from .encoding import encode
+
+    return encode(list(texts), model, config=config)
+
+
+def _embeddings(path: str, model, count: int, sif: bool) -> np.ndarray:
+    from .encoding import load_embeddings
+
+    return np.asarray(load_embeddings(path, model=model, count=count, sif=sif), np.float32)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain text table, columns aligned; floats with 2 decimals."""
+    cells = [[f"{c:.2f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
+    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in cells])
+
+
+# --- STS -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class STSReport:
+    results: list[STSResult]
+    years: dict[str, tuple[float, float]]
+
+    def to_json(self) -> dict:
+        return {"datasets": [asdict(r) for r in self.results],
+                "years": {y: {"pearson": p, "spearman": s} for y, (p, s) in self.years.items()}}
+
+    def to_table(self) -> str:
+        rows = [[r.name if not r.year else f"{r.year} {r.name}", r.n, r.pearson, r.spearman] for r in self.results]
+        rows += [[f"{y} average", sum(r.n for r in self.results if r.year == y), p, s] for y, (p, s) in self.years.items()]
+        return table(["dataset", "pairs", "pearson", "spearman"], rows)
+
+
+def run_sts(files: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), *, model=None,
+            config: EncodeConfig = EncodeConfig(), emb: tuple[str, str] | None = None) -> STSReport:
+    """Pearson and Spearman x 100 for each STS file (any format :func:`read_sts` reads) and each
+    cross-lingual (file1, file2) pair; per-year averages for the SemEval sets. ``emb`` = precomputed
+    embeddings of the s1 and s2 columns of the only dataset (``bitextmine encode`` outputs)."""
+    datasets: list[STSData] = [read_sts(p) for p in files] + [read_sts_crosslingual(a, b) for a, b in pairs]
+    if not datasets:
+        raise ConfigError("no STS data given; expected FILE... or --pair FILE1 FILE2")
+    if emb is not None and len(datasets) != 1:
+        raise ConfigError("precomputed embeddings (--emb1/--emb2) go with exactly one STS dataset")
+    results = []
+    for d in datasets:
+        if emb is not None:
+            x1, x2 = _embeddings(emb[0], model, len(d.s1), config.sif), _embeddings(emb[1], model, len(d.s2), config.sif)
+        else:
+            x1, x2 = _encode(d.s1, model, config), _encode(d.s2, model, config)
+        results.append(sts_eval(x1, x2, d))
+    return STSReport(results, year_averages(results))
+
+
+def find_sts_files(folder: str) -> list[str]:
+    """Every SemEval ``*.input.*.txt`` under ``folder`` that has its gold file, sorted."""
+    found = []
+    for root, _, names in os.walk(folder):
+        for n in names:
+            if ".input." in n and n.endswith(".txt") and os.path.exists(os.path.join(root, n.replace(".input.", ".gs.", 1))):
+                found.append(os.path.join(root, n))
+    return sorted(found)
+
+
+# --- Tatoeba -------------------------------------------------------------------------------------
+
+
+@dataclass
+class TatoebaReport:
+    results: list[TatoebaResult]
+
+    def to_json(self) -> dict:
+        return {"languages": [{**asdict(r), "accuracy": r.accuracy} for r in self.results],
+                "mean_accuracy": self.mean_accuracy}
+
+    @property
+    def mean_accuracy(self) -> float:
+        return float(np.mean([r.accuracy for r in self.results]))
+
+    def to_table(self) -> str:
+        rows = [[r.name, r.n, r.error_src_tgt, r.error_tgt_src, r.accuracy] for r in self.results]
+        if len(rows) > 1:
+            rows.append(["mean", sum(r.n for r in self.results), float(np.mean([r.error_src_tgt for r in self.results])),
+                         float(np.mean([r.error_tgt_src for r in self.results])), self.mean_accuracy])
+        return table(["set", "pairs", "err src->tgt %", "err tgt->src %", "accuracy %"], rows)
+
+
+def run_tatoeba(src: str | None = None, tgt: str | None = None, *, folder: str | None = None, model=None,
+                config: EncodeConfig = EncodeConfig(), emb: tuple[str, str] | None = None,
+                languages: Sequence[str] = ()) -> TatoebaReport:
+    """Tatoeba xsim error rates for two aligned files, or for every language of a Tatoeba v1
+    ``folder`` (optionally only ``languages``)."""
+    from .corpus import read_parallel
+
+    if folder:
+        sets = [(lang, a, b) for lang, a, b in find_tatoeba(folder) if not languages or lang in languages]
+        if languages and len(sets) != len(set(languages)):
+            missing = sorted(set(languages) - {s[0] for s in sets})
+            raise CorpusError(f"{folder}: no Tatoeba files for {', '.join(missing)}")
+    elif src and tgt:
+        sets = [(os.path.basename(src), src, tgt)]
+    else:
+        raise ConfigError("expected SRC TGT files or --all DIR")
+    if emb is not None and len(sets) != 1:
+        raise ConfigError("precomputed embeddings (--src-emb/--tgt-emb) go with one SRC TGT pair")
+    results = []
+    for name, a, b in sets:
+        xa, xb = read_parallel(a, b)
+        if not xa:
+            raise CorpusError(f"{a}: empty; expected aligned sentences")
+        if emb is not None:
+            x, y = _embeddings(emb[0], model, len(xa), config.sif), _embeddings(emb[1], model, len(xb), config.sif)
+        else:
+            x, y = _encode(xa, model, config), _encode(xb, model, config)
+        results.append(tatoeba_eval(x, y, name))
+    return TatoebaReport(results)
+
+
+# --- BUCC ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class BuccReport:
+    result: PRF
+    oracle: bool
+    tuned_on: str | None
+    tune_result: PRF | None
+    curve: dict = field(default_factory=dict)  # threshold, precision, recall, f1 arrays of the evaluated set
+
+    def to_json(self) -> dict:
+        return {"precision": self.result.precision, "recall": self.result.recall, "f1": self.result.f1,
+                "threshold": self.result.threshold, "predicted": self.result.predicted,
+                "correct": self.result.correct, "gold": self.result.gold, "oracle": self.oracle,
+                "tuned_on": self.tuned_on, "tune_f1": self.tune_result.f1 if self.tune_result else None}
+
+    def to_table(self) -> str:
+        r = self.result
+        label = "ORACLE (threshold tuned on the evaluated set)" if self.oracle else (
+            f"threshold tuned on {self.tuned_on}" if self.tuned_on else "threshold given")
+        rows = [["precision %", 100 * r.precision], ["recall %", 100 * r.recall], ["F1 %", 100 * r.f1],
+                ["threshold", f"{r.threshold:.4f}"], ["pairs predicted", r.predicted], ["correct", r.correct],
+                ["gold pairs", r.gold]]
+        return table(["BUCC", label], rows)
+
+
+def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: MineConfig,
+              emb: tuple[str, str] | None = None) -> BuccCandidates:
+    src, tgt, gold_path = files
+    sid, stext = read_bucc_sentences(src)
+    tid, ttext = read_bucc_sentences(tgt)
+    gold = read_bucc_gold(gold_path)
+    known_s, known_t = set(sid), set(tid)
+    for a, b in gold:
+        if a not in known_s or b not in known_t:
+            raise CorpusError(f"{gold_path}: pair {a}\t{b} names an id missing from {src if a not in known_s else tgt}")
+    if emb is not None:
+        x, y = _embeddings(emb[0], model, len(stext), config.sif), _embeddings(emb[1], model, len(ttext), config.sif)
+    else:
+        x, y = _encode(stext, model, config), _encode(ttext, model, config)
+    return bucc_candidates(x, y, sid, tid, gold, config=mine, name=os.path.basename(src))
+
+
+def run_bucc(files: tuple[str, str, str], *, tune_on: tuple[str, str, str] | None = None, oracle: bool = False,
+             threshold: float | None = None, model=None, config: EncodeConfig = EncodeConfig(),
+             mine: MineConfig = MineConfig(), emb: tuple[str, str] | None = None) -> BuccReport:
+    """BUCC 2018 protocol on ``files`` = (source sentences, target sentences, gold). The threshold is
+    tuned for F1 on ``tune_on`` (another set), or on the evaluated set itself with ``oracle``, or
+    given as ``threshold``; exactly one of the three."""
+    if sum(x is not None and x is not False for x in (tune_on, threshold)) + bool(oracle) != 1:
+        raise ConfigError("give exactly one of --tune-on SRC TGT GOLD, --oracle or --threshold")
+    cand = _bucc_set(files, model, config, mine, emb)
+    tune_result = None
+    if tune_on is not None:
+        t = _bucc_set(tune_on, model, config, mine)
+        threshold = best_threshold(t.scores, t.correct, t.n_gold)
+        tune_result = evaluate_threshold(t.scores, t.correct, t.n_gold, threshold)
+    elif oracle:
+        threshold = best_threshold(cand.scores, cand.correct, cand.n_gold)
+    result = evaluate_threshold(cand.scores, cand.correct, cand.n_gold, float(threshold))
+    order = np.argsort(-cand.scores, kind="stable")
+    p, r, f = prf_curve(cand.scores[order], cand.correct[order], cand.n_gold)
+    curve = {"threshold": cand.scores[order], "precision": p, "recall": r, "f1": f}
+    return BuccReport(result, oracle, os.path.basename(tune_on[0]) if tune_on else None, tune_result, curve)
+
+
+def plot_bucc(report: BuccReport, path: str) -> None:
+    """Write a PNG of precision, recall and F1 against the threshold (needs matplotlib: the ``plot`` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        from .errors import MissingDependencyError
+
+        raise MissingDependencyError("the plot needs matplotlib: pip install 'bitextmine[plot]'") from None
+    c = report.curve
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key in ("precision", "recall", "f1"):
+        ax.plot(c["threshold"], c[key], label=key)
+    ax.axvline(report.result.threshold, color="grey", linestyle="--",
+               label=f"threshold {report.result.threshold:.3f}" + (" (ORACLE)" if report.oracle else ""))
+    ax.set_xlabel("margin score threshold (pairs kept: score >= threshold)")
+    ax.set_ylabel("value")
+    ax.set_ylim(0, 1.02)
+    ax.legend(loc="lower left")
+    ax.set_title(f"BUCC: F1 {100 * report.result.f1:.2f} at threshold {report.result.threshold:.3f}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,184 @@
+"""Each metric against a hand-computed case; STS readers; BUCC threshold selection on a planted corpus."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bitextmine.cli import main
+from bitextmine.errors import CorpusError
+from bitextmine.evaluation import (best_threshold, bucc_candidates, evaluate_threshold, pearson, read_sts,
+                                   read_sts_crosslingual, spearman, sts_eval, tatoeba_eval, year_averages)
+
+from conftest import toy_corpus, write_lines
+
+
+def test_pearson_and_spearman_by_hand():
+    # x = 1,2,3,4 ; y = 1,3,2,5: means 2.5, 2.75; cov sum = 5.5; var sums 5 and 8.75 -> r = 5.5 / sqrt(43.75)
+    assert pearson([1, 2, 3, 4], [1, 3, 2, 5]) == pytest.approx(5.5 / np.sqrt(43.75))
+    # ranks of y: 1,3,2,4 -> rho = 1 - 6*2/(4*15) = 0.8
+    assert spearman([1, 2, 3, 4], [1, 3, 2, 5]) == pytest.approx(0.8)
+    # ties get their mean rank: y ranks 1, 2.5, 2.5, 4
+    ry = np.array([1, 2.5, 2.5, 4])
+    assert spearman([1, 2, 3, 4], [0, 7, 7, 9]) == pytest.approx(pearson([1, 2, 3, 4], ry))
+    assert pearson([1, 1, 1], [1, 2, 3]) == 0.0
+
+
+def test_tatoeba_error_rates_by_hand():
+    x = np.eye(3, dtype=np.float32)
+    # y0 -> nearest x0; y1 nearest x2 (error); y2 nearest x2
+    y = np.array([[1, 0, 0], [0, 0.6, 0.8], [0, 0, 1]], np.float32)
+    r = tatoeba_eval(x, y, "t")
+    # x->y: x0->y0 ok, x1->y1 ok (0.6 vs 0), x2->y1 (0.8) vs y2 (1.0) ok -> 0 errors
+    # y->x: y0->x0 ok, y1->x2 error, y2->x2 ok -> 1 of 3
+    assert r.error_src_tgt == pytest.approx(0.0) and r.error_tgt_src == pytest.approx(100 / 3)
+    assert r.accuracy == pytest.approx(100 - 50 / 3)
+
+
+def test_sts_cosines_and_year_average_by_hand(tmp_path):
+    d = tmp_path / "STS14-en-test"
+    d.mkdir()
+    write_lines(d / "STS.input.a.txt", ["s1\tt1", "s2\tt2", "s3\tt3", "s4\tt4"])
+    write_lines(d / "STS.gs.a.txt", ["1", "", "2", "3"])  # the second pair is unscored
+    data = read_sts(str(d / "STS.input.a.txt"))
+    assert data.s1 == ["s1", "s3", "s4"] and data.dropped == 1 and data.year == "STS14" and data.name == "a"
+    x1 = np.array([[1, 0], [1, 0], [1, 0]], np.float32)
+    x2 = np.array([[0, 1], [0.6, 0.8], [1, 0]], np.float32)  # cosines 0, 0.6, 1
+    r = sts_eval(x1, x2, data)
+    assert r.pearson == pytest.approx(100 * pearson([0, 0.6, 1], [1, 2, 3]))
+    assert r.spearman == pytest.approx(100.0)
+    r2 = type(r)("b", "STS14", 3, 50.0, 40.0)
+    assert year_averages([r, r2])["STS14"] == pytest.approx(((r.pearson + 50) / 2, (100 + 40) / 2))
+
+
+def test_sts_formats(tmp_path):
+    tsv = write_lines(tmp_path / "sts-test.csv", ['main-news\tfile\t2012\t0001\t4.5\tA "quoted\tB', 'g\tf\t2012\t2\t1.0\tC\tD\textra'])
+    d = read_sts(tsv)
+    assert d.s1 == ['A "quoted', "C"] and d.s2 == ["B", "D"] and list(d.gold) == [4.5, 1.0]
+    comp = write_lines(tmp_path / "sts-mt.csv", ["SMTeuroparl\t2012test\t0000\t4.500\tx y\tz"])
+    assert read_sts(comp).s2 == ["z"]
+    en = write_lines(tmp_path / "en.csv", ['"A, b",c,2.5', "d,e,1"])
+    de = write_lines(tmp_path / "de.csv", ['"X, y",Z,2.5', "U,V,1"])
+    x = read_sts_crosslingual(en, de)
+    assert x.s1 == ["A, b", "d"] and x.s2 == ["Z", "V"]
+    bad = write_lines(tmp_path / "bad.csv", ["a,b,high"])
+    with pytest.raises(CorpusError, match=r"bad.csv line 1: score 'high' is not a number"):
+        read_sts(bad)
+    de2 = write_lines(tmp_path / "de2.csv", ['"X, y",Z,2.5', "U,V,4"])
+    with pytest.raises(CorpusError, match="pair 2: gold 4.0 differs"):
+        read_sts_crosslingual(en, de2)
+
+
+def test_best_threshold_by_hand():
+    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5])
+    correct = np.array([True, True, False, True, False])
+    # keep top1: p1 r1/4; top2: p1 r.5 f.667; top3: .667 .5 .571; top4: .75 .75 .75; top5: .6 .75 .667
+    t = best_threshold(scores, correct, n_gold=4)
+    assert t == pytest.approx(0.55)
+    r = evaluate_threshold(scores, correct, 4, t)
+    assert (r.predicted, r.correct) == (4, 3) and r.f1 == pytest.approx(0.75)
+    assert best_threshold(scores, np.zeros(5, bool), 4) == float("inf")
+    # ties: a threshold cannot split equal scores
+    # (keeping the top 2 would give F1 1, but it cuts between two 0.8s; allowed: top 1 or all 4, both F1 2/3)
+    t2 = best_threshold(np.array([0.9, 0.8, 0.8, 0.8]), np.array([True, True, False, False]), 2)
+    assert t2 == pytest.approx(0.85)
+
+
+def planted(seed: int, n_gold: int = 40, n_noise: int = 60):
+    """BUCC-style toy set: n_gold translated pairs hidden among unrelated sentences on both sides."""
+    src, tgt = toy_corpus(n_gold + 2 * n_noise, seed=seed)
+    rng = np.random.default_rng(seed)
+    s_rows = list(range(n_gold)) + list(range(n_gold, n_gold + n_noise))
+    t_rows = list(range(n_gold)) + list(range(n_gold + n_noise, n_gold + 2 * n_noise))
+    rng.shuffle(s_rows)
+    rng.shuffle(t_rows)
+    s_lines = [f"s{seed}-{i:05d}\t{src[i]}" for i in s_rows]
+    t_lines = [f"t{seed}-{i:05d}\t{tgt[i]}" for i in t_rows]
+    gold = [f"s{seed}-{i:05d}\tt{seed}-{i:05d}" for i in range(n_gold)]
+    return s_lines, t_lines, gold
+
+
+def write_planted(tmp_path, seed):
+    s, t, g = planted(seed)
+    return (write_lines(tmp_path / f"b{seed}.src", s), write_lines(tmp_path / f"b{seed}.tgt", t),
+            write_lines(tmp_path / f"b{seed}.gold", g))
+
+
+def test_bucc_on_planted_embeddings():
+    rng = np.random.default_rng(0)
+    d, n_gold = 16, 30
+    base = rng.normal(size=(n_gold, d))
+    x = np.concatenate([base + 0.05 * rng.normal(size=base.shape), rng.normal(size=(50, d))])
+    y = np.concatenate([base + 0.05 * rng.normal(size=base.shape), rng.normal(size=(50, d))])
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    sid = [f"s{i}" for i in range(len(x))]
+    tid = [f"t{i}" for i in range(len(y))]
+    gold = {(f"s{i}", f"t{i}") for i in range(n_gold)}
+    c = bucc_candidates(x, y, sid, tid, gold)
+    t = best_threshold(c.scores, c.correct, c.n_gold)
+    r = evaluate_threshold(c.scores, c.correct, c.n_gold, t)
+    assert r.f1 == 1.0 and r.predicted == n_gold
+
+
+def test_eval_bucc_cli_tuned_and_oracle(tmp_path, toy_model_dir):
+    test = write_planted(tmp_path, 1)
+    train = write_planted(tmp_path, 2)
+    png = str(tmp_path / "bucc.png")
+    r = CliRunner().invoke(main, ["eval", "bucc", *test, "--tune-on", *train, "--model", toy_model_dir, "--plot", png,
+                                  "--device", "cpu", "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output)
+    assert res["f1"] > 0.8 and res["gold"] == 40 and not res["oracle"] and res["tuned_on"] == "b2.src"
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    r = CliRunner().invoke(main, ["eval", "bucc", *test, "--oracle", "--model", toy_model_dir, "--device", "cpu"])
+    assert r.exit_code == 0 and "ORACLE" in r.output
+    oracle = json.loads(CliRunner().invoke(main, ["eval", "bucc", *test, "--oracle", "--model", toy_model_dir,
+                                                  "--json"]).output)
+    assert oracle["oracle"] and oracle["f1"] >= res["f1"]  # tuned on the evaluated set: an upper bound
+    r = CliRunner().invoke(main, ["eval", "bucc", *test, "--model", toy_model_dir])
+    assert r.exit_code == 1 and "exactly one of --tune-on" in r.output
+    bad = write_lines(tmp_path / "bad.gold", ["s1-00000\tnope"])
+    r = CliRunner().invoke(main, ["eval", "bucc", test[0], test[1], bad, "--oracle", "--model", toy_model_dir])
+    assert r.exit_code == 1 and "names an id missing from" in r.output
+
+
+def test_eval_tatoeba_and_sts_cli(tmp_path, toy_model_dir):
+    src, tgt = toy_corpus(200, seed=21)
+    d = tmp_path / "v1"
+    d.mkdir()
+    write_lines(d / "tatoeba.aaa-eng.aaa", src)
+    write_lines(d / "tatoeba.aaa-eng.eng", tgt)
+    write_lines(d / "tatoeba.bbb-eng.bbb", src[:50])
+    write_lines(d / "tatoeba.bbb-eng.eng", tgt[:50])
+    r = CliRunner().invoke(main, ["eval", "tatoeba", "--all", str(d), "--model", toy_model_dir, "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output)
+    assert [x["name"] for x in res["languages"]] == ["aaa", "bbb"] and res["mean_accuracy"] > 80
+    r = CliRunner().invoke(main, ["eval", "tatoeba", str(d / "tatoeba.aaa-eng.aaa"), str(d / "tatoeba.aaa-eng.eng"),
+                                  "--model", toy_model_dir])
+    assert r.exit_code == 0 and "err src->tgt %" in r.output
+    # STS: paraphrases (same words) score 5, unrelated pairs 0
+    rows = [f"{src[i]},{src[i]},5" if i % 2 else f"{src[i]},{src[i + 1]},0" for i in range(40)]
+    csv = write_lines(tmp_path / "sts.csv", rows)
+    r = CliRunner().invoke(main, ["eval", "sts", csv, "--model", toy_model_dir, "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["datasets"][0]["pearson"] > 90
+
+
+def test_eval_with_precomputed_embeddings_matches(tmp_path, toy_model_dir):
+    src, tgt = toy_corpus(100, seed=22)
+    a, b = write_lines(tmp_path / "a", src), write_lines(tmp_path / "b", tgt)
+    runner = CliRunner()
+    for f in (a, b):
+        assert runner.invoke(main, ["encode", f, "-o", f + ".npy", "--model", toy_model_dir, "-q"]).exit_code == 0
+    direct = json.loads(runner.invoke(main, ["eval", "tatoeba", a, b, "--model", toy_model_dir, "--json"]).output)
+    pre = runner.invoke(main, ["eval", "tatoeba", a, b, "--model", toy_model_dir, "--src-emb", a + ".npy",
+                               "--tgt-emb", b + ".npy", "--json"])
+    assert pre.exit_code == 0, pre.output
+    assert json.loads(pre.output) == direct
+    wrong = runner.invoke(main, ["eval", "tatoeba", a, b, "--model", toy_model_dir, "--src-emb", a + ".npy",
+                                 "--tgt-emb", b + ".npy", "--sif"])
+    assert wrong.exit_code == 1 and "re-encode with the same --model (and --sif)" in wrong.output
