@@ -23,10 +23,20 @@ def _encode(texts: Sequence[str], model, config: EncodeConfig) -> np.ndarray:
     return encode(list(texts), model, config=config)
 
 
-def _embeddings(path: str, model, count: int, sif: bool) -> np.ndarray:
+def _embeddings(path: str, model, count: int, config: EncodeConfig) -> np.ndarray:
     from .encoding import load_embeddings
 
-    return np.asarray(load_embeddings(path, model=model, count=count, sif=sif), np.float32)
+    return np.asarray(load_embeddings(path, model=model, count=count, sif=config.sif, marked=config.marked), np.float32)
+
+
+def _sides(config: EncodeConfig, marked: str | None, names: tuple[str, str]) -> tuple[EncodeConfig, EncodeConfig]:
+    """The encode configs of the two sides; ``marked`` names the side in the marked language (models
+    trained with ``--separate-vocab``), or None."""
+    from dataclasses import replace
+
+    if marked not in (None, "", *names):
+        raise ConfigError(f"marked side {marked!r}: expected {' or '.join(names)}")
+    return replace(config, marked=marked == names[0]), replace(config, marked=marked == names[1])
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -56,10 +66,13 @@ class STSReport:
 
 
 def run_sts(files: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), *, model=None,
-            config: EncodeConfig = EncodeConfig(), emb: tuple[str, str] | None = None) -> STSReport:
+            config: EncodeConfig = EncodeConfig(), emb: tuple[str, str] | None = None,
+            marked: str | None = None) -> STSReport:
     """Pearson and Spearman x 100 for each STS file (any format :func:`read_sts` reads) and each
     cross-lingual (file1, file2) pair; per-year averages for the SemEval sets. ``emb`` = precomputed
-    embeddings of the s1 and s2 columns of the only dataset (``bitextmine encode`` outputs)."""
+    embeddings of the s1 and s2 columns of the only dataset (``bitextmine encode`` outputs); ``marked``
+    = "s1" or "s2" for the column in the marked language of a separate-vocabulary model."""
+    c1, c2 = _sides(config, marked, ("s1", "s2"))
     datasets: list[STSData] = [read_sts(p) for p in files] + [read_sts_crosslingual(a, b) for a, b in pairs]
     if not datasets:
         raise ConfigError("no STS data given; expected FILE... or --pair FILE1 FILE2")
@@ -68,9 +81,9 @@ def run_sts(files: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), *,
     results = []
     for d in datasets:
         if emb is not None:
-            x1, x2 = _embeddings(emb[0], model, len(d.s1), config.sif), _embeddings(emb[1], model, len(d.s2), config.sif)
+            x1, x2 = _embeddings(emb[0], model, len(d.s1), c1), _embeddings(emb[1], model, len(d.s2), c2)
         else:
-            x1, x2 = _encode(d.s1, model, config), _encode(d.s2, model, config)
+            x1, x2 = _encode(d.s1, model, c1), _encode(d.s2, model, c2)
         results.append(sts_eval(x1, x2, d))
     return STSReport(results, year_averages(results))
 
@@ -110,9 +123,10 @@ class TatoebaReport:
 
 def run_tatoeba(src: str | None = None, tgt: str | None = None, *, folder: str | None = None, model=None,
                 config: EncodeConfig = EncodeConfig(), emb: tuple[str, str] | None = None,
-                languages: Sequence[str] = ()) -> TatoebaReport:
+                languages: Sequence[str] = (), marked: str | None = None) -> TatoebaReport:
     """Tatoeba xsim error rates for two aligned files, or for every language of a Tatoeba v1
-    ``folder`` (optionally only ``languages``)."""
+    ``folder`` (optionally only ``languages``); ``marked`` = "src" or "tgt" (separate vocabularies)."""
+    cs, ct = _sides(config, marked, ("src", "tgt"))
     from .corpus import read_parallel
 
     if folder:
@@ -132,9 +146,9 @@ def run_tatoeba(src: str | None = None, tgt: str | None = None, *, folder: str |
         if not xa:
             raise CorpusError(f"{a}: empty; expected aligned sentences")
         if emb is not None:
-            x, y = _embeddings(emb[0], model, len(xa), config.sif), _embeddings(emb[1], model, len(xb), config.sif)
+            x, y = _embeddings(emb[0], model, len(xa), cs), _embeddings(emb[1], model, len(xb), ct)
         else:
-            x, y = _encode(xa, model, config), _encode(xb, model, config)
+            x, y = _encode(xa, model, cs), _encode(xb, model, ct)
         results.append(tatoeba_eval(x, y, name))
     return TatoebaReport(results)
 
@@ -167,7 +181,7 @@ class BuccReport:
 
 
 def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: MineConfig,
-              emb: tuple[str, str] | None = None) -> BuccCandidates:
+              emb: tuple[str, str] | None = None, marked: str | None = None) -> BuccCandidates:
     src, tgt, gold_path = files
     sid, stext = read_bucc_sentences(src)
     tid, ttext = read_bucc_sentences(tgt)
@@ -176,25 +190,27 @@ def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: Mi
     for a, b in gold:
         if a not in known_s or b not in known_t:
             raise CorpusError(f"{gold_path}: pair {a}\t{b} names an id missing from {src if a not in known_s else tgt}")
+    cs, ct = _sides(config, marked, ("src", "tgt"))
     if emb is not None:
-        x, y = _embeddings(emb[0], model, len(stext), config.sif), _embeddings(emb[1], model, len(ttext), config.sif)
+        x, y = _embeddings(emb[0], model, len(stext), cs), _embeddings(emb[1], model, len(ttext), ct)
     else:
-        x, y = _encode(stext, model, config), _encode(ttext, model, config)
+        x, y = _encode(stext, model, cs), _encode(ttext, model, ct)
     return bucc_candidates(x, y, sid, tid, gold, config=mine, name=os.path.basename(src))
 
 
 def run_bucc(files: tuple[str, str, str], *, tune_on: tuple[str, str, str] | None = None, oracle: bool = False,
              threshold: float | None = None, model=None, config: EncodeConfig = EncodeConfig(),
-             mine: MineConfig = MineConfig(), emb: tuple[str, str] | None = None) -> BuccReport:
+             mine: MineConfig = MineConfig(), emb: tuple[str, str] | None = None,
+             marked: str | None = None) -> BuccReport:
     """BUCC 2018 protocol on ``files`` = (source sentences, target sentences, gold). The threshold is
     tuned for F1 on ``tune_on`` (another set), or on the evaluated set itself with ``oracle``, or
-    given as ``threshold``; exactly one of the three."""
+    given as ``threshold``; exactly one of the three. ``marked``: "src" or "tgt" (separate vocabularies)."""
     if sum(x is not None and x is not False for x in (tune_on, threshold)) + bool(oracle) != 1:
         raise ConfigError("give exactly one of --tune-on SRC TGT GOLD, --oracle or --threshold")
-    cand = _bucc_set(files, model, config, mine, emb)
+    cand = _bucc_set(files, model, config, mine, emb, marked)
     tune_result = None
     if tune_on is not None:
-        t = _bucc_set(tune_on, model, config, mine)
+        t = _bucc_set(tune_on, model, config, mine, marked=marked)
         threshold = best_threshold(t.scores, t.correct, t.n_gold)
         tune_result = evaluate_threshold(t.scores, t.correct, t.n_gold, threshold)
     elif oracle:

@@ -90,6 +90,11 @@ def _quiet_option(f):
     return click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary on stderr.")(f)
 
 
+def _marked_option(choices: tuple[str, ...]):
+    return click.option("--marked", type=click.Choice(choices), default=None,
+                        help="Models trained with --separate-vocab: the side whose text is in the marked language.")
+
+
 def _sif_option(f):
     return click.option("--sif", is_flag=True, default=EncodeConfig.sif,
                         help="SIF: weight tokens by a/(a+p(w)) and remove the common component (both stored in the model).")(f)
@@ -120,6 +125,9 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--negatives", type=click.Choice(NEGATIVES), default=T.negatives, show_default=True,
               help="max = hardest in the mega-batch; mix = hardest with probability 0.5, else random; random.")
 @click.option("--paraphrase", is_flag=True, help="Monolingual paraphrase pairs: negatives drawn from both sides.")
+@click.option("--separate-vocab", type=click.Choice(["src", "tgt"]), default=None,
+              help="Give this side's language its own token vectors (the papers' language prefix); encode its text "
+                   "with --marked. Default: one shared vocabulary.")
 @click.option("--shuffle-words", type=click.FloatRange(0, 1), default=T.shuffle_words, show_default=True,
               help="blstm-sp: probability that a training sentence's words are shuffled.")
 @click.option("--init-from", metavar="DIR", default=None, help="Start from this model (its tokenizer, encoder and weights).")
@@ -150,7 +158,7 @@ T, K = TrainConfig, TokenizerConfig
 @_device_option(T.device)
 @_quiet_option
 def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sample, dim, untrained, negatives,
-          paraphrase, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, epochs, batch_size, margin,
+          paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, epochs, batch_size, margin,
           dropout, lr, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
           checkpoint_every, max_steps, resume, languages, fp32, seed, threads, device, quiet):
     """Train an encoder on parallel corpora (or paraphrase pairs, or STS pairs).
@@ -171,6 +179,7 @@ def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sa
         raise ConfigError(f"{len(src)} --src but {len(tgt)} --tgt; expected them in pairs")
     specs = [CorpusSpec(src=s, tgt=t) for s, t in zip(src, tgt)] + [CorpusSpec(tsv=p, scol=scol, tcol=tcol) for p in tsv]
     config = TrainConfig(encoder=encoder, untrained=untrained, negatives=negatives, paraphrase=paraphrase,
+                         separate_vocab=separate_vocab or "",
                          shuffle_words=shuffle_words, reg_to_init=reg_to_init, dim=dim, margin=margin, batch_size=batch_size, megabatch_start=megabatch_start,
                          megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr,
                          epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,
@@ -225,9 +234,10 @@ E = EncodeConfig
 @click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Sentences per batch.")
 @click.option("--threads", type=click.IntRange(0), default=E.threads, show_default=True, help="Worker processes for reading, tokenising and embedding (0 = one per core).")
 @_sif_option
+@click.option("--marked", is_flag=True, help="Models trained with --separate-vocab: the text is in the marked language.")
 @_device_option(E.device)
 @_quiet_option
-def encode(inputs, output, model_dir, fp16, batch_size, threads, sif, device, quiet):
+def encode(inputs, output, model_dir, fp16, batch_size, threads, sif, marked, device, quiet):
     """Encode text files (one sentence per line; '-' = stdin; .gz read transparently).
 
     Writes one L2-normalised row per input line, in input order.
@@ -242,7 +252,8 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, sif, device, qu
     model = load_model(model_dir)
     bar = _bar(quiet, unit="sent", desc="encode")
     result = encode_files(inputs, output, model, config=EncodeConfig(batch_size=batch_size, threads=threads,
-                                                                      fp16=fp16, device=device, sif=sif),
+                                                                      fp16=fp16, device=device, sif=sif,
+                                                                      marked=marked),
                           progress=bar.update)
     bar.close()
     _info(quiet, f"wrote {result.count} x {result.dim} {result.dtype} to {output}")
@@ -268,10 +279,11 @@ M = MineConfig
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
 @_sif_option
+@_marked_option(("src", "tgt"))
 @_device_option(M.device)
 @_quiet_option
 def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, threshold, min_cosine, ids, block_size, sif,
-         device, quiet):
+         marked, device, quiet):
     """Mine translation pairs between two text files (one sentence per line).
 
     Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first.
@@ -296,6 +308,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, thresho
     with _output(output) as out:
         stats = mine_files(src, tgt, out, model=model, config=config,
                            encode_config=EncodeConfig(device=device, sif=sif), src_emb=src_emb, tgt_emb=tgt_emb, ids=ids,
+                           marked=marked,
                            progress=progress)
     for b in bars.values():
         b.close()
@@ -369,9 +382,10 @@ def _json_option(f):
 @click.option("--emb1", default=None, metavar="FILE.npy", help="Precomputed embeddings of the s1 column (one dataset).")
 @click.option("--emb2", default=None, metavar="FILE.npy", help="Precomputed embeddings of the s2 column.")
 @_sif_option
+@_marked_option(("s1", "s2"))
 @_device_option(E.device)
 @_json_option
-def eval_sts(files, pairs, model_dir, emb1, emb2, sif, device, as_json):
+def eval_sts(files, pairs, model_dir, emb1, emb2, sif, marked, device, as_json):
     """Pearson and Spearman x 100 of cosine vs gold for STS files.
 
     FILE: SemEval STS.input.X.txt (gold STS.gs.X.txt found beside it; unscored pairs dropped;
@@ -389,7 +403,7 @@ def eval_sts(files, pairs, model_dir, emb1, emb2, sif, device, as_json):
     if bool(emb1) != bool(emb2):
         raise ConfigError("--emb1 and --emb2 go together")
     report = run_sts(files, pairs, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
-                     emb=(emb1, emb2) if emb1 else None)
+                     emb=(emb1, emb2) if emb1 else None, marked=marked)
     _report(report, as_json)
 
 
@@ -402,9 +416,10 @@ def eval_sts(files, pairs, model_dir, emb1, emb2, sif, device, as_json):
 @click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC.")
 @click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT.")
 @_sif_option
+@_marked_option(("src", "tgt"))
 @_device_option(E.device)
 @_json_option
-def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, device, as_json):
+def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, marked, device, as_json):
     """Tatoeba similarity search: nearest-neighbour error rate (xsim) both ways, and accuracy.
 
     \b
@@ -421,7 +436,8 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
     if folder and (src or tgt):
         raise ConfigError("give SRC TGT or --all DIR, not both")
     report = run_tatoeba(src, tgt, folder=folder, languages=languages, model=load_model(model_dir),
-                         config=EncodeConfig(device=device, sif=sif), emb=(src_emb, tgt_emb) if src_emb else None)
+                         config=EncodeConfig(device=device, sif=sif), emb=(src_emb, tgt_emb) if src_emb else None,
+                         marked=marked)
     _report(report, as_json)
 
 
@@ -441,10 +457,11 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
 @click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")
 @click.option("--plot", default=None, metavar="FILE.png", help="Plot precision, recall and F1 against the threshold.")
 @_sif_option
+@_marked_option(("src", "tgt"))
 @_device_option(E.device)
 @_json_option
 def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, k, margin, mode, plot, sif,
-              device, as_json):
+              marked, device, as_json):
     """BUCC 2018 bitext mining: precision, recall and F1 of mined pairs against the gold pairs.
 
     SRC and TGT hold <id><TAB><sentence> lines; GOLD holds <src-id><TAB><tgt-id> lines.
@@ -463,7 +480,7 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
     report = run_bucc((src, tgt, gold), tune_on=tuple(tune_on) if tune_on else None, oracle=oracle,
                       threshold=threshold, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
                       mine=MineConfig(k=k, margin=margin, mode=mode, device=device),
-                      emb=(src_emb, tgt_emb) if src_emb else None)
+                      emb=(src_emb, tgt_emb) if src_emb else None, marked=marked)
     if plot:
         plot_bucc(report, plot)
     _report(report, as_json)

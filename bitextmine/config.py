@@ -29,6 +29,7 @@ class TrainConfig:
     untrained: bool = False  # save the initial (random) model: normal(0, 1) token vectors
     shuffle_words: float = 0.3  # blstm-sp: probability that a training sentence's words are shuffled (paper)
     reg_to_init: float = 0.0  # with an initial model: lambda of the L2 pull toward its weights
+    separate_vocab: str = ""  # "src" or "tgt": that side's tokens get their own vectors (the papers' language prefix)
     sif_a: float = 1e-3  # SIF: a in a / (a + p(w)) (Arora et al. 2017)
     sif_sample: int = 20_000  # SIF: training sentences used to estimate the common component
     dim: int = 300  # paper: dimension 300 (1024 also reported)
@@ -58,6 +59,7 @@ class EncodeConfig:
     fp16: bool = False  # store float16 instead of float32
     device: str = "auto"  # auto | cpu | cuda
     sif: bool = False  # apply SIF weighting and common-component removal (stored in the model)
+    marked: bool = False  # separate-vocabulary models: the text is in the marked language
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .config import EncodeConfig
 from .corpus import iter_blocks
-from .errors import ModelFormatError
+from .errors import ConfigError, ModelFormatError
 from .model import Model, read_versioned_json
 from .parallel import ordered_map
 from .tokenizer import RawBlock
@@ -34,8 +34,6 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        from .errors import ConfigError
-
         raise ConfigError("--device cuda: torch sees no CUDA GPU; use --device cpu or auto")
     return device
 
@@ -58,6 +56,12 @@ def embed_pieces(weight, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return x.float().cpu().numpy()
 
 
+def vectors_fingerprint(model: Model, *, sif: bool = False, marked: bool = False) -> str:
+    """The model's fingerprint, with ``+sif`` when SIF is applied and ``+marked`` for text encoded as the
+    marked language of a separate-vocabulary model: what an embedding sidecar records and is checked against."""
+    return model.fingerprint + ("+sif" if sif else "") + ("+marked" if marked else "")
+
+
 class SentenceEmbedder:
     """Callable (ids, offsets) -> float32 (n, dim) L2-normalised sentence embeddings for one model.
 
@@ -66,13 +70,20 @@ class SentenceEmbedder:
     ``chunk`` sentences, weighting states and removing the common component when ``sif`` is set.
     """
 
-    def __init__(self, model: Model, *, sif: bool = False, device: str = "cpu", chunk: int = 2048):
+    def __init__(self, model: Model, *, sif: bool = False, device: str = "cpu", chunk: int = 2048,
+                 marked: bool = False):
         import torch
 
         from .model import module_from_model
         from .sif import sif_parts, sif_table
 
         self.dim = model.dim
+        self.offset = 0
+        if marked:
+            if not model.marked_offset:
+                raise ConfigError(f"{model.path or 'model'}: has one shared vocabulary; marking a language needs a "
+                                  "model trained with --separate-vocab")
+            self.offset = model.marked_offset
         self.module = None
         self.chunk = chunk
         self.token_weights = self.pc = None
@@ -91,6 +102,8 @@ class SentenceEmbedder:
                 self.pc = torch.from_numpy(pc).to(device)
 
     def __call__(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        if self.offset:
+            ids = np.asarray(ids, np.int64) + self.offset
         if self.module is None:
             return embed_pieces(self.weight, ids, offsets)
         import torch
@@ -121,13 +134,13 @@ class Encoder:
         self.model = model
         self.config = config
         self.device = resolve_device(config.device)
-        self.embedder = SentenceEmbedder(model, sif=config.sif, device=self.device)
+        self.embedder = SentenceEmbedder(model, sif=config.sif, device=self.device, marked=config.marked)
         self.weight = self.embedder.weight
 
     @property
     def fingerprint(self) -> str:
-        """What made the vectors: the model's fingerprint, with ``+sif`` when SIF is applied."""
-        return self.model.fingerprint + ("+sif" if self.config.sif else "")
+        """What made the vectors (:func:`vectors_fingerprint`)."""
+        return vectors_fingerprint(self.model, sif=self.config.sif, marked=self.config.marked)
 
     def embed_flat(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Sentence embeddings, L2-normalised: float32 (n, dim). Empty sentences give zeros."""
@@ -341,7 +354,7 @@ def write_sidecar(out_path: str, fingerprint: str, result: EncodeResult, inputs:
 
 
 def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str | None = None,
-                    count: int | None = None, sif: bool = False) -> np.ndarray:
+                    count: int | None = None, sif: bool = False, marked: bool = False) -> np.ndarray:
     """Load an embedding ``.npy`` (memory-mapped) and check its sidecar.
 
     Returns float32 or float16 (count, dim). Raises ModelFormatError when the sidecar is missing,
@@ -349,11 +362,11 @@ def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str |
     """
     meta = read_versioned_json(path + ".json", version=SIDECAR_VERSION,
                                what="the sidecar that 'bitextmine encode' writes beside its .npy")
-    expected = None if model is None else model.fingerprint + ("+sif" if sif else "")
+    expected = None if model is None else vectors_fingerprint(model, sif=sif, marked=marked)
     if expected is not None and meta.get("model_fingerprint") != expected:
         raise ModelFormatError(
             f"{path}: made by model {meta.get('model_fingerprint')}, but the model in use is {expected}; "
-            "re-encode with the same --model (and --sif)"
+            "re-encode with the same --model (and --sif / --marked)"
         )
     if text_sha256 is not None and meta.get("input_sha256") != text_sha256:
         raise ModelFormatError(f"{path}: encodes another text than the one given (input checksum differs)")

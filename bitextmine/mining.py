@@ -176,6 +176,7 @@ def mine_files(
     src_emb: str | None = None,
     tgt_emb: str | None = None,
     ids: bool = False,
+    marked: str | None = None,
     progress: Callable[[str, int], None] | None = None,
 ) -> MineStats:
     """Mine two text files and write ``score<TAB>src<TAB>tgt`` lines (plus ``<TAB>src_ids<TAB>tgt_ids``
@@ -183,23 +184,30 @@ def mine_files(
 
     ``src_emb``/``tgt_emb`` are precomputed embedding files from ``bitextmine encode`` for the same
     text and model; they are checked against the text's checksum and the model's fingerprint.
-    Empty lines cannot be mined and are counted in the returned stats.
+    Empty lines cannot be mined and are counted in the returned stats. ``marked`` ("src" or "tgt")
+    names the side in the marked language of a separate-vocabulary model.
     """
-    from .encoding import Encoder, load_embeddings
+    from dataclasses import replace
+
+    from .encoding import Encoder, load_embeddings, vectors_fingerprint
+    from .errors import ConfigError
     from .model import load_model
 
+    if marked not in (None, "", "src", "tgt"):
+        raise ConfigError(f"marked side {marked!r}: expected src or tgt")
     model = model or load_model(None)
     sides = []
-    for path, emb_path in ((src_path, src_emb), (tgt_path, tgt_emb)):
+    for name, path, emb_path in (("src", src_path, src_emb), ("tgt", tgt_path, tgt_emb)):
+        side_config = replace(encode_config, marked=marked == name)
         lines = read_lines(path)
         u = UniqueLines.of(lines)
         if emb_path:
             x = load_embeddings(emb_path, model=model, text_sha256=file_checksum(path), count=len(lines),
-                                sif=encode_config.sif)
+                                sif=side_config.sif, marked=side_config.marked)
             x = np.asarray(x[u.first], np.float32)
         else:
             blocks = []
-            for block in Encoder(model, encode_config).encode_iter(u.texts):
+            for block in Encoder(model, side_config).encode_iter(u.texts):
                 blocks.append(block)
                 if progress:
                     progress("encode", len(block))
@@ -212,7 +220,7 @@ def mine_files(
         if ids:
             row += "\t" + ",".join(map(str, us.line_ids[s])) + "\t" + ",".join(map(str, ut.line_ids[t]))
         out.write(row + "\n")
-    fp = model.fingerprint + ("+sif" if encode_config.sif else "")
+    fp = vectors_fingerprint(model, sif=encode_config.sif) + (f"+marked-{marked}" if marked else "")
     sig = (f"bitextmine {__version__}|model:{fp}|k:{config.k}|margin:{config.margin}|"
            f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}")
     return MineStats(us.n_lines, ut.n_lines, len(us.texts), len(ut.texts), us.n_empty, ut.n_empty,

@@ -14,7 +14,10 @@ A model is a directory, format version 2 (version 1, SP only, is still read)::
     embeddings.safetensors   "embeddings" (vocab_size, emb_dim) float16/float32; for blstm-sp also
                              "lstm.*" weights; when known, "piece_counts" int64 (vocab_size,)
                              (token frequencies in the training data) and "sif_pc" float32 (dim,)
-                             (the common component for SIF, see :mod:`bitextmine.sif`)
+                             (the common component for SIF, see :mod:`bitextmine.sif`). A model
+                             trained with separate vocabularies (``separate_vocab`` in config.json)
+                             has 2 x vocab_size rows: the second half holds the marked language's
+                             tokens (the papers' "language prefix" on non-English pieces)
 
 Loading checks the version and every part; nothing is unpickled.
 """
@@ -66,6 +69,12 @@ class Model:
     def is_bag(self) -> bool:
         """True for the averaging encoders (sp, word, trigram): a sentence is a mean of table rows."""
         return self.encoder != "blstm-sp"
+
+    @property
+    def marked_offset(self) -> int:
+        """For a model with separate vocabularies (``train --separate-vocab``): the id offset of the marked
+        language's tokens (its vectors are rows offset..2*offset-1); 0 for a shared vocabulary."""
+        return self.tokenizer.vocab_size if self.config.get("separate_vocab") else 0
 
     @property
     def dim(self) -> int:
@@ -189,9 +198,11 @@ def load_model(path: str | None = None) -> Model:
             f"{emb_path}: embeddings of shape {tuple(emb.shape)}; config.json says "
             f"({cfg.get('vocab_size')}, {emb_dim})"
         )
-    if emb.shape[0] != tok.vocab_size:
+    rows = tok.vocab_size * (2 if cfg.get("separate_vocab") else 1)
+    if emb.shape[0] != rows:
         raise ModelFormatError(
-            f"{path}: tokenizer has {tok.vocab_size} pieces but embeddings have {emb.shape[0]} rows"
+            f"{path}: tokenizer has {tok.vocab_size} pieces, so the embeddings should have {rows} rows, "
+            f"not {emb.shape[0]}"
         )
     tensors = {k: (v.astype(np.float32) if v.dtype == np.float16 else v) for k, v in tensors.items()}
     model = Model(tokenizer=tok, embeddings=emb.astype(np.float32), config=cfg, path=path, tensors=tensors)
@@ -199,7 +210,7 @@ def load_model(path: str | None = None) -> Model:
         raise ModelFormatError(f"{emb_path}: a blstm-sp model without its lstm.* weights")
     if model.dim != cfg.get("dim"):
         raise ModelFormatError(f"{cfg_path}: dim {cfg.get('dim')} but the stored weights give {model.dim}")
-    for name, shape in (("piece_counts", (tok.vocab_size,)), ("sif_pc", (model.dim,))):
+    for name, shape in (("piece_counts", (rows,)), ("sif_pc", (model.dim,))):
         if name in tensors and tensors[name].shape != shape:
             raise ModelFormatError(f"{emb_path}: {name} of shape {tensors[name].shape}; expected {shape}")
     return model

@@ -230,6 +230,13 @@ def train(
         config = replace(config, encoder=encoder)
     if config.reg_to_init and init_model is None:
         raise ConfigError("--reg-to-init needs --init-from MODEL (the weights to stay close to)")
+    if config.separate_vocab not in ("", "src", "tgt"):
+        raise ConfigError(f"separate_vocab {config.separate_vocab!r}: expected src, tgt or empty")
+    if init_model is not None and init_model.marked_offset and not config.separate_vocab:
+        raise ConfigError("--init-from: that model has separate vocabularies; name the marked side with "
+                          "--separate-vocab src|tgt")
+    if init_model is not None and config.separate_vocab and not init_model.marked_offset:
+        raise ConfigError("--separate-vocab: the --init-from model has one shared vocabulary")
     if tokenizer_path and TOKENIZER_OF[encoder] != "sentencepiece":
         raise ConfigError(f"--spm-model: the {encoder} encoder has its own vocabulary, not SentencePiece")
     device = resolve_device(config.device)
@@ -275,6 +282,12 @@ def train(
     log(f"tokenising {2 * len(src)} training sentences (vocabulary {tok.vocab_size})")
     S = Side.build(src, tok)
     T = Side.build(tgt, tok)
+    V = tok.vocab_size
+    rows = 2 * V if config.separate_vocab else V  # separate vocabularies: the marked side's ids are offset by V
+    mark = {"src": config.separate_vocab == "src", "tgt": config.separate_vocab == "tgt"}
+    for side, name in ((S, "src"), (T, "tgt")):
+        if mark[name]:
+            side.ids += V
     P = None
     if config.paraphrase:  # one pool of both sides; equal strings share a text id across sides
         S.text_ids, T.text_ids = _shared_text_ids(src, tgt)
@@ -282,15 +295,21 @@ def train(
     n_pairs = len(src)
     del src, tgt
 
+    def build(texts, name: str | None = None) -> Side:
+        side = Side.build(texts, tok)
+        if name and mark[name]:
+            side.ids += V
+        return side
+
     devsets: list[_DevSet] = []
     if dev_src:
-        devsets.append(_DevSet("heldout", "retrieval", Side.build(dev_src, tok), Side.build(dev_tgt, tok)))
-    for a, b in dev_tatoeba:
+        devsets.append(_DevSet("heldout", "retrieval", build(dev_src, "src"), build(dev_tgt, "tgt")))
+    for a, b in dev_tatoeba:  # SRC TGT in the order of the training sides
         xa, xb = read_parallel(a, b)
-        devsets.append(_DevSet(f"tatoeba:{os.path.basename(a)}", "retrieval", Side.build(xa, tok), Side.build(xb, tok)))
+        devsets.append(_DevSet(f"tatoeba:{os.path.basename(a)}", "retrieval", build(xa, "src"), build(xb, "tgt")))
     for p in dev_sts:
         d = read_sts(p)
-        devsets.append(_DevSet(f"sts:{os.path.basename(p)}", "sts", Side.build(d.s1, tok), Side.build(d.s2, tok), d.gold))
+        devsets.append(_DevSet(f"sts:{os.path.basename(p)}", "sts", build(d.s1), build(d.s2), d.gold))  # unmarked language
 
     gen = torch.Generator(device=device)
     gen.manual_seed(config.seed)
@@ -299,14 +318,14 @@ def train(
     if init_model is not None:
         enc = module_from_model(init_model, device)
     else:
-        enc = make_encoder(encoder, tok.vocab_size, config.dim).to(device)
+        enc = make_encoder(encoder, rows, config.dim).to(device)
         with torch.no_grad():
             g = torch.Generator().manual_seed(config.seed)
-            w = torch.empty(tok.vocab_size, config.dim)
+            w = torch.empty(rows, config.dim)
             w.normal_(0.0, 1.0, generator=g) if config.untrained else w.uniform_(-config.init_scale, config.init_scale, generator=g)
             enc.weight.copy_(w)
     init_params = [p.detach().clone() for p in enc.parameters()] if config.reg_to_init else None
-    word_start = torch.from_numpy(tok.pieces_start_words()) if encoder == "blstm-sp" else None
+    word_start = torch.from_numpy(np.tile(tok.pieces_start_words(), rows // V)) if encoder == "blstm-sp" else None
     # fused Adam: one kernel over the whole embedding table (measured 6x faster per step on CPU)
     opt = torch.optim.Adam(enc.parameters(), lr=config.lr, fused=True)
 
@@ -386,7 +405,7 @@ def train(
         log(f"stopped after {state['step']} mini-batches (max_steps); continue with --resume")
     if devsets and np.isfinite(state["best_score"]) and not config.untrained:
         enc.load_state_dict(best)
-    counts = (np.bincount(S.ids, minlength=tok.vocab_size) + np.bincount(T.ids, minlength=tok.vocab_size)).astype(np.int64)
+    counts = (np.bincount(S.ids, minlength=rows) + np.bincount(T.ids, minlength=rows)).astype(np.int64)
     pc = _sif_component(enc, S, T, counts, config, device)
     log(f"SIF: token frequencies counted, common component estimated on {min(config.sif_sample, 2 * n_pairs)} sentences")
     emb, tensors = tensors_from_module(enc)
@@ -400,6 +419,7 @@ def train(
             "languages": list(languages),
             "bitextmine_version": __version__,
             "sif_a": config.sif_a,
+            "separate_vocab": bool(config.separate_vocab),
             "training": {
                 **asdict(config),
                 "tokenizer": (asdict(tokenizer_config) if not tokenizer_path else {"path": os.path.basename(tokenizer_path)}),

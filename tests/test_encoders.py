@@ -206,3 +206,45 @@ def test_shuffle_words_permutes_whole_words():
     assert seen1 == {(1, 3, 2, 2), (2, 1, 3, 2), (2, 2, 1, 3)}
     assert seen2 == {(3, 1), (1, 3)}
     assert shuffle_words(ids, offsets, word_start, 0.0, g).tolist() == ids.tolist()
+
+
+def test_separate_vocabularies(tmp_path, small_files):
+    out = str(tmp_path / "sep")
+    train([CorpusSpec(src=small_files[0], tgt=small_files[1])], out,
+          config=TrainConfig(**FEW, separate_vocab="tgt"), tokenizer_config=TOK)
+    m = load_model(out)
+    V = m.tokenizer.vocab_size
+    assert m.config["separate_vocab"] and m.embeddings.shape == (2 * V, 16) and m.marked_offset == V
+    # target-side pieces were counted in the second half of the table, source pieces in the first
+    counts = m.tensors["piece_counts"]
+    assert counts[:V].sum() > 0 and counts[V:].sum() > 0
+    text = ["lo ka mi"]
+    plain = encode(text, m, config=EncodeConfig(device="cpu"))
+    marked = encode(text, m, config=EncodeConfig(device="cpu", marked=True))
+    ids = m.tokenizer.sp.encode(text[0])
+    want = m.embeddings[np.array(ids) + V].mean(0)
+    np.testing.assert_allclose(marked[0], want / np.linalg.norm(want), atol=1e-5)
+    assert not np.allclose(plain, marked)
+    with pytest.raises(ConfigError, match="shared vocabulary"):
+        encode(text, load_model(None), config=EncodeConfig(device="cpu", marked=True))
+
+
+def test_separate_vocabulary_cli_round_trip(tmp_path, small_files):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+
+    out = str(tmp_path / "sep")
+    r = CliRunner().invoke(main, ["train", "--src", small_files[0], "--tgt", small_files[1], "--out", out,
+                                  "--separate-vocab", "tgt", "--dim", "16", "--epochs", "1", "--vocab-size", "600",
+                                  "--dev-pairs", "50", "--device", "cpu", "-q"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["eval", "tatoeba", small_files[0], small_files[1], "--model", out, "--marked", "tgt",
+                                  "--json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    marked = json.loads(r.output)["mean_accuracy"]
+    unmarked = json.loads(CliRunner().invoke(main, ["eval", "tatoeba", small_files[0], small_files[1], "--model", out,
+                                                    "--json"]).output)["mean_accuracy"]
+    assert marked > unmarked  # the target side was trained with its own vectors
