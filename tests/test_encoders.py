@@ -114,11 +114,19 @@ def test_sif_helpers_on_a_hand_case():
 
 
 def test_sif_on_a_model_without_counts_is_a_clear_error(toy_model):
-    m = load_model(None)  # the bundled model predates stored token counts
-    if "piece_counts" in m.tensors:
-        pytest.skip("the bundled model stores token counts")
+    from dataclasses import replace
+
+    bare = replace(toy_model, tensors={})  # as models of format version 1
     with pytest.raises(ModelFormatError, match="SIF needs a model trained"):
-        encode(["a"], m, config=EncodeConfig(device="cpu", sif=True))
+        encode(["a"], bare, config=EncodeConfig(device="cpu", sif=True))
+
+
+def test_bundled_model_has_sif_statistics():
+    m = load_model(None)
+    assert m.tensors["piece_counts"].shape == (m.embeddings.shape[0],) and m.tensors["piece_counts"].sum() > 10**7
+    x = encode(["Der Schlüssel liegt unter der Fußmatte.", "The key is under the doormat."], m,
+               config=EncodeConfig(device="cpu", sif=True))
+    assert float(x[0] @ x[1]) > 0.5
 
 
 @pytest.mark.parametrize("negatives", ["mix", "random"])

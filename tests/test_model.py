@@ -46,3 +46,24 @@ def test_bundled_default_model_loads():
     assert m.path == default_model_dir()
     assert m.embeddings.shape == (m.config["vocab_size"], m.config["dim"])
     assert os.path.getsize(os.path.join(m.path, "embeddings.safetensors")) < 25e6
+
+
+def test_format_version_1_directories_still_load(tmp_path, toy_model):
+    """Version 1 (SP only): no 'tokenizer' or 'emb_dim' in config.json, no extra tensors."""
+    from safetensors.numpy import save_file
+
+    d = str(tmp_path / "v1")
+    toy_model.save(d, dtype="float16")
+    cfg = json.load(open(d + "/config.json"))
+    for key in ("tokenizer", "emb_dim", "sif_a", "separate_vocab"):
+        cfg.pop(key, None)
+    cfg["format_version"] = 1
+    emb = toy_model.embeddings.astype(np.float16)
+    from bitextmine.model import compute_fingerprint
+
+    cfg["fingerprint"] = compute_fingerprint(toy_model.tokenizer.proto, emb)
+    json.dump(cfg, open(d + "/config.json", "w"))
+    save_file({"embeddings": emb}, d + "/embeddings.safetensors")
+    m = load_model(d)
+    assert m.encoder == "sp" and m.dim == toy_model.dim and not m.tensors
+    np.testing.assert_array_equal(m.embeddings, emb.astype(np.float32))

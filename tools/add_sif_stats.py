@@ -1,0 +1,53 @@
+"""Add SIF statistics (token frequencies and common component) to a model trained before models stored them.
+
+    python tools/add_sif_stats.py --model bitextmine/models/default     # the bundled model, in place
+
+Counts the model's tokens over the corpora it was trained on (here: every corpus in
+../shared/data/train, as tools/train_default.py reads them, minus the same held-out dev pairs) and
+estimates the component exactly as ``bitextmine train`` does at the end of training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+import numpy as np  # noqa: E402
+
+from bitextmine.config import TrainConfig  # noqa: E402
+from bitextmine.corpus import load_corpora  # noqa: E402
+from bitextmine.model import load_model, module_from_model  # noqa: E402
+from bitextmine.training import Side, _sif_component, split_dev  # noqa: E402
+from train_default import DATA, corpora  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--data", default=DATA)
+    args = ap.parse_args()
+    model = load_model(args.model)
+    tcfg = model.config.get("training", {})
+    config = TrainConfig(seed=tcfg.get("seed", 1), dev_pairs=tcfg.get("dev_pairs", 1000),
+                         fp16=model.config.get("dtype") == "float16")
+    src, tgt, stats = load_corpora(corpora(os.path.join(args.data, "train"), tempfile.mkdtemp()))
+    src, tgt, *_ = split_dev(src, tgt, config.dev_pairs, config.seed)
+    print(f"{stats.summary()}; {len(src)} training pairs (trained on: {tcfg.get('pairs')})", flush=True)
+    S, T = Side.build(src, model.tokenizer), Side.build(tgt, model.tokenizer)
+    V = model.embeddings.shape[0]
+    counts = (np.bincount(S.ids, minlength=V) + np.bincount(T.ids, minlength=V)).astype(np.int64)
+    pc = _sif_component(module_from_model(model), S, T, counts, config, "cpu")
+    model.tensors.update(piece_counts=counts, sif_pc=pc)
+    model.config["sif_a"] = config.sif_a
+    model.config.pop("fingerprint", None)
+    model.save(args.model, dtype=model.config.get("dtype", "float16"))
+    print(f"wrote {args.model}: fingerprint {model.fingerprint}, {counts.sum()} tokens counted", flush=True)
+
+
+if __name__ == "__main__":
+    main()
