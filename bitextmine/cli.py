@@ -135,11 +135,11 @@ T, K = TrainConfig, TokenizerConfig
               help="With --init-from: lambda of the L2 pull toward the initial weights.")
 @click.option("--sts-pairs", multiple=True, metavar="FILE",
               help="STS file (SemEval, STSb TSV or CSV) whose pairs scored >= --sts-min-score are positives (repeatable).")
-@click.option("--sts-min-score", type=float, default=3.8, show_default=True, help="Gold score cut-off for --sts-pairs.")
+@click.option("--sts-min-score", type=float, default=T.sts_min_score, show_default=True, help="Gold score cut-off for --sts-pairs.")
 @click.option("--epochs", type=click.IntRange(1), default=T.epochs, show_default=True)
 @click.option("--batch-size", type=click.IntRange(1), default=T.batch_size, show_default=True, help="Pairs per mini-batch.")
 @click.option("--margin", type=float, default=T.margin, show_default=True, help="Hinge loss margin delta.")
-@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), default=T.dropout, show_default=True, help="Probability of dropping each piece.")
+@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), default=T.dropout, show_default=True, help="Probability of dropping each token (averaging encoders; blstm-sp uses --shuffle-words).")
 @click.option("--lr", type=float, default=T.lr, show_default=True, help="Adam learning rate.")
 @click.option("--megabatch-start", type=click.IntRange(1), default=T.megabatch_start, show_default=True, help="Mini-batches per mega-batch at the start.")
 @click.option("--megabatch-max", type=click.IntRange(1), default=T.megabatch_max, show_default=True, help="Largest mega-batch, in mini-batches.")
@@ -179,7 +179,7 @@ def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sa
         raise ConfigError(f"{len(src)} --src but {len(tgt)} --tgt; expected them in pairs")
     specs = [CorpusSpec(src=s, tgt=t) for s, t in zip(src, tgt)] + [CorpusSpec(tsv=p, scol=scol, tcol=tcol) for p in tsv]
     config = TrainConfig(encoder=encoder, untrained=untrained, negatives=negatives, paraphrase=paraphrase,
-                         separate_vocab=separate_vocab or "",
+                         separate_vocab=separate_vocab or "", sts_min_score=sts_min_score,
                          shuffle_words=shuffle_words, reg_to_init=reg_to_init, dim=dim, margin=margin, batch_size=batch_size, megabatch_start=megabatch_start,
                          megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr,
                          epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,
@@ -212,7 +212,7 @@ def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sa
             say(f"dev after epoch {e['epoch']}, mini-batch {e['step']}: {scores} (best {e['best']:.2f})")
 
     result = run_train(specs, out, config=config, tokenizer_config=tok_config, tokenizer_path=spm_model,
-                       init_from=init_from, sts_pairs=sts_pairs, sts_min_score=sts_min_score, dev_tatoeba=dev_tatoeba,
+                       init_from=init_from, sts_pairs=sts_pairs, dev_tatoeba=dev_tatoeba,
                        dev_sts=dev_sts, languages=languages, resume=resume,
                        progress=progress)
     if bar is not None:

@@ -1,13 +1,17 @@
-"""Training encoders on bitext (Wieting et al. 2019): hardest in-mega-batch negatives, hinge loss.
+"""Training encoders on bitext (Wieting et al. 2019): negatives from a mega-batch, symmetric hinge loss.
 
 The mega-batch holds k mini-batches; k starts at ``megabatch_start`` and grows by one every
 ``megabatch_every`` mini-batches up to ``megabatch_max``. For each mega-batch, the embeddings of all its
-pairs are computed once without dropout, the hardest negatives found with one matrix product
-(:func:`bitextmine.loss.hardest_negatives`), and then each mini-batch takes one Adam step on the hinge loss
-with piece dropout.
+pairs are computed once without dropout and the negatives chosen (``negatives``: the hardest, found
+with one matrix product by :func:`bitextmine.loss.hardest_negatives`; random; or a mix; with
+``paraphrase``, from the pooled sentences of both sides); then each mini-batch takes one Adam step on
+the hinge loss with piece dropout (averaging encoders) or word shuffling (the BiLSTM).
 
-Checkpoints (``OUT/checkpoint/``: ``state.json``, ``tensors.safetensors``, ``sentencepiece.model``) hold
-the weights, Adam's moments, the annealing step, the dropout generator, the epoch and position in the
+At the end, token frequencies over the training data and the SIF common component are stored in the
+model (:mod:`bitextmine.sif`).
+
+Checkpoints (``OUT/checkpoint/``: ``state.json``, ``tensors.safetensors``, ``tokenizer.bin``) hold the
+weights, Adam's moments, the annealing step, the random generators, the epoch and position in the
 epoch's permutation, and the best weights so far; they are written at mega-batch boundaries, and
 ``resume=True`` continues from one to the same final model as an uninterrupted run.
 """
@@ -185,7 +189,6 @@ def train(
     tokenizer_path: str | None = None,
     init_from: str | None = None,
     sts_pairs: Sequence[str] = (),
-    sts_min_score: float = 3.8,
     dev_tatoeba: Sequence[tuple[str, str]] = (),
     dev_sts: Sequence[str] = (),
     languages: Sequence[str] = (),
@@ -199,7 +202,7 @@ def train(
     the corpus). ``init_from`` (a model directory) starts from that model's tokenizer and weights (its
     encoder kind wins over ``config.encoder``), pulled toward them by ``config.reg_to_init``.
     ``sts_pairs`` (STS files in any format :func:`bitextmine.evaluation.read_sts` reads) add their pairs
-    scored >= ``sts_min_score`` as positives.
+    scored >= ``config.sts_min_score`` as positives.
 
     ``progress`` receives dict events: {"event": "log", "message"}, {"event": "start", "total_steps"},
     {"event": "step", "step", "loss", "megabatch", "pairs_per_second"}, {"event": "eval", "step", "scores", "score"}.
@@ -250,9 +253,9 @@ def train(
     extra = []
     for p in sts_pairs:
         d = read_sts(p)
-        keep = np.flatnonzero(d.gold >= sts_min_score)
+        keep = np.flatnonzero(d.gold >= config.sts_min_score)
         extra.append((p, [d.s1[i] for i in keep], [d.s2[i] for i in keep]))
-        log(f"{p}: {len(keep)} of {len(d.gold)} STS pairs scored >= {sts_min_score:g} used as positives")
+        log(f"{p}: {len(keep)} of {len(d.gold)} STS pairs scored >= {config.sts_min_score:g} used as positives")
     src, tgt, stats = load_corpora(corpora, extra=extra)
     log(f"corpora: {stats.summary()}")
     src, tgt, dev_src, dev_tgt, overlap = split_dev(src, tgt, config.dev_pairs, config.seed)
@@ -426,7 +429,6 @@ def train(
                 "init_from": os.path.basename(os.path.normpath(init_from)) if init_from else None,
                 "init_fingerprint": init_model.fingerprint if init_model is not None else None,
                 "sts_pairs": [os.path.basename(p) for p in sts_pairs],
-                "sts_min_score": sts_min_score if sts_pairs else None,
                 "pairs": n_pairs,
                 "corpora": [c.describe() for c in corpora],  # file names only: no local paths in a model
                 "cleaning": asdict(stats),

@@ -194,8 +194,8 @@ def test_sts_pairs_above_the_cutoff_are_the_positives(tmp_path, toy_model_dir):
     csv = write_lines(tmp_path / "sts.csv", rows)
     logs = []
     out = str(tmp_path / "m")
-    train([], out, config=TrainConfig(**{**FEW, "dim": 32, "dev_pairs": 0}), init_from=toy_model_dir,
-          sts_pairs=[csv], sts_min_score=3.8, progress=lambda e: logs.append(e.get("message", "")))
+    train([], out, config=TrainConfig(**{**FEW, "dim": 32, "dev_pairs": 0}, sts_min_score=3.8), init_from=toy_model_dir,
+          sts_pairs=[csv], progress=lambda e: logs.append(e.get("message", "")))
     assert any("100 of 200 STS pairs scored >= 3.8" in m for m in logs)
     assert load_model(out).config["training"]["pairs"] == 100
 
