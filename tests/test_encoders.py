@@ -256,3 +256,17 @@ def test_separate_vocabulary_cli_round_trip(tmp_path, small_files):
     unmarked = json.loads(CliRunner().invoke(main, ["eval", "tatoeba", small_files[0], small_files[1], "--model", out,
                                                     "--json"]).output)["mean_accuracy"]
     assert marked > unmarked  # the target side was trained with its own vectors
+
+
+def test_blstm_resume_gives_the_same_model(tmp_path, small_files):
+    """Checkpoints hold every parameter, Adam state and both random generators (dropout, word shuffling)."""
+    spec = [CorpusSpec(src=small_files[0], tgt=small_files[1])]
+    cfg = dict(FEW, epochs=2, dim=8, checkpoint_every=0)
+    full, part = str(tmp_path / "full"), str(tmp_path / "part")
+    train(spec, full, config=TrainConfig(**cfg, encoder="blstm-sp"), tokenizer_config=TOK)
+    spm = os.path.join(full, "sentencepiece.model")
+    train(spec, part, config=TrainConfig(**{**cfg, "max_steps": 20}, encoder="blstm-sp"), tokenizer_path=spm)
+    train(spec, part, config=TrainConfig(**cfg, encoder="blstm-sp"), tokenizer_path=spm, resume=True)
+    a = open(os.path.join(full, "embeddings.safetensors"), "rb").read()
+    b = open(os.path.join(part, "embeddings.safetensors"), "rb").read()
+    assert a == b
