@@ -239,7 +239,7 @@ Made on {date} on the 2-core CPU of the project machines (no GPU) by
 
 (the first trains what is missing and measures; the second measures every model's speed again in one
 quiet pass and writes this file). `DIR/results.json` holds the numbers with more digits and the
-per-dataset STS scores. Seeds are fixed; the quality numbers repeat, the speeds vary with the machine.
+per-dataset STS scores (a copy is `docs/results.json`). Seeds are fixed; the quality numbers repeat, the speeds vary with the machine.
 
 ## How each number was made
 
