@@ -181,7 +181,7 @@ class BuccReport:
 
 
 def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: MineConfig,
-              emb: tuple[str, str] | None = None, marked: str | None = None) -> BuccCandidates:
+              emb: tuple[str, str] | None = None, marked: str | None = None, progress=None) -> BuccCandidates:
     src, tgt, gold_path = files
     sid, stext = read_bucc_sentences(src)
     tid, ttext = read_bucc_sentences(tgt)
@@ -195,22 +195,24 @@ def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: Mi
         x, y = _embeddings(emb[0], model, len(stext), cs), _embeddings(emb[1], model, len(ttext), ct)
     else:
         x, y = _encode(stext, model, cs), _encode(ttext, model, ct)
-    return bucc_candidates(x, y, sid, tid, gold, config=mine, name=os.path.basename(src))
+    return bucc_candidates(x, y, sid, tid, gold, config=mine, name=os.path.basename(src),
+                           progress=(lambda n: progress(os.path.basename(src), n)) if progress else None)
 
 
 def run_bucc(files: tuple[str, str, str], *, tune_on: tuple[str, str, str] | None = None, oracle: bool = False,
              threshold: float | None = None, model=None, config: EncodeConfig = EncodeConfig(),
              mine: MineConfig = MineConfig(), emb: tuple[str, str] | None = None,
-             marked: str | None = None) -> BuccReport:
+             marked: str | None = None, progress=None) -> BuccReport:
     """BUCC 2018 protocol on ``files`` = (source sentences, target sentences, gold). The threshold is
     tuned for F1 on ``tune_on`` (another set), or on the evaluated set itself with ``oracle``, or
-    given as ``threshold``; exactly one of the three. ``marked``: "src" or "tgt" (separate vocabularies)."""
+    given as ``threshold``; exactly one of the three. ``marked``: "src" or "tgt" (separate vocabularies).
+    ``progress(set_name, n)`` is called as k-NN query rows of each set are searched."""
     if sum(x is not None and x is not False for x in (tune_on, threshold)) + bool(oracle) != 1:
         raise ConfigError("give exactly one of --tune-on SRC TGT GOLD, --oracle or --threshold")
-    cand = _bucc_set(files, model, config, mine, emb, marked)
+    cand = _bucc_set(files, model, config, mine, emb, marked, progress)
     tune_result = None
     if tune_on is not None:
-        t = _bucc_set(tune_on, model, config, mine, marked=marked)
+        t = _bucc_set(tune_on, model, config, mine, marked=marked, progress=progress)
         threshold = best_threshold(t.scores, t.correct, t.n_gold)
         tune_result = evaluate_threshold(t.scores, t.correct, t.n_gold, threshold)
     elif oracle:

@@ -264,6 +264,14 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, sif, marked, de
 M = MineConfig
 
 
+def _search_options(f):
+    """--k, --margin, --mode (mine and eval bucc)."""
+    f = click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")(f)
+    f = click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")(f)
+    return click.option("--k", type=click.IntRange(1), default=M.k, show_default=True,
+                        help="Nearest neighbours per direction.")(f)
+
+
 @main.command()
 @click.argument("src")
 @click.argument("tgt")
@@ -271,9 +279,7 @@ M = MineConfig
 @_model_option
 @click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC ('bitextmine encode').")
 @click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT.")
-@click.option("--k", type=click.IntRange(1), default=M.k, show_default=True, help="Nearest neighbours per direction.")
-@click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")
-@click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")
+@_search_options
 @click.option("--threshold", type=float, default=M.threshold, show_default=True, help="Keep pairs scoring at least this.")
 @click.option("--min-cosine", type=float, default=M.min_cosine, show_default=True, help="Keep pairs with at least this cosine.")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
@@ -370,8 +376,23 @@ def _report(report, as_json: bool) -> None:
     click.echo(json.dumps(report.to_json(), indent=1) if as_json else report.to_table())
 
 
-def _json_option(f):
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
+def _eval_options(marked_sides: tuple[str, str]):
+    """The options every evaluator shares: --sif, --marked, --device, --json."""
+    def wrap(f):
+        f = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
+        f = _device_option(E.device)(f)
+        f = _marked_option(marked_sides)(f)
+        return _sif_option(f)
+    return wrap
+
+
+def _pair(a, b, names: str):
+    """(a, b) when both are given, None when neither; ConfigError for one alone."""
+    from .errors import ConfigError
+
+    if bool(a) != bool(b):
+        raise ConfigError(f"{names} go together")
+    return (a, b) if a else None
 
 
 @eval_group.command(name="sts")
@@ -381,10 +402,7 @@ def _json_option(f):
 @_model_option
 @click.option("--emb1", default=None, metavar="FILE.npy", help="Precomputed embeddings of the s1 column (one dataset).")
 @click.option("--emb2", default=None, metavar="FILE.npy", help="Precomputed embeddings of the s2 column.")
-@_sif_option
-@_marked_option(("s1", "s2"))
-@_device_option(E.device)
-@_json_option
+@_eval_options(("s1", "s2"))
 def eval_sts(files, pairs, model_dir, emb1, emb2, sif, marked, device, as_json):
     """Pearson and Spearman x 100 of cosine vs gold for STS files.
 
@@ -397,13 +415,10 @@ def eval_sts(files, pairs, model_dir, emb1, emb2, sif, marked, device, as_json):
       bitextmine eval sts --pair stsb_multi_mt/stsb-en-test.csv stsb_multi_mt/stsb-de-test.csv
     """
     from .benchmarks import run_sts
-    from .errors import ConfigError
     from .model import load_model
 
-    if bool(emb1) != bool(emb2):
-        raise ConfigError("--emb1 and --emb2 go together")
     report = run_sts(files, pairs, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
-                     emb=(emb1, emb2) if emb1 else None, marked=marked)
+                     emb=_pair(emb1, emb2, "--emb1 and --emb2"), marked=marked)
     _report(report, as_json)
 
 
@@ -415,10 +430,7 @@ def eval_sts(files, pairs, model_dir, emb1, emb2, sif, marked, device, as_json):
 @_model_option
 @click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC.")
 @click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT.")
-@_sif_option
-@_marked_option(("src", "tgt"))
-@_device_option(E.device)
-@_json_option
+@_eval_options(("src", "tgt"))
 def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, marked, device, as_json):
     """Tatoeba similarity search: nearest-neighbour error rate (xsim) both ways, and accuracy.
 
@@ -431,13 +443,11 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
     from .errors import ConfigError
     from .model import load_model
 
-    if bool(src_emb) != bool(tgt_emb):
-        raise ConfigError("--src-emb and --tgt-emb go together")
     if folder and (src or tgt):
         raise ConfigError("give SRC TGT or --all DIR, not both")
     report = run_tatoeba(src, tgt, folder=folder, languages=languages, model=load_model(model_dir),
-                         config=EncodeConfig(device=device, sif=sif), emb=(src_emb, tgt_emb) if src_emb else None,
-                         marked=marked)
+                         config=EncodeConfig(device=device, sif=sif),
+                         emb=_pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), marked=marked)
     _report(report, as_json)
 
 
@@ -452,14 +462,9 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
 @_model_option
 @click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC's sentences.")
 @click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT's sentences.")
-@click.option("--k", type=click.IntRange(1), default=M.k, show_default=True, help="Nearest neighbours per direction.")
-@click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")
-@click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")
+@_search_options
 @click.option("--plot", default=None, metavar="FILE.png", help="Plot precision, recall and F1 against the threshold.")
-@_sif_option
-@_marked_option(("src", "tgt"))
-@_device_option(E.device)
-@_json_option
+@_eval_options(("src", "tgt"))
 def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, k, margin, mode, plot, sif,
               marked, device, as_json):
     """BUCC 2018 bitext mining: precision, recall and F1 of mined pairs against the gold pairs.
@@ -472,15 +477,21 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
           --tune-on de-en.training.de de-en.training.en de-en.training.gold --plot bucc.png
     """
     from .benchmarks import plot_bucc, run_bucc
-    from .errors import ConfigError
     from .model import load_model
 
-    if bool(src_emb) != bool(tgt_emb):
-        raise ConfigError("--src-emb and --tgt-emb go together")
+    bars: dict = {}
+
+    def progress(name: str, n: int) -> None:
+        if name not in bars:
+            bars[name] = _bar(False, unit="sent", desc=f"search {name}")
+        bars[name].update(n)
+
     report = run_bucc((src, tgt, gold), tune_on=tuple(tune_on) if tune_on else None, oracle=oracle,
                       threshold=threshold, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
                       mine=MineConfig(k=k, margin=margin, mode=mode, device=device),
-                      emb=(src_emb, tgt_emb) if src_emb else None, marked=marked)
+                      emb=_pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), marked=marked, progress=progress)
+    for b in bars.values():
+        b.close()
     if plot:
         plot_bucc(report, plot)
     _report(report, as_json)

@@ -355,16 +355,17 @@ class BuccCandidates:
 
 
 def bucc_candidates(x: np.ndarray, y: np.ndarray, src_ids: Sequence[str], tgt_ids: Sequence[str],
-                    gold: set[tuple[str, str]], *, config=None, name: str = "") -> BuccCandidates:
+                    gold: set[tuple[str, str]], *, config=None, name: str = "", progress=None) -> BuccCandidates:
     """Candidates of margin mining (``config``: a MineConfig; its threshold and min_cosine are ignored,
-    every candidate of the mode is kept) between L2-normalised x (n, d) and y (m, d)."""
+    every candidate of the mode is kept) between L2-normalised x (n, d) and y (m, d). ``progress(n)``
+    is called as k-NN query rows are searched (both directions: n + m in all)."""
     from dataclasses import replace
 
     from .config import MineConfig
     from .mining import mine_embeddings
 
     config = replace(config or MineConfig(), threshold=-np.inf, min_cosine=-np.inf)
-    pairs = mine_embeddings(np.asarray(x, np.float32), np.asarray(y, np.float32), config=config)
+    pairs = mine_embeddings(np.asarray(x, np.float32), np.asarray(y, np.float32), config=config, progress=progress)
     sids = [src_ids[i] for i in pairs.src]
     tids = [tgt_ids[j] for j in pairs.tgt]
     correct = np.fromiter(((a, b) in gold for a, b in zip(sids, tids)), bool, count=len(sids))
