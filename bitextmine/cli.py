@@ -12,8 +12,8 @@ from dataclasses import replace
 import click
 
 from . import __version__
-from .config import (DEVICES, ENCODERS, MARGINS, MODES, NEGATIVES, EncodeConfig, MineConfig, TokenizerConfig,
-                     TrainConfig)
+from .config import (DEVICES, ENCODERS, MARGINS, MODES, NEGATIVES, SCORES, EncodeConfig, FilterConfig, MineConfig,
+                     RuleConfig, TokenizerConfig, TrainConfig)
 from .errors import BitextmineError
 
 
@@ -351,6 +351,112 @@ def score(file, output, model_dir, batch_size, sif, device, quiet):
                        progress=bar.update)
     bar.close()
     _info(quiet, f"scored {n} lines")
+
+
+# --- filter --------------------------------------------------------------------------------------
+
+R, F = RuleConfig, FilterConfig
+
+
+def _rule_options(f):
+    """One option per RuleConfig field (--X/--no-X for switches), defaults and help from the dataclass."""
+    from dataclasses import fields
+
+    for fl in reversed(fields(RuleConfig)):
+        flag = "--" + fl.name.replace("_", "-")
+        help_ = fl.metadata.get("help", "")
+        if isinstance(fl.default, bool):
+            f = click.option(f"{flag}/--no-{flag[2:]}", fl.name, default=fl.default, show_default=True, help=help_)(f)
+        else:
+            f = click.option(flag, fl.name, type=type(fl.default), default=fl.default, show_default=True, help=help_)(f)
+    return f
+
+
+def _rules_from(kw: dict) -> RuleConfig:
+    from dataclasses import fields
+
+    return RuleConfig(**{fl.name: kw.pop(fl.name) for fl in fields(RuleConfig)})
+
+
+def _lang_options(f):
+    f = click.option("--tgt-lang", default=None, metavar="CODE", help="Target language (ISO 639-1, e.g. de): script rule, langdetect.")(f)
+    return click.option("--src-lang", default=None, metavar="CODE", help="Source language (ISO 639-1, e.g. en).")(f)
+
+
+@main.command(name="filter")
+@click.argument("input", default="-", required=False)
+@click.option("--output", "-o", default="-", metavar="OUT", help="Kept lines (.gz/.xz/.zst compressed by name)  [default: stdout]")
+@click.option("--rejects", default=None, metavar="FILE", help="Every rejected line, unchanged, plus a reason column.")
+@click.option("--annotate", is_flag=True, help="Keep every line in the output, with a reason column ('keep' for kept lines).")
+@click.option("--stats", "stats_path", default=None, metavar="FILE.json", help="Lines in, kept, rejected, and per reason.")
+@click.option("--scol", type=click.IntRange(1), default=F.scol, show_default=True, help="Source column (1-based).")
+@click.option("--tcol", type=click.IntRange(1), default=F.tcol, show_default=True, help="Target column (1-based).")
+@click.option("--score", type=click.Choice(SCORES), default=F.score, show_default=True,
+              help="cosine of the two sides; margin = ratio margin against the k nearest neighbours of each side among "
+                   "the other side's sentences in the same chunk (bigger chunks: denser neighbourhoods, margins closer "
+                   "to whole-corpus mining; scores depend on --chunk-lines); none = rules only.")
+@click.option("--min-score", type=float, default=None,
+              help="Keep lines scoring at least this (written unchanged). Without it every line passing the rules is "
+                   "kept with its score appended as a last column.")
+@click.option("--score-column/--no-score-column", default=None,
+              help="Append the score column  [default: only without --min-score]")
+@click.option("--k", type=click.IntRange(1), default=F.k, show_default=True, help="Neighbours for --score margin.")
+@click.option("--chunk-lines", type=click.IntRange(1), default=F.chunk_lines, show_default=True,
+              help="Lines per chunk: bounds memory; the unit of parallel work and of margin neighbourhoods.")
+@click.option("--workers", type=click.IntRange(0), default=F.workers, show_default=True,
+              help="Worker processes (0 = one per core); the output is the same for any number.")
+@_lang_options
+@_rule_options
+@_model_option
+@_sif_option
+@_quiet_option
+def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, min_score, score_column, k, chunk_lines,
+               workers, src_lang, tgt_lang, model_dir, sif, quiet, **rule_kw):
+    """Filter a noisy parallel TSV (stdin or INPUT; .gz/.xz/.zst read transparently).
+
+    Rules, language checks and a similarity score decide; kept lines are written unchanged, every
+    rejected line goes to --rejects with its reason, and lines in = kept + rejected, always.
+
+    \b
+    Examples:
+      paste noisy.en noisy.de | bitextmine filter --src-lang en --tgt-lang de --min-score 0.5 \\
+          --rejects rejected.tsv --stats stats.json > clean.tsv
+      bitextmine filter corpus.tsv.gz -o scored.tsv.zst --score margin
+    """
+    from .corpus import open_output
+    from .filtering import filter_tsv, write_stats
+    from .model import load_model
+
+    rules = _rules_from(rule_kw)
+    config = FilterConfig(score=score, min_score=min_score, chunk_lines=chunk_lines, k=k, workers=workers, scol=scol,
+                          tcol=tcol)
+    import os
+
+    model = load_model(model_dir) if score != "none" else None
+    bar = _bar(quiet, unit="line", desc="filter")
+    files = [p for p in (output, rejects) if p and p != "-"]  # written as P.partial, renamed when complete
+    out = open_output(output + ".partial", output) if output != "-" else sys.stdout.buffer
+    rej = open_output(rejects + ".partial", rejects) if rejects else None
+    done = False
+    try:
+        stats = filter_tsv(input, out, model=model, rules=rules, config=config, src_lang=src_lang, tgt_lang=tgt_lang,
+                           rejects=rej, annotate=annotate, score_column=score_column, sif=sif, progress=bar.update)
+        done = True
+    finally:
+        bar.close()
+        for f in (out, rej):
+            if f is not None and f is not sys.stdout.buffer:
+                f.close()
+        sys.stdout.flush()
+        for p in files:
+            if done:
+                os.replace(p + ".partial", p)
+            elif os.path.exists(p + ".partial"):
+                os.remove(p + ".partial")
+    if stats_path:
+        write_stats(stats, stats_path)
+    top = ", ".join(f"{k} {v}" for k, v in sorted(stats.reasons.items(), key=lambda kv: -kv[1]))
+    _info(quiet, f"{stats.lines_in} lines in, {stats.kept} kept, {stats.rejected} rejected" + (f" ({top})" if top else ""))
 
 
 # --- eval ------------------------------------------------------------------------------------------

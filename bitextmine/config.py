@@ -77,6 +77,49 @@ class MineConfig:
     device: str = "auto"  # auto | cpu | cuda
 
 
+def _h(default, help: str):
+    """A dataclass field with its help text (the CLI shows it)."""
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    """Rules for noisy pairs (filter, and mine's candidates). A number of 0 switches its rule off."""
+
+    empty: bool = _h(True, "Reject a pair with an empty (or only blank) side.")
+    min_words: int = _h(1, "Reject a side with fewer words (whitespace-separated).")
+    max_words: int = _h(250, "Reject a side with more words.")
+    max_chars: int = _h(5000, "Reject a side with more characters (also bounds the work per line).")
+    max_ratio: float = _h(3.0, "Reject when the longer side has more than this many times the UTF-8 bytes of the shorter "
+                               "(bytes keep CJK comparable with alphabetic scripts).")
+    ratio_min_bytes: int = _h(20, "Apply --max-ratio only when the longer side has at least this many bytes.")
+    identical: bool = _h(True, "Reject sides equal after case folding and whitespace normalisation.")
+    digits: bool = _h(True, "Reject when the two sides' numbers differ (as multisets).")
+    urls: bool = _h(True, "Reject when the two sides' URLs or e-mail addresses differ.")
+    script: bool = _h(True, "With --src-lang/--tgt-lang: reject a side with too few letters in its language's script.")
+    min_script: float = _h(0.5, "Share of a side's letters that must be in the expected script.")
+    repeats: int = _h(10, "Reject a side with a character repeated this many times in a row.")
+    langid: bool = _h(False, "With --src-lang/--tgt-lang: reject a side that langdetect confidently finds in another "
+                             "language (slow; shorter sides get only the script rule).")
+    langid_min_chars: int = _h(40, "Sides shorter than this are not given to langdetect.")
+    langid_min_prob: float = _h(0.9, "Reject only when another language is detected with at least this probability.")
+    dedup_pairs: bool = _h(True, "Reject a repeated (source, target) pair; the first is kept.")
+    dedup_src: bool = _h(False, "Reject a repeated source; the first is kept.")
+    dedup_tgt: bool = _h(False, "Reject a repeated target; the first is kept.")
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    score: str = "cosine"  # cosine | margin (within the chunk) | none
+    min_score: float | None = None  # keep lines scoring at least this; None = keep all, append the score
+    chunk_lines: int = 20_000  # lines per chunk: memory bound, unit of parallel work, margin neighbourhood
+    k: int = 4  # margin: neighbours of each side among the other side of the chunk
+    workers: int = 0  # worker processes (0 = one per core); output is identical for any number
+    scol: int = 1  # source column (1-based)
+    tcol: int = 2  # target column (1-based)
+
+
+SCORES = ("cosine", "margin", "none")
 MARGINS = ("ratio", "distance", "absolute")
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
 NEGATIVES = ("max", "mix", "random")

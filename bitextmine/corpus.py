@@ -17,6 +17,8 @@ from typing import BinaryIO, Iterable, Iterator
 from .errors import CorpusError
 
 GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 def _name(path: str) -> str:
@@ -24,7 +26,7 @@ def _name(path: str) -> str:
 
 
 def open_binary(path: str) -> BinaryIO:
-    """Open ``path`` (``-`` = stdin) for binary reading, decompressing gzip by its magic bytes."""
+    """Open ``path`` (``-`` = stdin) for binary reading, decompressing gzip, xz and zstd by their magic bytes."""
     if path == "-":
         raw: BinaryIO = sys.stdin.buffer
     else:
@@ -36,9 +38,50 @@ def open_binary(path: str) -> BinaryIO:
             raise CorpusError(f"{path}: is a directory; expected a text file") from None
         except OSError as e:
             raise CorpusError(f"{path}: cannot open ({e.strerror})") from None
-    head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    if head == GZIP_MAGIC:
+    head = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
+    if head[:2] == GZIP_MAGIC:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if head[:6] == XZ_MAGIC:
+        import lzma
+
+        return lzma.LZMAFile(raw, mode="rb")  # type: ignore[return-value]
+    if head[:4] == ZSTD_MAGIC:
+        import io
+
+        try:
+            import zstandard
+        except ImportError:
+            from .errors import MissingDependencyError
+
+            raise MissingDependencyError(f"{_name(path)}: zstd input needs zstandard: pip install zstandard") from None
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True))  # type: ignore
+    return raw
+
+
+def open_output(path: str, name: str | None = None) -> BinaryIO:
+    """A binary stream writing ``path`` (``-`` = stdout), compressed by the extension of ``name``
+    (default ``path``): .gz, .xz, .zst."""
+    if path == "-":
+        return sys.stdout.buffer
+    try:
+        raw = open(path, "wb")
+    except OSError as e:
+        raise CorpusError(f"{path}: cannot write ({e.strerror})") from None
+    path = name or path
+    if path.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)  # type: ignore[return-value]
+    if path.endswith(".xz"):
+        import lzma
+
+        return lzma.LZMAFile(raw, mode="wb")  # type: ignore[return-value]
+    if path.endswith(".zst"):
+        try:
+            import zstandard
+        except ImportError:
+            from .errors import MissingDependencyError
+
+            raise MissingDependencyError(f"{path}: zstd output needs zstandard: pip install zstandard") from None
+        return zstandard.ZstdCompressor().stream_writer(raw, closefd=True)  # type: ignore[return-value]
     return raw
 
 

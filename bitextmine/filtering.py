@@ -1,0 +1,352 @@
+"""Filtering noisy parallel TSV: rules, language checks, similarity scores; nothing lost.
+
+Every input line ends in exactly one place: the output (kept, unchanged byte for byte, optionally with
+appended columns) or the rejects (unchanged, with a reason column), so ``lines in = kept + rejected``.
+With ``annotate`` every line goes to the output with its reason (``keep`` for kept lines).
+
+The input is read in chunks of ``chunk_lines`` lines. Each chunk is checked and scored by a worker
+process (decoding, rules, language checks, tokenising, embedding, scoring); this process keeps the
+input order, drops repeated pairs (first kept wins), and writes. Chunks depend only on the input, so
+the output is the same for any number of workers. Margin scores compare each pair with the k nearest
+neighbours of its sides among the other side's sentences *of the same chunk*: a larger chunk gives a
+denser neighbourhood and margins closer to mining over the whole corpus; the same chunk size gives the
+same scores.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import lzma
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import BinaryIO, Callable, Iterator
+
+import numpy as np
+
+from .config import FilterConfig, RuleConfig, SCORES
+from .corpus import open_binary
+from .errors import ConfigError, CorpusError
+from .parallel import ordered_map
+from .rules import Deduplicator, check_pair, text_key
+
+BOM = b"\xef\xbb\xbf"
+DAMAGE = ("invalid-utf8", "nul-byte")
+
+
+@dataclass
+class FilterStats:
+    """Counts of one run; ``lines_in == kept + rejected`` and ``rejected == sum(reasons.values())``."""
+
+    lines_in: int = 0
+    kept: int = 0
+    rejected: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+    score: str = "cosine"
+    min_score: float | None = None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Chunk:
+    lines: list[bytes]  # raw lines with their line ends
+    first_line: int
+    columns: int  # expected number of columns (from the file's first clean line)
+    first_of_file: bool
+
+
+@dataclass
+class _Checked:
+    reasons: list  # str or None per line
+    scores: np.ndarray  # float32 (n,), nan where not scored
+    keys: list  # (src_key, tgt_key) or None per line
+
+
+def _split(raw: bytes) -> tuple[bytes, bytes]:
+    """(body, line end) of a raw line; the end is b"\\r\\n", b"\\n" or b"" (a last line without one)."""
+    if raw.endswith(b"\r\n"):
+        return raw[:-2], b"\r\n"
+    if raw.endswith(b"\n"):
+        return raw[:-1], b"\n"
+    return raw, b""
+
+
+def _read_chunks(path: str, n: int, name: str) -> Iterator[tuple[list[bytes], int]]:
+    f = open_binary(path)
+    chunk: list[bytes] = []
+    first = 1
+    lineno = 0
+    errors: tuple = (EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError, OSError)
+    try:
+        import zstandard
+
+        errors += (zstandard.ZstdError,)
+    except ImportError:
+        pass
+    try:
+        it = iter(f)
+        while True:
+            try:
+                raw = next(it)
+            except StopIteration:
+                break
+            except errors as e:
+                raise CorpusError(f"{name} line {lineno + 1}: corrupt or truncated compressed data ({e})") from None
+            lineno += 1
+            chunk.append(raw)
+            if len(chunk) >= n:
+                yield chunk, first
+                first += len(chunk)
+                chunk = []
+        if chunk:
+            yield chunk, first
+    finally:
+        if path != "-":
+            f.close()
+
+
+_W: dict = {}
+
+
+def _worker_init(model, rules: RuleConfig, config: FilterConfig, src_lang, tgt_lang, sif: bool, child: bool) -> None:
+    import torch
+
+    if child:
+        torch.set_num_threads(1)  # the processes are the parallelism (see parallel.ordered_map)
+    embedder = None
+    if config.score != "none":
+        from .encoding import SentenceEmbedder
+
+        embedder = SentenceEmbedder(model, sif=sif, device="cpu")
+    _W.update(model=model, rules=rules, config=config, langs=(src_lang, tgt_lang), embedder=embedder)
+
+
+def _check_chunk(chunk: _Chunk) -> _Checked:
+    """Decode, apply the rules and score one chunk (runs in a worker)."""
+    rules, config = _W["rules"], _W["config"]
+    src_lang, tgt_lang = _W["langs"]
+    n = len(chunk.lines)
+    reasons: list = [None] * n
+    keys: list = [None] * n
+    texts: list[tuple[int, str, str]] = []
+    need = max(config.scol, config.tcol)
+    for i, raw in enumerate(chunk.lines):
+        body, _ = _split(raw)
+        if i == 0 and chunk.first_of_file and body.startswith(BOM):
+            body = body[3:]
+        if b"\x00" in body:
+            reasons[i] = "nul-byte"
+            continue
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            reasons[i] = "invalid-utf8"
+            continue
+        cols = text.split("\t")
+        if len(cols) < need:
+            reasons[i] = "missing-column"
+            continue
+        if len(cols) != chunk.columns:
+            reasons[i] = "column-count"
+            continue
+        s, t = cols[config.scol - 1], cols[config.tcol - 1]
+        why = check_pair(s, t, rules, src_lang, tgt_lang)
+        if why:
+            reasons[i] = why
+            continue
+        texts.append((i, s, t))
+        keys[i] = (text_key(s), text_key(t))
+    scores = np.full(n, np.nan, np.float32)
+    if texts and _W["embedder"] is not None:
+        rows = np.array([i for i, _, _ in texts])
+        sc = _score([s for _, s, _ in texts], [t for _, _, t in texts])
+        scores[rows] = sc
+        if config.min_score is not None:
+            for i, v in zip(rows.tolist(), sc.tolist()):
+                if not v >= config.min_score:
+                    reasons[i] = "low-score"
+                    keys[i] = None
+    return _Checked(reasons, scores, keys)
+
+
+def _score(src: list[str], tgt: list[str]) -> np.ndarray:
+    """Cosine, or ratio margin within these pairs, of each pair: float32 (n,)."""
+    model, embedder, config = _W["model"], _W["embedder"], _W["config"]
+    x = embedder(*model.tokenizer.encode(src, threads=1))
+    y = embedder(*model.tokenizer.encode(tgt, threads=1))
+    cos = (x * y).sum(1)
+    if config.score == "cosine":
+        return cos
+    from .margin import margin_scores
+
+    return margin_scores(cos, _knn_mean(x, y, config.k), _knn_mean(y, x, config.k), "ratio")
+
+
+def _knn_mean(q: np.ndarray, d: np.ndarray, k: int, block: int = 2048) -> np.ndarray:
+    """Mean cosine of each row of q with its k nearest rows of d (exact; torch, in blocks): float32 (n,)."""
+    import torch
+
+    k = min(k, len(d))
+    dt = torch.from_numpy(d)
+    out = np.empty(len(q), np.float32)
+    for a in range(0, len(q), block):
+        sim = torch.from_numpy(q[a : a + block]) @ dt.T
+        out[a : a + block] = sim.topk(k, dim=1).values.mean(1).numpy()
+    return out
+
+
+def _expected_columns(lines: list[bytes], name: str, need: int) -> int:
+    """The column count of the first line that decodes cleanly; a one-line error when the input is
+    binary or has too few columns to hold the source and target."""
+    head = b"".join(lines[:1000])[: 1 << 16]
+    nul = head.count(b"\x00")
+    if head and nul >= max(4, len(head) // 100):
+        raise CorpusError(f"{name}: binary data ({nul} NUL bytes in the first {len(head)} bytes); "
+                          "expected UTF-8 text, one tab-separated pair per line")
+    bad = 0
+    for i, raw in enumerate(lines[:1000]):
+        body, _ = _split(raw)
+        if i == 0 and body.startswith(BOM):
+            body = body[3:]
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            bad += 1
+            continue
+        if "\x00" in text:
+            continue
+        cols = text.count("\t") + 1
+        if cols < need:
+            raise CorpusError(f"{name} line {i + 1}: {cols} column(s); expected at least {need} "
+                              f"(source and target columns {need} at most; see --scol/--tcol)")
+        return cols
+    if bad >= 10:
+        raise CorpusError(f"{name}: binary data (none of the first {bad} lines is UTF-8 text); "
+                          "expected UTF-8 text, one tab-separated pair per line")
+    return need
+
+
+def filter_tsv(
+    input_path: str,
+    out: BinaryIO,
+    *,
+    model=None,
+    rules: RuleConfig = RuleConfig(),
+    config: FilterConfig = FilterConfig(),
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    rejects: BinaryIO | None = None,
+    annotate: bool = False,
+    score_column: bool | None = None,
+    sif: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> FilterStats:
+    """Filter the TSV ``input_path`` (``-`` = stdin; gz/xz/zst read transparently) into ``out``.
+
+    Kept lines are written unchanged, with the score appended as a last column when ``score_column``
+    (default: when there is a score and no ``config.min_score``); rejected lines go to ``rejects``
+    with a reason column (see :data:`bitextmine.rules.REASONS`), or with ``annotate`` to ``out`` with
+    a reason column (``keep`` for kept lines). Returns FilterStats. Raises CorpusError when the whole
+    input is unusable (binary data, too few columns, corrupt compression), naming the line.
+    """
+    if config.score not in SCORES:
+        raise ConfigError(f"score {config.score!r}: expected one of {', '.join(SCORES)}")
+    if config.min_score is not None and config.score == "none":
+        raise ConfigError("--min-score needs a score (--score cosine or margin)")
+    if config.chunk_lines < 1:
+        raise ConfigError("chunk size must be >= 1 line")
+    for lang in (src_lang, tgt_lang):
+        from .langid import known_language
+
+        if lang and not known_language(lang) and rules.script:
+            raise ConfigError(f"language {lang!r}: no script known for it; use an ISO 639-1 code such as de, ru, zh "
+                              "(or switch the script rule off)")
+    if config.score != "none" and model is None:
+        from .model import load_model
+
+        model = load_model(None)
+    if score_column is None:
+        score_column = config.score != "none" and config.min_score is None
+    name = "<stdin>" if input_path == "-" else input_path
+    need = max(config.scol, config.tcol)
+    stats = FilterStats(score=config.score, min_score=config.min_score)
+    dedup = Deduplicator(rules)
+
+    def chunks() -> Iterator[_Chunk]:
+        columns = None
+        for lines, first in _read_chunks(input_path, config.chunk_lines, name):
+            if columns is None:
+                columns = _expected_columns(lines, name, need)
+            yield _Chunk(lines, first, columns, first == 1)
+
+    import torch
+
+    saved_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for chunk, checked in _pairs_with_results(chunks(), model, rules, config, src_lang, tgt_lang, sif):
+            _write(chunk, checked, out, rejects, annotate, score_column, dedup, stats)
+            if progress:
+                progress(len(chunk.lines))
+    finally:
+        torch.set_num_threads(saved_threads)
+    return stats
+
+
+def _pairs_with_results(chunks: Iterator[_Chunk], model, rules, config, src_lang, tgt_lang, sif):
+    """(chunk, its _Checked) in input order, checked by worker processes."""
+    pending: list[_Chunk] = []
+
+    def feed() -> Iterator[_Chunk]:
+        for c in chunks:
+            pending.append(c)
+            yield c
+
+    results = ordered_map(_check_chunk, feed(), init=_worker_init,
+                          init_args=(model, rules, config, src_lang, tgt_lang, sif), workers=config.workers)
+    for checked in results:
+        yield pending.pop(0), checked
+
+
+def _write(chunk: _Chunk, checked: _Checked, out: BinaryIO, rejects: BinaryIO | None, annotate: bool,
+           score_column: bool, dedup: Deduplicator, stats: FilterStats) -> None:
+    reasons = stats.reasons
+    for i, raw in enumerate(chunk.lines):
+        why = checked.reasons[i]
+        if why is None:
+            key = checked.keys[i]
+            why = dedup.check(*key)
+        stats.lines_in += 1
+        if why is None:
+            stats.kept += 1
+            if score_column or annotate:
+                body, end = _split(raw)
+                extra = b""
+                if score_column:
+                    extra += b"\t" + f"{float(checked.scores[i]):.4f}".encode()
+                if annotate:
+                    extra += b"\tkeep"
+                out.write(body + extra + (end or b"\n"))
+            else:
+                out.write(raw)
+            continue
+        stats.rejected += 1
+        reasons[why] = reasons.get(why, 0) + 1
+        body, end = _split(raw)
+        tag = b"\t" + why.encode()
+        if annotate:
+            extra = b""
+            if score_column:
+                s = checked.scores[i]
+                extra = b"\t" + (f"{float(s):.4f}".encode() if np.isfinite(s) else b"")
+            out.write(body + extra + tag + (end or b"\n"))
+        if rejects is not None:
+            rejects.write(body + tag + (end or b"\n"))
+
+
+def write_stats(stats: FilterStats, path: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(stats.to_json(), f, indent=2)
+        f.write("\n")

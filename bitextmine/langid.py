@@ -1,0 +1,79 @@
+"""Language checks for one side of a pair: the script rule (fast, any length) and langdetect (slow;
+deterministic seed; only for sides long enough to be told apart).
+
+Languages are ISO 639-1 codes (de, en, zh, ...); langdetect names Chinese ``zh-cn``/``zh-tw``, which
+count as ``zh``.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_LATIN = "A-Za-z\u00c0-\u024f\u1e00-\u1eff"
+_SCRIPT_CLASSES = {
+    "latin": _LATIN,
+    "cyrillic": "\u0400-\u04ff\u0500-\u052f",
+    "greek": "\u0370-\u03ff\u1f00-\u1fff",
+    "arabic": "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff\ufb50-\ufdff\ufe70-\ufeff",
+    "hebrew": "\u0590-\u05ff",
+    "han": "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff",
+    "kana": "\u3040-\u309f\u30a0-\u30ff",
+    "hangul": "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f",
+    "devanagari": "\u0900-\u097f",
+    "thai": "\u0e00-\u0e7f",
+    "georgian": "\u10a0-\u10ff",
+    "armenian": "\u0530-\u058f",
+}
+_LANG_SCRIPTS = {
+    **{c: ("latin",) for c in "af ca cs cy da de en eo es et eu fi fr ga gl hr hu id is it lt lv ms mt nl no "
+                             "pl pt ro sk sl sq sv sw tl tr vi az uz".split()},
+    **{c: ("cyrillic",) for c in "ru uk bg be mk sr kk ky mn tg".split()},
+    "el": ("greek",), "he": ("hebrew",), "ar": ("arabic",), "fa": ("arabic",), "ur": ("arabic",),
+    "zh": ("han",), "ja": ("han", "kana"), "ko": ("hangul", "han"), "hi": ("devanagari",),
+    "mr": ("devanagari",), "ne": ("devanagari",), "th": ("thai",), "ka": ("georgian",), "hy": ("armenian",),
+}
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def known_language(lang: str) -> bool:
+    return lang in _LANG_SCRIPTS
+
+
+@lru_cache(maxsize=None)
+def _script_re(lang: str) -> "re.Pattern[str]":
+    return re.compile("[" + "".join(_SCRIPT_CLASSES[s] for s in _LANG_SCRIPTS[lang]) + "]")
+
+
+def script_share(text: str, lang: str) -> float:
+    """Share of ``text``'s letters written in ``lang``'s script(s); 1.0 for text without letters."""
+    letters = len(_LETTER.findall(text))
+    if letters == 0:
+        return 1.0
+    return len(_script_re(lang).findall(text)) / letters
+
+
+_DETECTOR_READY = False
+
+
+@lru_cache(maxsize=200_000)
+def detect(text: str) -> tuple[str, float]:
+    """(language, probability) of langdetect's best guess, with a fixed seed (same text, same answer).
+    Raises MissingDependencyError without langdetect."""
+    global _DETECTOR_READY
+    try:
+        from langdetect import DetectorFactory, detect_langs
+        from langdetect.lang_detect_exception import LangDetectException
+    except ImportError:
+        from .errors import MissingDependencyError
+
+        raise MissingDependencyError("language identification needs langdetect: pip install langdetect") from None
+    if not _DETECTOR_READY:
+        DetectorFactory.seed = 0
+        _DETECTOR_READY = True
+    try:
+        best = detect_langs(text)[0]
+    except LangDetectException:
+        return "unknown", 0.0
+    lang = best.lang.split("-")[0]
+    return lang, float(best.prob)

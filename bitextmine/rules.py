@@ -1,0 +1,118 @@
+"""Rules for noisy parallel pairs, each with a reason name; the first rule a pair breaks is its reason.
+
+:func:`check_pair` is the one implementation used by ``filter`` and by ``mine`` for its candidates.
+Duplicate rules need the pairs seen before and live in :class:`Deduplicator`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from .config import RuleConfig
+from .langid import detect, known_language, script_share
+
+REASONS = (
+    "invalid-utf8", "nul-byte", "missing-column", "column-count",  # damage to the line itself
+    "empty", "too-short", "too-long", "length-ratio", "identical", "digits", "urls", "repeats",
+    "src-script", "tgt-script", "src-lang", "tgt-lang",
+    "low-score", "duplicate-pair", "duplicate-src", "duplicate-tgt",
+)
+
+_NUMBER = re.compile(r"\d+")
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"']+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+
+
+def _numbers(text: str) -> list[str]:
+    return sorted(str(int(n)) for n in _NUMBER.findall(text))
+
+
+def _urls(text: str) -> set[str]:
+    return {u.rstrip(".,;:!?)]}").lower() for u in _URL.findall(text)}
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = None,
+               tgt_lang: str | None = None) -> str | None:
+    """The reason (see REASONS) why the pair breaks a rule, or None when it passes every rule."""
+    r = rules
+    if r.empty and (not src.strip() or not tgt.strip()):
+        return "empty"
+    if r.max_chars and (len(src) > r.max_chars or len(tgt) > r.max_chars):
+        return "too-long"
+    ws, wt = len(src.split()), len(tgt.split())
+    if r.min_words and (ws < r.min_words or wt < r.min_words):
+        return "too-short"
+    if r.max_words and (ws > r.max_words or wt > r.max_words):
+        return "too-long"
+    if r.max_ratio:
+        bs, bt = len(src.encode("utf-8")), len(tgt.encode("utf-8"))
+        hi, lo = max(bs, bt), max(1, min(bs, bt))
+        if hi >= r.ratio_min_bytes and hi / lo > r.max_ratio:
+            return "length-ratio"
+    if r.identical and _norm(src) == _norm(tgt):
+        return "identical"
+    if r.digits and _NUMBER.search(src + tgt) and _numbers(src) != _numbers(tgt):
+        return "digits"
+    if r.urls and ("@" in src + tgt or "www" in src + tgt or "://" in src + tgt) and _urls(src) != _urls(tgt):
+        return "urls"
+    if r.repeats and (_repeats(src, r.repeats) or _repeats(tgt, r.repeats)):
+        return "repeats"
+    for side, text, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
+        if lang and r.script and known_language(lang) and script_share(text, lang) < r.min_script:
+            return f"{side}-script"
+    if r.langid:
+        for side, text, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
+            if lang and len(text) >= r.langid_min_chars:
+                found, prob = detect(text)
+                if found != lang and found != "unknown" and prob >= r.langid_min_prob:
+                    return f"{side}-lang"
+    return None
+
+
+_REPEAT_RE: dict[int, "re.Pattern[str]"] = {}
+
+
+def _repeats(text: str, n: int) -> bool:
+    pat = _REPEAT_RE.get(n)
+    if pat is None:
+        pat = _REPEAT_RE[n] = re.compile(r"(\S)\1{%d,}" % (n - 1))
+    return pat.search(text) is not None
+
+
+def text_key(text: str) -> bytes:
+    """A 16-byte digest of a text (duplicate detection keeps digests, not texts)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class Deduplicator:
+    """Keeps the first occurrence: remembers digests of the pairs, sources and targets kept so far.
+    Memory grows with the number of distinct kept lines (about 100 bytes per digest)."""
+
+    def __init__(self, rules: RuleConfig):
+        self.rules = rules
+        self.pairs: set[bytes] = set()
+        self.srcs: set[bytes] = set()
+        self.tgts: set[bytes] = set()
+
+    def check(self, src_key: bytes, tgt_key: bytes) -> str | None:
+        """The duplicate reason for a pair about to be kept, or None (and the pair is remembered)."""
+        r = self.rules
+        pair = src_key + tgt_key
+        if r.dedup_pairs and pair in self.pairs:
+            return "duplicate-pair"
+        if r.dedup_src and src_key in self.srcs:
+            return "duplicate-src"
+        if r.dedup_tgt and tgt_key in self.tgts:
+            return "duplicate-tgt"
+        if r.dedup_pairs:
+            self.pairs.add(pair)
+        if r.dedup_src:
+            self.srcs.add(src_key)
+        if r.dedup_tgt:
+            self.tgts.add(tgt_key)
+        return None

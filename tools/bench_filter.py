@@ -1,0 +1,82 @@
+"""Speed of `bitextmine filter` on real noisy corpora (the debian_* sets of ../shared/data/train).
+
+    python tools/bench_filter.py [--lines 200000] [--langid-lines 20000]
+
+Builds a TSV of English<TAB>German lines from the debian_* corpora (in their order, up to --lines),
+then times, in this process, the library call behind the command (reading, rules, scoring,
+writing to /dev/null):
+  1. default rules + cosine score (the target: >= 20,000 pairs/s on 2 cores),
+  2. default rules + --src-lang en --tgt-lang de (script rule),
+  3. as 2 plus langdetect (--langid) on the first --langid-lines lines,
+and prints a table with pairs/s and the kept share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from bitextmine.config import FilterConfig, RuleConfig  # noqa: E402
+from bitextmine.corpus import read_parallel  # noqa: E402
+from bitextmine.filtering import filter_tsv  # noqa: E402
+from bitextmine.model import load_model  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "train")
+
+
+def build_tsv(lines: int, lang: str, path: str) -> int:
+    rows = []
+    for en in sorted(glob.glob(os.path.join(DATA, "debian_*", f"en-{lang}.en.gz"))):
+        src, tgt = read_parallel(en, en.replace(".en.gz", f".{lang}.gz"))
+        rows += [f"{s}\t{t}" for s, t in zip(src, tgt) if "\t" not in s and "\t" not in t]
+    rows = rows[:lines]
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(r + "\n" for r in rows)
+    return len(rows)
+
+
+def run(path: str, model, **kw) -> tuple[float, float, int]:
+    with open(os.devnull, "wb") as out:
+        t = time.perf_counter()
+        st = filter_tsv(path, out, model=model, **kw)
+        dt = time.perf_counter() - t
+    return st.lines_in / dt, st.kept / max(1, st.lines_in), st.lines_in
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lines", type=int, default=200_000)
+    ap.add_argument("--langid-lines", type=int, default=20_000)
+    ap.add_argument("--lang", default="de")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp()
+    path = os.path.join(tmp, "noisy.tsv")
+    n = build_tsv(args.lines, args.lang, path)
+    small = os.path.join(tmp, "noisy.small.tsv")
+    with open(path, encoding="utf-8") as f, open(small, "w", encoding="utf-8") as g:
+        for _, line in zip(range(args.langid_lines), f):
+            g.write(line)
+    model = load_model(None)
+    run(small, model, config=FilterConfig())  # warm-up
+    langs = dict(src_lang="en", tgt_lang=args.lang)
+    rows = [
+        ("default rules + cosine", *run(path, model, config=FilterConfig())),
+        (f"+ script rule (en, {args.lang})", *run(path, model, config=FilterConfig(), **langs)),
+        ("+ langdetect", *run(small, model, config=FilterConfig(), rules=RuleConfig(langid=True), **langs)),
+        ("rules only (--score none)", *run(path, None, config=FilterConfig(score="none"))),
+    ]
+    print(f"{n} lines of debian_* en-{args.lang}, {os.cpu_count()} cores")
+    print("| run | lines | pairs/s | kept |")
+    print("|---|---|---|---|")
+    for name, rate, kept, lines in rows:
+        print(f"| {name} | {lines:,} | {rate:,.0f} | {100 * kept:.1f} % |")
+
+
+if __name__ == "__main__":
+    main()
