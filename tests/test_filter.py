@@ -1,0 +1,263 @@
+"""bitextmine filter: every line accounted for, kept lines unchanged, a reason for each rejected line."""
+
+import gzip
+import io
+import json
+import lzma
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bitextmine.cli import main
+from bitextmine.config import FilterConfig, RuleConfig
+from bitextmine.errors import ConfigError, CorpusError
+from bitextmine.filtering import filter_tsv
+from bitextmine.rules import Deduplicator, check_pair, text_key
+
+from conftest import toy_corpus
+
+R = RuleConfig()
+
+
+@pytest.mark.parametrize("src, tgt, langs, reason", [
+    ("Hello world", "Hallo Welt", ("en", "de"), None),
+    ("   ", "Hallo", (None, None), "empty"),
+    ("a " * 300, "b " * 300, (None, None), "too-long"),
+    ("x" * 6000, "y" * 6000, (None, None), "too-long"),
+    ("This is quite a long English sentence indeed.", "Kurz.", (None, None), "length-ratio"),
+    ("Short", "Kurz.", (None, None), None),  # too short for the ratio rule
+    ("The Same  Text", "the same text", (None, None), "identical"),
+    ("Page 12 of 30", "Seite 13 von 30", (None, None), "digits"),
+    ("Page 12 of 30", "Seite 30 von 12", (None, None), None),  # order may change
+    ("See www.example.com now", "Siehe www.beispiel.de jetzt", (None, None), "urls"),
+    ("Mail me: a@b.com", "Schreib mir: a@b.com", (None, None), None),
+    ("Wait!!!!!!!!!!!!", "Warte!", (None, None), "repeats"),
+    ("Hello world", "Привет мир", ("en", "de"), "tgt-script"),
+    ("Привет мир", "Hallo Welt", ("en", "de"), "src-script"),
+    ("Hello world", "Привет мир", ("en", "ru"), None),
+    ("你好世界", "Hello world", ("zh", "en"), None),
+])
+def test_rules(src, tgt, langs, reason):
+    assert check_pair(src, tgt, R, *langs) == reason
+
+
+def test_rule_switches_turn_rules_off():
+    assert check_pair("Page 12", "Seite 13", RuleConfig(digits=False)) is None
+    assert check_pair("Hello world", "Привет мир", RuleConfig(script=False), "en", "de") is None
+    assert check_pair("Wait!!!!!!!!!!!!", "Warte!", RuleConfig(repeats=0)) is None
+
+
+def test_langdetect_rule_is_deterministic_and_skips_short_sides():
+    r = RuleConfig(langid=True)
+    de = "Der schnelle braune Fuchs springt über den faulen Hund und läuft weiter in den Wald."
+    fr = "Le renard brun rapide saute par-dessus le chien paresseux et court dans la forêt."
+    assert check_pair(de, fr, r, "de", "de") == "tgt-lang"
+    assert check_pair(de, de + " Ja.", r, "de", "de") is None
+    assert check_pair("Oui merci", "Ja danke", r, "de", "de") is None  # short: script rule only
+    assert all(check_pair(de, fr, r, "de", "de") == "tgt-lang" for _ in range(3))
+
+
+def test_deduplicator_keeps_the_first():
+    d = Deduplicator(RuleConfig(dedup_src=True))
+    a, b, c = text_key("a"), text_key("b"), text_key("c")
+    assert d.check(a, b) is None
+    assert d.check(a, b) == "duplicate-pair"
+    assert d.check(a, c) == "duplicate-src"
+    assert d.check(c, b) is None  # targets may repeat (dedup_tgt off)
+
+
+def run_filter(data: bytes, tmp_path, name="in.tsv", **kw):
+    p = tmp_path / name
+    p.write_bytes(data)
+    out, rej = io.BytesIO(), io.BytesIO()
+    stats = filter_tsv(str(p), out, rejects=rej, **kw)
+    return out.getvalue(), rej.getvalue(), stats
+
+
+PLANTED = [
+    (b"The house is small.\tDas Haus ist klein.\n", None),
+    (b"\tDas Haus.\n", "empty"),
+    (b"Room 12 is free.\tZimmer 14 ist frei.\n", "digits"),
+    (b"The house is small.\tDas Haus ist klein.\n", "duplicate-pair"),
+    (b"Good morning to you all.\tGood morning to you all.\n", "identical"),
+    (b"Visit www.a.org today.\tBesuchen Sie heute www.b.org.\n", "urls"),
+    (b"Bad \xff\xfe bytes here.\tSchlechte Bytes.\n", "invalid-utf8"),
+    (b"A nul\x00byte.\tEin Nullbyte.\n", "nul-byte"),
+    (b"Only one column here\n", "missing-column"),
+    (b"Extra\ttabs\there.\n", "column-count"),
+    (b"The cat sleeps on the sofa.\tDie Katze schl\xc3\xa4ft auf dem Sofa.\r\n", None),
+    (b"Hello there my friend.\t\xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82 \xd0\xb4\xd1\x80\xd1\x83\xd0\xb3.\n", "tgt-script"),
+    (b"Nooooooooooooooo!\tNeinnnnnnnnnnnnnn!\n", "repeats"),
+    (("A" * 1_000_000).encode() + b"\tB\n", "too-long"),
+    (b"The last line has no newline.\tDie letzte Zeile hat keinen Zeilenumbruch.", None),
+]
+
+
+@pytest.mark.parametrize("workers, chunk", [(1, 20000), (2, 3)])
+def test_planted_damage_is_rejected_with_its_reason(tmp_path, toy_model, workers, chunk):
+    data = b"\xef\xbb\xbf" + b"".join(line for line, _ in PLANTED)  # with a byte order mark
+    out, rej, stats = run_filter(data, tmp_path, model=toy_model, src_lang="en", tgt_lang="de",
+                                 config=FilterConfig(score="cosine", min_score=-1.0, chunk_lines=chunk, workers=workers))
+    kept = [line for line, why in PLANTED if why is None]
+    kept[0] = b"\xef\xbb\xbf" + kept[0]
+    assert out == b"".join(kept)  # byte for byte, CRLF and BOM included
+    rejected = [(line, why) for line, why in PLANTED if why is not None]
+    got = rej.split(b"\n")[:-1]
+    assert len(got) == len(rejected)
+    for g, (line, why) in zip(got, rejected):
+        body = line.rstrip(b"\n")
+        assert g == body + b"\t" + why.encode()
+    assert stats.lines_in == len(PLANTED) == stats.kept + stats.rejected
+    assert sum(stats.reasons.values()) == stats.rejected
+
+
+def test_output_is_the_same_for_any_worker_count_and_margin_uses_the_chunk(tmp_path, toy_model):
+    src, tgt = toy_corpus(300, seed=31)
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(300)
+    lines = [f"{s}\t{tgt[perm[i]] if i % 3 == 0 else tgt[i]}" for i, s in enumerate(src)]
+    data = ("\n".join(lines) + "\n").encode()
+    outs = {}
+    for workers in (1, 2):
+        outs[workers] = run_filter(data, tmp_path, model=toy_model, rules=RuleConfig(max_ratio=0),
+                                   config=FilterConfig(score="margin", chunk_lines=64, workers=workers))[0]
+    assert outs[1] == outs[2]
+    scores = np.array([float(line.split(b"\t")[-1]) for line in outs[1].splitlines()])
+    # margins of the aligned two thirds are higher than those of the shuffled third
+    good = np.array([i % 3 != 0 for i in range(300)])
+    assert np.median(scores[good]) > np.median(scores[~good])
+    # reference: the first chunk's margins from brute force
+    from bitextmine.encoding import encode
+
+    x = encode(src[:64], toy_model)
+    y = encode([lines[i].split("\t")[1] for i in range(64)], toy_model)
+    sim = x @ y.T
+    mx = np.sort(sim, axis=1)[:, -4:].mean(1)
+    my = np.sort(sim, axis=0)[-4:, :].mean(0)
+    want = (x * y).sum(1) / ((mx + my) / 2)
+    np.testing.assert_allclose(scores[:64], want, atol=2e-4)
+
+
+def test_cosine_scores_and_min_score(tmp_path, toy_model):
+    src, tgt = toy_corpus(50, seed=32)
+    lines = [f"{s}\t{t}" for s, t in zip(src, tgt)] + [f"{src[i]}\t{tgt[(i + 7) % 50]}" for i in range(50)]
+    data = ("\n".join(lines) + "\n").encode()
+    out, _, _ = run_filter(data, tmp_path, model=toy_model, rules=RuleConfig(max_ratio=0))
+    scores = [float(line.rsplit(b"\t", 1)[1]) for line in out.splitlines()]
+    from bitextmine.encoding import encode
+
+    x = encode([l.split("\t")[0] for l in lines], toy_model)
+    y = encode([l.split("\t")[1] for l in lines], toy_model)
+    np.testing.assert_allclose(scores, (x * y).sum(1), atol=1e-4)
+    out, rej, stats = run_filter(data, tmp_path, model=toy_model, rules=RuleConfig(max_ratio=0),
+                                 config=FilterConfig(min_score=0.5))
+    want = [line.encode() for line, sc in zip(lines, scores) if sc >= 0.5]
+    assert out.splitlines() == want  # kept lines unchanged, no score column
+    assert stats.reasons == {"low-score": 100 - len(want)} and 0 < len(want) < 100
+
+
+def test_annotate_and_rules_only(tmp_path):
+    data = b"Hello world.\tHallo Welt.\nRoom 1.\tZimmer 2.\n"
+    out, rej, stats = run_filter(data, tmp_path, annotate=True, config=FilterConfig(score="none"))
+    assert out == b"Hello world.\tHallo Welt.\tkeep\nRoom 1.\tZimmer 2.\tdigits\n"
+    assert stats.kept == 1 and stats.rejected == 1
+
+
+def test_compressed_input_and_whole_input_errors(tmp_path, toy_model):
+    data = b"Hello world.\tHallo Welt.\n" * 3
+    for name, blob in (("a.gz", gzip.compress(data)), ("a.xz", lzma.compress(data))):
+        out, _, stats = run_filter(blob, tmp_path, name=name, config=FilterConfig(score="none"))
+        assert stats.lines_in == 3 and stats.kept == 1 and stats.reasons == {"duplicate-pair": 2}
+    import zstandard
+
+    out, _, stats = run_filter(zstandard.ZstdCompressor().compress(data), tmp_path, name="a.zst",
+                               config=FilterConfig(score="none"))
+    assert stats.lines_in == 3
+    big = gzip.compress(b"".join(f"Line {i}.\tZeile {i}.\n".encode() for i in range(5000)))
+    with pytest.raises(CorpusError, match=r"a.gz line \d+: corrupt or truncated compressed data"):
+        run_filter(big[: len(big) // 2], tmp_path, name="a.gz", config=FilterConfig(score="none"))
+    with pytest.raises(CorpusError, match="binary data"):
+        run_filter(bytes(range(256)) * 64, tmp_path, name="bin", config=FilterConfig(score="none"))
+    with pytest.raises(CorpusError, match=r"one.txt line 1: 1 column\(s\); expected at least 2"):
+        run_filter(b"just text\nmore text\n", tmp_path, name="one.txt", config=FilterConfig(score="none"))
+    out, rej, stats = run_filter(b"", tmp_path, name="empty", config=FilterConfig(score="none"))
+    assert out == rej == b"" and stats.lines_in == 0
+    with pytest.raises(ConfigError, match="no script known"):
+        run_filter(data, tmp_path, src_lang="xx", config=FilterConfig(score="none"))
+
+
+def test_filter_cli(tmp_path, toy_model_dir):
+    src, tgt = toy_corpus(20, seed=33)
+    data = "".join(f"{s}\t{t}\tmeta{i}\n" for i, (s, t) in enumerate(zip(src, tgt))) + "a\t\tmeta\n"
+    inp = tmp_path / "in.tsv"
+    inp.write_text(data)
+    out, rej, st = tmp_path / "out.tsv.gz", tmp_path / "rej.tsv", tmp_path / "s.json"
+    r = CliRunner().invoke(main, ["filter", str(inp), "-o", str(out), "--rejects", str(rej), "--stats", str(st),
+                                  "--model", toy_model_dir, "--min-score", "0.2", "-q"])
+    assert r.exit_code == 0, r.output
+    kept = gzip.decompress(out.read_bytes()).decode().splitlines()
+    assert all(line.endswith(f"meta{i}") for i, line in enumerate(kept))  # other columns pass through
+    assert rej.read_text() == "a\t\tmeta\tempty\n"
+    s = json.loads(st.read_text())
+    assert s["lines_in"] == 21 == s["kept"] + s["rejected"] and s["reasons"]["empty"] == 1
+    r = CliRunner().invoke(main, ["filter", str(tmp_path / "missing.tsv"), "--score", "none"])
+    assert r.exit_code == 1 and "missing.tsv: no such file" in r.output
+    assert not (tmp_path / "out.tsv.gz.partial").exists()
+
+
+DAMAGE = {
+    "clean": lambda s, t, r: f"{s}\t{t}".encode(),
+    "invalid-utf8": lambda s, t, r: f"{s}\t".encode() + b"\xc3\x28" + t.encode(),
+    "nul": lambda s, t, r: f"{s}\t{t}".encode().replace(b" ", b"\x00", 1) + b"\x00",
+    "missing": lambda s, t, r: s.encode(),
+    "extra-tab": lambda s, t, r: f"{s}\t{t}\tx".encode(),
+    "crlf": lambda s, t, r: f"{s}\t{t}\r".encode(),
+    "empty": lambda s, t, r: f"{s}\t ".encode(),
+    "long": lambda s, t, r: f"{s}\t{t}".encode() + b"z" * 20000,
+    "swap": lambda s, t, r: f"{t}\t{s}".encode(),
+    "digits": lambda s, t, r: f"{s} {r}\t{t}".encode(),
+}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(sorted(DAMAGE)), min_size=1, max_size=40), seed=st.integers(0, 10**6),
+       final_newline=st.booleans(), chunk=st.integers(1, 7), annotate=st.booleans())
+def test_fuzz_every_line_is_accounted_for_and_kept_lines_are_unchanged(tmp_path, kinds, seed, final_newline, chunk,
+                                                                         annotate):
+    src, tgt = toy_corpus(len(kinds), seed=seed % 1000)
+    raw = [DAMAGE[k](s, t, seed % 97) for k, s, t in zip(kinds, src, tgt)]
+    if any(k == "clean" for k in kinds):
+        # the first line fixes the column count: put a clean line first so damage stays per line
+        first = kinds.index("clean")
+        raw.insert(0, raw.pop(first))
+    data = b"\n".join(raw) + (b"\n" if final_newline else b"")
+    try:
+        out, rej, stats = run_filter(data, tmp_path, annotate=annotate,
+                                     config=FilterConfig(score="none", chunk_lines=chunk))
+    except CorpusError:
+        assert "clean" not in kinds  # only an input without one usable line may be refused whole
+        return
+    assert stats.lines_in == len(raw) == stats.kept + stats.rejected
+    assert sum(stats.reasons.values()) == stats.rejected
+    rejected = rej.split(b"\n")[:-1] if rej else []
+    assert len(rejected) == stats.rejected
+    out_lines = out.split(b"\n")
+    if out_lines and out_lines[-1] == b"":
+        out_lines.pop()
+    if annotate:
+        assert len(out_lines) == len(raw)
+        for o, r in zip(out_lines, raw):
+            assert o.rsplit(b"\t", 1)[0] == r.rstrip(b"\r") or o.rsplit(b"\t", 1)[0] + b"\r" == r
+    else:
+        # kept lines are input lines, unchanged and in order; rejected lines are input lines plus a reason
+        it = iter(raw)
+        for o in out_lines:
+            assert any(o == r for r in it)
+        it = iter(raw)
+        for line in rejected:
+            body, why = line.rsplit(b"\t", 1)
+            assert why.decode() in {r for r in stats.reasons}
+            assert any(body == r.rstrip(b"\r") or body + b"\r" == r for r in it)
