@@ -95,6 +95,31 @@ def _marked_option(choices: tuple[str, ...]):
                         help="Models trained with --separate-vocab: the side whose text is in the marked language.")
 
 
+def _rule_options(f):
+    """One option per RuleConfig field (--X/--no-X for switches), defaults and help from the dataclass."""
+    from dataclasses import fields
+
+    for fl in reversed(fields(RuleConfig)):
+        flag = "--" + fl.name.replace("_", "-")
+        help_ = fl.metadata.get("help", "")
+        if isinstance(fl.default, bool):
+            f = click.option(f"{flag}/--no-{flag[2:]}", fl.name, default=fl.default, show_default=True, help=help_)(f)
+        else:
+            f = click.option(flag, fl.name, type=type(fl.default), default=fl.default, show_default=True, help=help_)(f)
+    return f
+
+
+def _rules_from(kw: dict) -> RuleConfig:
+    from dataclasses import fields
+
+    return RuleConfig(**{fl.name: kw.pop(fl.name) for fl in fields(RuleConfig)})
+
+
+def _lang_options(f):
+    f = click.option("--tgt-lang", default=None, metavar="CODE", help="Target language (ISO 639-1, e.g. de): script rule, langdetect.")(f)
+    return click.option("--src-lang", default=None, metavar="CODE", help="Source language (ISO 639-1, e.g. en).")(f)
+
+
 def _sif_option(f):
     return click.option("--sif", is_flag=True, default=EncodeConfig.sif,
                         help="SIF: weight tokens by a/(a+p(w)) and remove the common component (both stored in the model).")(f)
@@ -286,10 +311,14 @@ def _search_options(f):
 @click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
 @_sif_option
 @_marked_option(("src", "tgt"))
+@click.option("--rules", "use_rules", is_flag=True,
+              help="Drop candidates that break a rule of 'bitextmine filter' (set with the same options).")
+@_lang_options
+@_rule_options
 @_device_option(M.device)
 @_quiet_option
 def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, threshold, min_cosine, ids, block_size, sif,
-         marked, device, quiet):
+         marked, use_rules, src_lang, tgt_lang, device, quiet, **rule_kw):
     """Mine translation pairs between two text files (one sentence per line).
 
     Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first.
@@ -301,6 +330,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, thresho
     from .mining import mine_files
     from .model import load_model
 
+    rules = _rules_from(rule_kw)
     model = load_model(model_dir)
     config = MineConfig(k=k, margin=margin, mode=mode, threshold=threshold, min_cosine=min_cosine,
                         block_size=block_size, device=device)
@@ -314,13 +344,15 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, thresho
     with _output(output) as out:
         stats = mine_files(src, tgt, out, model=model, config=config,
                            encode_config=EncodeConfig(device=device, sif=sif), src_emb=src_emb, tgt_emb=tgt_emb, ids=ids,
-                           marked=marked,
+                           marked=marked, rules=rules if (use_rules or src_lang or tgt_lang) else None,
+                           src_lang=src_lang, tgt_lang=tgt_lang,
                            progress=progress)
     for b in bars.values():
         b.close()
     _info(quiet, f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "
                  f"({stats.src_unique} x {stats.tgt_unique} distinct, {stats.src_empty} + {stats.tgt_empty} empty "
-                 f"lines skipped)  [{stats.signature}]")
+                 f"lines skipped)" + (f"; dropped by rules: " + ", ".join(f"{k} {v}" for k, v in stats.rejected.items())
+                                      if stats.rejected else "") + f"  [{stats.signature}]")
 
 
 # --- score -----------------------------------------------------------------------------------------
@@ -356,31 +388,6 @@ def score(file, output, model_dir, batch_size, sif, device, quiet):
 # --- filter --------------------------------------------------------------------------------------
 
 R, F = RuleConfig, FilterConfig
-
-
-def _rule_options(f):
-    """One option per RuleConfig field (--X/--no-X for switches), defaults and help from the dataclass."""
-    from dataclasses import fields
-
-    for fl in reversed(fields(RuleConfig)):
-        flag = "--" + fl.name.replace("_", "-")
-        help_ = fl.metadata.get("help", "")
-        if isinstance(fl.default, bool):
-            f = click.option(f"{flag}/--no-{flag[2:]}", fl.name, default=fl.default, show_default=True, help=help_)(f)
-        else:
-            f = click.option(flag, fl.name, type=type(fl.default), default=fl.default, show_default=True, help=help_)(f)
-    return f
-
-
-def _rules_from(kw: dict) -> RuleConfig:
-    from dataclasses import fields
-
-    return RuleConfig(**{fl.name: kw.pop(fl.name) for fl in fields(RuleConfig)})
-
-
-def _lang_options(f):
-    f = click.option("--tgt-lang", default=None, metavar="CODE", help="Target language (ISO 639-1, e.g. de): script rule, langdetect.")(f)
-    return click.option("--src-lang", default=None, metavar="CODE", help="Source language (ISO 639-1, e.g. en).")(f)
 
 
 @main.command(name="filter")
@@ -457,6 +464,52 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
         write_stats(stats, stats_path)
     top = ", ".join(f"{k} {v}" for k, v in sorted(stats.reasons.items(), key=lambda kv: -kv[1]))
     _info(quiet, f"{stats.lines_in} lines in, {stats.kept} kept, {stats.rejected} rejected" + (f" ({top})" if top else ""))
+
+
+# --- calibrate -----------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("gold", required=False)
+@click.option("--src", default=None, metavar="FILE", help="Source side of the gold pairs (with --tgt, instead of GOLD).")
+@click.option("--tgt", default=None, metavar="FILE", help="Target side of the gold pairs.")
+@click.option("--scol", type=click.IntRange(1), default=F.scol, show_default=True, help="GOLD TSV source column.")
+@click.option("--tcol", type=click.IntRange(1), default=F.tcol, show_default=True, help="GOLD TSV target column.")
+@click.option("--score", type=click.Choice(["cosine", "margin"]), default="cosine", show_default=True,
+              help="The score to calibrate (as in 'filter --score'; margin: neighbours within the gold set).")
+@click.option("--k", type=click.IntRange(1), default=F.k, show_default=True, help="Neighbours for --score margin.")
+@click.option("--plot", default=None, metavar="FILE.png", help="Plot the score distributions of good and bad pairs.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the shuffled bad pairs.")
+@_model_option
+@_sif_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def calibrate(gold, src, tgt, scol, tcol, score, k, plot, seed, model_dir, sif, as_json):
+    """Suggest a score threshold for a model from a small set of good pairs.
+
+    Bad pairs are generated from the gold set (shuffled pairs, and near-miss pairs: each source with
+    its most similar wrong target); precision, recall and F1 are printed per threshold.
+
+    \b
+    Example:
+      bitextmine calibrate gold.tsv --plot scores.png
+    """
+    from .calibration import calibrate as run, plot_calibration
+    from .corpus import read_parallel, read_tsv
+    from .errors import ConfigError
+    from .model import load_model
+
+    if gold and (src or tgt):
+        raise ConfigError("give GOLD or --src/--tgt, not both")
+    if gold:
+        s, t = read_tsv(gold, scol=scol, tcol=tcol)
+    elif src and tgt:
+        s, t = read_parallel(src, tgt)
+    else:
+        raise ConfigError("expected GOLD (a TSV of good pairs) or --src FILE --tgt FILE")
+    report = run(s, t, load_model(model_dir), score=score, k=k, seed=seed, config=EncodeConfig(sif=sif))
+    if plot:
+        plot_calibration(report, plot)
+    _report(report, as_json)
 
 
 # --- eval ------------------------------------------------------------------------------------------

@@ -101,7 +101,7 @@ class RuleConfig:
     repeats: int = _h(10, "Reject a side with a character repeated this many times in a row.")
     langid: bool = _h(False, "With --src-lang/--tgt-lang: reject a side that langdetect confidently finds in another "
                              "language (slow; shorter sides get only the script rule).")
-    langid_min_chars: int = _h(40, "Sides shorter than this are not given to langdetect.")
+    langid_min_chars: int = _h(30, "Sides shorter than this are not given to langdetect (its guesses on short text are unreliable).")
     langid_min_prob: float = _h(0.9, "Reject only when another language is detected with at least this probability.")
     dedup_pairs: bool = _h(True, "Reject a repeated (source, target) pair; the first is kept.")
     dedup_src: bool = _h(False, "Reject a repeated source; the first is kept.")

@@ -18,6 +18,7 @@ from typing import Callable, Sequence, TextIO
 import numpy as np
 
 from . import __version__
+from .rules import check_pair
 from .config import MODES, EncodeConfig, MineConfig
 from .corpus import file_checksum, read_lines
 from .errors import ConfigError
@@ -163,6 +164,7 @@ class MineStats:
     tgt_empty: int
     pairs: int
     signature: str
+    rejected: dict = field(default_factory=dict)  # candidates dropped by the rules, per reason
 
 
 def mine_files(
@@ -177,6 +179,9 @@ def mine_files(
     tgt_emb: str | None = None,
     ids: bool = False,
     marked: str | None = None,
+    rules=None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
     progress: Callable[[str, int], None] | None = None,
 ) -> MineStats:
     """Mine two text files and write ``score<TAB>src<TAB>tgt`` lines (plus ``<TAB>src_ids<TAB>tgt_ids``
@@ -185,7 +190,9 @@ def mine_files(
     ``src_emb``/``tgt_emb`` are precomputed embedding files from ``bitextmine encode`` for the same
     text and model; they are checked against the text's checksum and the model's fingerprint.
     Empty lines cannot be mined and are counted in the returned stats. ``marked`` ("src" or "tgt")
-    names the side in the marked language of a separate-vocabulary model.
+    names the side in the marked language of a separate-vocabulary model. ``rules`` (a RuleConfig)
+    drops candidates that break a rule of :func:`bitextmine.rules.check_pair` (with the languages for
+    the script and langdetect rules); the drops are counted per reason in the stats.
     """
     from dataclasses import replace
 
@@ -215,7 +222,15 @@ def mine_files(
         sides.append((u, x))
     (us, xs), (ut, xt) = sides
     pairs = mine_embeddings(xs, xt, config=config, progress=(lambda n: progress("search", n)) if progress else None)
+    rejected: dict[str, int] = {}
+    written = 0
     for s, t, sc in zip(pairs.src, pairs.tgt, pairs.score):
+        if rules is not None:
+            why = check_pair(us.texts[s], ut.texts[t], rules, src_lang, tgt_lang)
+            if why:
+                rejected[why] = rejected.get(why, 0) + 1
+                continue
+        written += 1
         row = f"{sc:.6f}\t{us.texts[s]}\t{ut.texts[t]}"
         if ids:
             row += "\t" + ",".join(map(str, us.line_ids[s])) + "\t" + ",".join(map(str, ut.line_ids[t]))
@@ -223,6 +238,8 @@ def mine_files(
     fp = vectors_fingerprint(model, sif=encode_config.sif) + (f"+marked-{marked}" if marked else "")
     sig = (f"bitextmine {__version__}|model:{fp}|k:{config.k}|margin:{config.margin}|"
            f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}")
+    if rules is not None:
+        sig += f"|rules:{src_lang or '-'}-{tgt_lang or '-'}"
     return MineStats(us.n_lines, ut.n_lines, len(us.texts), len(ut.texts), us.n_empty, ut.n_empty,
-                     len(pairs), sig)
+                     written, sig, rejected)
 

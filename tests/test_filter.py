@@ -261,3 +261,44 @@ def test_fuzz_every_line_is_accounted_for_and_kept_lines_are_unchanged(tmp_path,
             body, why = line.rsplit(b"\t", 1)
             assert why.decode() in {r for r in stats.reasons}
             assert any(body == r.rstrip(b"\r") or body + b"\r" == r for r in it)
+
+
+def test_calibrate_on_toy_gold(tmp_path, toy_model_dir):
+    src, tgt = toy_corpus(200, seed=34)
+    gold = tmp_path / "gold.tsv"
+    gold.write_text("".join(f"{s}\t{t}\n" for s, t in zip(src, tgt)))
+    png = tmp_path / "c.png"
+    r = CliRunner().invoke(main, ["calibrate", str(gold), "--model", toy_model_dir, "--plot", str(png), "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output)
+    assert res["pairs"] == {"good": 200, "shuffled": 200, "near-miss": 200}
+    assert res["at_suggested"]["f1"] > 0.8 and png.read_bytes()[:4] == b"\x89PNG"
+    # the suggested threshold is the F1-best cut over all scores
+    from bitextmine.calibration import calibrate
+    from bitextmine.evaluation import evaluate_threshold
+    from bitextmine.model import load_model
+
+    rep = calibrate(src, tgt, load_model(toy_model_dir))
+    allv = np.concatenate(list(rep.scores.values()))
+    correct = np.arange(len(allv)) < 200
+    best = evaluate_threshold(allv, correct, 200, rep.suggested).f1
+    assert all(evaluate_threshold(allv, correct, 200, float(t)).f1 <= best + 1e-12 for t in allv)
+    r = CliRunner().invoke(main, ["calibrate", "--model", toy_model_dir])
+    assert r.exit_code == 1 and "expected GOLD" in r.output
+
+
+def test_mine_with_rules_drops_candidates_and_counts_them(tmp_path, toy_model_dir):
+    src, tgt = toy_corpus(30, seed=35)
+    tgt = [t + (" 7" if i < 5 else "") for i, t in enumerate(tgt)]  # a number only on the target side
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("\n".join(src) + "\n")
+    b.write_text("\n".join(tgt) + "\n")
+    base = ["mine", str(a), str(b), "--model", toy_model_dir, "--threshold", "0"]
+    plain = CliRunner().invoke(main, base)
+    ruled = CliRunner().invoke(main, base + ["--rules", "--max-ratio", "0"])
+    assert plain.exit_code == ruled.exit_code == 0
+    out_plain = [l for l in plain.stdout.splitlines() if l and l[0].isdigit()]
+    out_ruled = [l for l in ruled.stdout.splitlines() if l and l[0].isdigit()]
+    dropped = [l for l in out_plain if l not in out_ruled]
+    assert dropped and all(l.endswith(" 7") for l in dropped)
+    assert "dropped by rules: digits" in ruled.stderr

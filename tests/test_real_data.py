@@ -153,3 +153,48 @@ def test_baseline_encoders_train_on_real_pairs(tmp_path, encoder):
     model = load_model(out)
     assert model.encoder == encoder and res.steps > 0
     assert res.history[-1]["scores"]["heldout"] > 5  # chance on 300 held-out pairs: 0.3 %
+
+
+def test_filter_on_real_pairs_with_planted_shuffled_swapped_and_wrong_script_pairs(tmp_path, default_model):
+    """Held-out Tatoeba de-en pairs (the bundled model never trained on them) with planted bad pairs."""
+    import io
+
+    from bitextmine.config import FilterConfig, RuleConfig
+    from bitextmine.filtering import filter_tsv
+
+    de, en = tatoeba("deu")
+    ru, _ = tatoeba("rus")
+    rng = np.random.default_rng(0)
+    n = len(en)
+    rows, kind = [], []
+    for i in range(n):
+        rows.append(f"{en[i]}\t{de[i]}")
+        kind.append("real")
+    for i in rng.choice(n, 300, replace=False):
+        rows.append(f"{en[i]}\t{de[(i + 1 + rng.integers(n - 1)) % n]}")
+        kind.append("shuffled")
+    long_pairs = [i for i in range(n) if len(en[i]) >= 30 and len(de[i]) >= 30]
+    for i in rng.choice(long_pairs, 200, replace=False):
+        rows.append(f"{de[i]}\t{en[i]}")  # columns swapped: German where English is declared
+        kind.append("swapped")
+    for i in rng.choice(len(ru), 200, replace=False):
+        rows.append(f"{en[i]}\t{ru[i]}")  # Russian where German is declared
+        kind.append("wrong-script")
+    order = rng.permutation(len(rows))
+    rows = [rows[i] for i in order]
+    kind = [kind[i] for i in order]
+    p = tmp_path / "mix.tsv"
+    p.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+    out, rej = io.BytesIO(), io.BytesIO()
+    stats = filter_tsv(str(p), out, rejects=rej, model=default_model, src_lang="en", tgt_lang="de",
+                       rules=RuleConfig(langid=True), config=FilterConfig(min_score=0.3))
+    assert stats.lines_in == len(rows) == stats.kept + stats.rejected
+    kept = set(out.getvalue().decode().splitlines())
+    share = {k: np.mean([r in kept for r, kk in zip(rows, kind) if kk == k]) for k in set(kind)}
+    # measured on 2026-11-21: kept real 0.972, shuffled 0.0, swapped 0.0, wrong-script 0.0
+    assert share["real"] >= 0.9 and share["shuffled"] <= 0.05 and share["swapped"] <= 0.15
+    assert share["wrong-script"] <= 0.05, share
+    reasons = dict(line.rsplit("\t", 1) for line in rej.getvalue().decode().splitlines())
+    why = [reasons.get(r) for r, k in zip(rows, kind) if k == "wrong-script"]
+    assert np.mean([w == "tgt-script" for w in why]) > 0.7  # the rest broke an earlier rule (e.g. length ratio)
+    assert np.mean([reasons.get(r) == "low-score" for r, k in zip(rows, kind) if k == "shuffled"]) > 0.7
