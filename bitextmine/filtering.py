@@ -197,35 +197,36 @@ def _knn_mean(q: np.ndarray, d: np.ndarray, k: int, block: int = 2048) -> np.nda
     return out
 
 
+BINARY_MIN_LINES = 8  # an input is refused as binary when at least this many of its first 1,000 lines,
+# and more than half of them, are not UTF-8 text (NUL bytes or invalid UTF-8); fewer damaged lines are rejected one by one
+
+
 def _expected_columns(lines: list[bytes], name: str, need: int) -> int:
     """The column count of the first line that decodes cleanly; a one-line error when the input is
-    binary or has too few columns to hold the source and target."""
-    head = b"".join(lines[:1000])[: 1 << 16]
-    nul = head.count(b"\x00")
-    if head and nul >= max(4, len(head) // 100):
-        raise CorpusError(f"{name}: binary data ({nul} NUL bytes in the first {len(head)} bytes); "
-                          "expected UTF-8 text, one tab-separated pair per line")
-    bad = 0
-    for i, raw in enumerate(lines[:1000]):
+    binary (see BINARY_MIN_LINES) or its first clean line has too few columns for source and target."""
+    head = lines[:1000]
+    damaged, cols = 0, None
+    for i, raw in enumerate(head):
         body, _ = _split(raw)
         if i == 0 and body.startswith(BOM):
             body = body[3:]
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
-            bad += 1
+            damaged += 1
             continue
         if "\x00" in text:
+            damaged += 1
             continue
-        cols = text.count("\t") + 1
-        if cols < need:
-            raise CorpusError(f"{name} line {i + 1}: {cols} column(s); expected at least {need} "
-                              f"(source and target columns {need} at most; see --scol/--tcol)")
-        return cols
-    if bad >= 10:
-        raise CorpusError(f"{name}: binary data (none of the first {bad} lines is UTF-8 text); "
+        if cols is None:
+            cols = text.count("\t") + 1
+            if cols < need:
+                raise CorpusError(f"{name} line {i + 1}: {cols} column(s); expected at least {need} "
+                                  f"(the source and target columns; see --scol/--tcol)")
+    if damaged >= BINARY_MIN_LINES and damaged * 2 > len(head):
+        raise CorpusError(f"{name}: binary data ({damaged} of the first {len(head)} lines are not UTF-8 text); "
                           "expected UTF-8 text, one tab-separated pair per line")
-    return need
+    return cols if cols is not None else need
 
 
 def filter_tsv(
