@@ -102,7 +102,10 @@ def _rule_options(f):
     for fl in reversed(fields(RuleConfig)):
         flag = "--" + fl.name.replace("_", "-")
         help_ = fl.metadata.get("help", "")
-        if isinstance(fl.default, bool):
+        if "choices" in fl.metadata:
+            f = click.option(flag, fl.name, type=click.Choice(fl.metadata["choices"]), default=fl.default,
+                             show_default=True, help=help_)(f)
+        elif isinstance(fl.default, bool):
             f = click.option(f"{flag}/--no-{flag[2:]}", fl.name, default=fl.default, show_default=True, help=help_)(f)
         else:
             f = click.option(flag, fl.name, type=type(fl.default), default=fl.default, show_default=True, help=help_)(f)

@@ -99,9 +99,13 @@ class RuleConfig:
     script: bool = _h(True, "With --src-lang/--tgt-lang: reject a side with too few letters in its language's script.")
     min_script: float = _h(0.5, "Share of a side's letters that must be in the expected script.")
     repeats: int = _h(10, "Reject a side with a character repeated this many times in a row.")
-    langid: bool = _h(False, "With --src-lang/--tgt-lang: reject a side that langdetect confidently finds in another "
-                             "language (slow; shorter sides get only the script rule).")
-    langid_min_chars: int = _h(30, "Sides shorter than this are not given to langdetect (its guesses on short text are unreliable).")
+    langid: str = field(default="pair", metadata={"choices": ("off", "pair", "full"), "help":
+        "With --src-lang and --tgt-lang, langdetect (fixed seed) on each side: pair = is it more like the other side's "
+        "declared language? (catches swapped columns and untranslated sides; fast, reliable on short text); full = "
+        "is it confidently any other of 55 languages? (slow; from --langid-min-chars); off = script rule only."})
+    langid_min_chars: int = _h(30, "full: sides shorter than this get only the script rule (langdetect's guesses on "
+                                   "short text are unreliable).")
+    langid_pair_min_chars: int = _h(20, "pair: sides shorter than this are not checked.")
     langid_min_prob: float = _h(0.9, "Reject only when another language is detected with at least this probability.")
     dedup_pairs: bool = _h(True, "Reject a repeated (source, target) pair; the first is kept.")
     dedup_src: bool = _h(False, "Reject a repeated source; the first is kept.")

@@ -53,27 +53,56 @@ def script_share(text: str, lang: str) -> float:
     return len(_script_re(lang).findall(text)) / letters
 
 
-_DETECTOR_READY = False
+def _profile_names(lang: str) -> list[str]:
+    """langdetect's profile files for an ISO 639-1 code (Chinese has two)."""
+    return ["zh-cn", "zh-tw"] if lang == "zh" else [lang]
 
 
-@lru_cache(maxsize=200_000)
-def detect(text: str) -> tuple[str, float]:
-    """(language, probability) of langdetect's best guess, with a fixed seed (same text, same answer).
-    Raises MissingDependencyError without langdetect."""
-    global _DETECTOR_READY
+@lru_cache(maxsize=None)
+def _factory(candidates: tuple[str, ...] | None):
+    """A langdetect DetectorFactory over ``candidates`` (None = every language it knows), seed 0."""
+    import os
+
     try:
-        from langdetect import DetectorFactory, detect_langs
-        from langdetect.lang_detect_exception import LangDetectException
+        from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
     except ImportError:
         from .errors import MissingDependencyError
 
         raise MissingDependencyError("language identification needs langdetect: pip install langdetect") from None
-    if not _DETECTOR_READY:
-        DetectorFactory.seed = 0
-        _DETECTOR_READY = True
+    names = sorted(os.listdir(PROFILES_DIRECTORY)) if candidates is None else \
+        [n for c in candidates for n in _profile_names(c)]
+    f = DetectorFactory()
+    f.seed = 0
+    profiles = []
+    for n in names:
+        with open(os.path.join(PROFILES_DIRECTORY, n), encoding="utf-8") as fh:
+            profiles.append(fh.read())
+    f.load_json_profile(profiles)
+    return f
+
+
+def has_profile(lang: str) -> bool:
+    """Whether langdetect knows ``lang``."""
+    import os
+
     try:
-        best = detect_langs(text)[0]
-    except LangDetectException:
+        from langdetect.detector_factory import PROFILES_DIRECTORY
+    except ImportError:
+        return False
+    return all(os.path.exists(os.path.join(PROFILES_DIRECTORY, n)) for n in _profile_names(lang))
+
+
+@lru_cache(maxsize=200_000)
+def detect(text: str, candidates: tuple[str, ...] | None = None) -> tuple[str, float]:
+    """(language, probability) of langdetect's best guess among ``candidates`` (ISO 639-1 codes; None =
+    all 55 languages it knows), with a fixed seed: the same text always gets the same answer.
+    Raises MissingDependencyError without langdetect."""
+    from langdetect.lang_detect_exception import LangDetectException
+
+    d = _factory(candidates).create()
+    d.append(text)
+    try:
+        best = d.get_probabilities()[0]
+    except (LangDetectException, IndexError):
         return "unknown", 0.0
-    lang = best.lang.split("-")[0]
-    return lang, float(best.prob)
+    return best.lang.split("-")[0], float(best.prob)

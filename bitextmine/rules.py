@@ -10,7 +10,7 @@ import hashlib
 import re
 
 from .config import RuleConfig
-from .langid import detect, known_language, script_share
+from .langid import detect, has_profile, known_language, script_share
 
 REASONS = (
     "invalid-utf8", "nul-byte", "missing-column", "column-count",  # damage to the line itself
@@ -65,13 +65,24 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
     for side, text, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
         if lang and r.script and known_language(lang) and script_share(text, lang) < r.min_script:
             return f"{side}-script"
-    if r.langid:
+    if r.langid == "pair" and src_lang and tgt_lang and src_lang != tgt_lang and _pairable(src_lang, tgt_lang):
+        pair = (src_lang, tgt_lang)
+        for side, text, lang, other in (("src", src, src_lang, tgt_lang), ("tgt", tgt, tgt_lang, src_lang)):
+            if len(text) >= r.langid_pair_min_chars:
+                found, prob = detect(text, pair)
+                if found == other and prob >= r.langid_min_prob:
+                    return f"{side}-lang"
+    elif r.langid == "full":
         for side, text, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
             if lang and len(text) >= r.langid_min_chars:
                 found, prob = detect(text)
                 if found != lang and found != "unknown" and prob >= r.langid_min_prob:
                     return f"{side}-lang"
     return None
+
+
+def _pairable(a: str, b: str) -> bool:
+    return has_profile(a) and has_profile(b)
 
 
 _REPEAT_RE: dict[int, "re.Pattern[str]"] = {}

@@ -50,8 +50,17 @@ def test_rule_switches_turn_rules_off():
     assert check_pair("Wait!!!!!!!!!!!!", "Warte!", RuleConfig(repeats=0)) is None
 
 
-def test_langdetect_rule_is_deterministic_and_skips_short_sides():
-    r = RuleConfig(langid=True)
+def test_langdetect_pair_mode_catches_swapped_and_untranslated_sides():
+    r = RuleConfig()  # langid "pair" by default
+    assert check_pair("Das Haus steht am See.", "The house is by the lake.", r, "en", "de") == "src-lang"
+    assert check_pair("The house is by the lake today.", "The house is by the lake today!", r, "en", "de") == "tgt-lang"
+    assert check_pair("The house is by the lake.", "Das Haus steht am See.", r, "en", "de") is None
+    assert check_pair("Das Haus steht am See.", "The house is by the lake.", RuleConfig(langid="off"), "en", "de") is None
+    assert check_pair("OK", "Okay", r, "en", "de") is None  # too short to check
+
+
+def test_langdetect_full_mode_is_deterministic_and_skips_short_sides():
+    r = RuleConfig(langid="full")
     de = "Der schnelle braune Fuchs springt über den faulen Hund und läuft weiter in den Wald."
     fr = "Le renard brun rapide saute par-dessus le chien paresseux et court dans la forêt."
     assert check_pair(de, fr, r, "de", "de") == "tgt-lang"

@@ -6,8 +6,10 @@ Builds a TSV of English<TAB>German lines from the debian_* corpora (in their ord
 then times, in this process, the library call behind the command (reading, rules, scoring,
 writing to /dev/null):
   1. default rules + cosine score (the target: >= 20,000 pairs/s on 2 cores),
-  2. default rules + --src-lang en --tgt-lang de (script rule),
-  3. as 2 plus langdetect (--langid) on the first --langid-lines lines,
+  2. default rules + --src-lang en --tgt-lang de (script rule and langdetect between the two
+     declared languages: --langid pair, the default with declared languages),
+  3. as 2 with --langid off (the script rule only),
+  4. as 2 with --langid full (langdetect over all its languages) on the first --langid-lines lines,
 and prints a table with pairs/s and the kept share.
 """
 
@@ -67,8 +69,11 @@ def main() -> None:
     langs = dict(src_lang="en", tgt_lang=args.lang)
     rows = [
         ("default rules + cosine", *run(path, model, config=FilterConfig())),
-        (f"+ script rule (en, {args.lang})", *run(path, model, config=FilterConfig(), **langs)),
-        ("+ langdetect", *run(small, model, config=FilterConfig(), rules=RuleConfig(langid=True), **langs)),
+        (f"+ --src-lang en --tgt-lang {args.lang} (script rule, --langid pair)", *run(path, model, config=FilterConfig(), **langs)),
+        (f"+ --src-lang en --tgt-lang {args.lang} --langid off (script rule only)",
+         *run(path, model, config=FilterConfig(), rules=RuleConfig(langid="off"), **langs)),
+        (f"+ --src-lang en --tgt-lang {args.lang} --langid full", *run(small, model, config=FilterConfig(),
+                                                                     rules=RuleConfig(langid="full"), **langs)),
         ("rules only (--score none)", *run(path, None, config=FilterConfig(score="none"))),
     ]
     print(f"{n} lines of debian_* en-{args.lang}, {os.cpu_count()} cores")
