@@ -258,6 +258,8 @@ def filter_tsv(
         raise ConfigError("--min-score needs a score (--score cosine or margin)")
     if config.chunk_lines < 1:
         raise ConfigError("chunk size must be >= 1 line")
+    if config.scol == config.tcol:
+        raise ConfigError(f"--scol and --tcol are both {config.scol}; expected two different columns")
     for lang in (src_lang, tgt_lang):
         from .langid import known_language
 

@@ -310,3 +310,12 @@ def test_mine_with_rules_drops_candidates_and_counts_them(tmp_path, toy_model_di
     dropped = [l for l in out_plain if l not in out_ruled]
     assert dropped and all(l.endswith(" 7") for l in dropped)
     assert "dropped by rules: digits" in ruled.stderr
+
+
+def test_filter_stdin_to_stdout_and_xz_rejects(tmp_path):
+    data = "Hello world.\tHallo Welt.\nRoom 1.\tZimmer 2.\nHello world.\tHallo Welt.\n"
+    rej = tmp_path / "rej.tsv.xz"
+    r = CliRunner().invoke(main, ["filter", "--score", "none", "--rejects", str(rej), "-q"], input=data)
+    assert r.exit_code == 0, r.output
+    assert r.stdout == "Hello world.\tHallo Welt.\n"
+    assert lzma.decompress(rej.read_bytes()) == b"Room 1.\tZimmer 2.\tdigits\nHello world.\tHallo Welt.\tduplicate-pair\n"
