@@ -12,7 +12,7 @@ from dataclasses import replace
 import click
 
 from . import __version__
-from .config import (DEVICES, ENCODERS, MARGINS, MODES, NEGATIVES, SCORES, EncodeConfig, FilterConfig, MineConfig,
+from .config import (DEVICES, ENCODERS, INDEXES, MARGINS, MODES, NEGATIVES, SCORES, EncodeConfig, FilterConfig, MineConfig,
                      RuleConfig, TokenizerConfig, TrainConfig)
 from .errors import BitextmineError
 
@@ -293,7 +293,18 @@ M = MineConfig
 
 
 def _search_options(f):
-    """--k, --margin, --mode (mine and eval bucc)."""
+    """--k, --margin, --mode and the index options (mine and eval bucc)."""
+    f = click.option("--recall-check", type=click.IntRange(0), default=M.recall_check, show_default=True,
+                     help="Compare this many sampled queries with exact search and report recall@k (approximate indexes).")(f)
+    f = click.option("--train-sample", type=click.IntRange(0), default=M.train_sample, show_default=True,
+                     help="Rows sampled to train the IVF quantizer (0 = 64 per cell).")(f)
+    f = click.option("--nprobe", type=click.IntRange(1), default=M.nprobe, show_default=True,
+                     help="IVF cells visited per query (more: slower, higher recall).")(f)
+    f = click.option("--nlist", type=click.IntRange(0), default=M.nlist, show_default=True,
+                     help="IVF cells (0 = 4 x sqrt(rows)).")(f)
+    f = click.option("--index", type=click.Choice(INDEXES), default=M.index, show_default=True,
+                     help=f"flat = exact; ivf / ivfpq = approximate FAISS indexes; auto = flat up to "
+                          f"{M.auto_flat_max:,} rows on the searched side, ivf above.")(f)
     f = click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")(f)
     f = click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")(f)
     return click.option("--k", type=click.IntRange(1), default=M.k, show_default=True,
@@ -320,8 +331,8 @@ def _search_options(f):
 @_rule_options
 @_device_option(M.device)
 @_quiet_option
-def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, threshold, min_cosine, ids, block_size, sif,
-         marked, use_rules, src_lang, tgt_lang, device, quiet, **rule_kw):
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, nlist, nprobe, train_sample, recall_check,
+         threshold, min_cosine, ids, block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, **rule_kw):
     """Mine translation pairs between two text files (one sentence per line).
 
     Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first.
@@ -336,7 +347,8 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, thresho
     rules = _rules_from(rule_kw)
     model = load_model(model_dir)
     config = MineConfig(k=k, margin=margin, mode=mode, threshold=threshold, min_cosine=min_cosine,
-                        block_size=block_size, device=device)
+                        block_size=block_size, device=device, index=index, nlist=nlist, nprobe=nprobe,
+                        train_sample=train_sample, recall_check=recall_check)
     bars: dict = {}
 
     def progress(stage: str, n: int) -> None:
@@ -355,7 +367,10 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, thresho
     _info(quiet, f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "
                  f"({stats.src_unique} x {stats.tgt_unique} distinct, {stats.src_empty} + {stats.tgt_empty} empty "
                  f"lines skipped)" + (f"; dropped by rules: " + ", ".join(f"{k} {v}" for k, v in stats.rejected.items())
-                                      if stats.rejected else "") + f"  [{stats.signature}]")
+                                      if stats.rejected else "")
+                 + (f"; recall@{k} of the {stats.info['index']} search: "
+                    + " / ".join(f"{r:.3f}" for r in stats.info["recall"]) if "recall" in stats.info else "")
+                 + f"  [{stats.signature}]")
 
 
 # --- score -----------------------------------------------------------------------------------------
@@ -627,8 +642,8 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
 @_search_options
 @click.option("--plot", default=None, metavar="FILE.png", help="Plot precision, recall and F1 against the threshold.")
 @_eval_options(("src", "tgt"))
-def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, k, margin, mode, plot, sif,
-              marked, device, as_json):
+def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, k, margin, mode, index, nlist,
+              nprobe, train_sample, recall_check, plot, sif, marked, device, as_json):
     """BUCC 2018 bitext mining: precision, recall and F1 of mined pairs against the gold pairs.
 
     SRC and TGT hold <id><TAB><sentence> lines; GOLD holds <src-id><TAB><tgt-id> lines.
@@ -650,7 +665,8 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
 
     report = run_bucc((src, tgt, gold), tune_on=tuple(tune_on) if tune_on else None, oracle=oracle,
                       threshold=threshold, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
-                      mine=MineConfig(k=k, margin=margin, mode=mode, device=device),
+                      mine=MineConfig(k=k, margin=margin, mode=mode, device=device, index=index, nlist=nlist,
+                                      nprobe=nprobe, train_sample=train_sample, recall_check=recall_check),
                       emb=_pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), marked=marked, progress=progress)
     for b in bars.values():
         b.close()

@@ -75,6 +75,14 @@ class MineConfig:
     min_cosine: float = 0.0
     block_size: int = 16384  # query rows per k-NN block; bounds memory
     device: str = "auto"  # auto | cpu | cuda
+    index: str = "auto"  # auto | flat | ivf | ivfpq: exact search, or approximate (FAISS IVF) for large sides
+    auto_flat_max: int = 200_000  # index auto: exact search up to this many rows on the searched side, IVF above
+    nlist: int = 0  # IVF cells (0 = 4 * sqrt(rows), at least 16)
+    nprobe: int = 32  # IVF cells visited per query (more: slower, higher recall)
+    train_sample: int = 0  # rows sampled to train the IVF quantizer (0 = min(rows, 64 * nlist))
+    pq_m: int = 0  # ivfpq: sub-quantizers (0 = the largest divisor of the dimension <= dim / 4)
+    recall_check: int = 0  # compare this many sampled queries with exact search and report recall@k
+    seed: int = 1  # IVF training sample and recall-check queries
 
 
 def _h(default, help: str):
@@ -124,6 +132,7 @@ class FilterConfig:
 
 
 SCORES = ("cosine", "margin", "none")
+INDEXES = ("auto", "flat", "ivf", "ivfpq")
 MARGINS = ("ratio", "distance", "absolute")
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
 NEGATIVES = ("max", "mix", "random")

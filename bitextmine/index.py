@@ -1,7 +1,9 @@
-"""Exact k-nearest-neighbour search by inner product (cosine on L2-normalised rows), in query blocks.
+"""k-nearest-neighbour search by inner product (cosine on L2-normalised rows), in query blocks.
 
-Backends, in order of preference for ``device='auto'``: FAISS on GPU (faiss built with CUDA), torch
-matmul + top-k on CUDA, FAISS on CPU (``IndexFlatIP``).
+Exact search backends, in order of preference for ``device='auto'``: FAISS on GPU (faiss built with
+CUDA), torch matmul + top-k on CUDA, FAISS on CPU (``IndexFlatIP``). Approximate search (``index``
+ivf / ivfpq, or auto for large sides): FAISS ``IndexIVFFlat`` / ``IndexIVFPQ`` with inner product,
+trained on a seeded sample of the searched rows; :func:`recall_at_k` measures it against exact search.
 """
 
 from __future__ import annotations
@@ -44,6 +46,41 @@ def choose_backend(device: str) -> str:
     return "faiss-cpu"
 
 
+def resolve_index(kind: str, rows: int, auto_flat_max: int = 200_000) -> str:
+    """flat | ivf | ivfpq for ``kind`` (auto: flat up to ``auto_flat_max`` searched rows, ivf above)."""
+    if kind == "auto":
+        return "flat" if rows <= auto_flat_max else "ivf"
+    if kind not in ("flat", "ivf", "ivfpq"):
+        raise ConfigError(f"index {kind!r}: expected auto, flat, ivf or ivfpq")
+    return kind
+
+
+def _ivf_index(y: np.ndarray, kind: str, *, nlist: int, nprobe: int, train_sample: int, pq_m: int, seed: int,
+               gpu: bool):
+    faiss = _faiss()
+    m, d = y.shape
+    nlist = nlist or max(16, int(4 * np.sqrt(m)))
+    nlist = min(nlist, max(1, m // 8))  # at least a few rows per cell
+    quantizer = faiss.IndexFlatIP(d)
+    if kind == "ivfpq":
+        pq_m = pq_m or max(q for q in range(1, d // 4 + 1) if d % q == 0)
+        index = faiss.IndexIVFPQ(quantizer, d, nlist, pq_m, 8, faiss.METRIC_INNER_PRODUCT)
+    else:
+        index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+    sample = min(m, train_sample or 64 * nlist)
+    rows = np.sort(np.random.default_rng(seed).choice(m, sample, replace=False)) if sample < m else np.arange(m)
+    index.train(np.ascontiguousarray(y[rows], np.float32))
+    if gpu:
+        index = faiss.index_cpu_to_all_gpus(index)
+    for a in range(0, m, 262_144):  # add in slices: the float32 copy of a memory-mapped side stays small
+        index.add(np.ascontiguousarray(y[a : a + 262_144], np.float32))
+    if gpu:
+        faiss.GpuParameterSpace().set_index_parameter(index, "nprobe", nprobe)
+    else:
+        index.nprobe = nprobe
+    return index
+
+
 def knn(
     x: np.ndarray,
     y: np.ndarray,
@@ -51,12 +88,20 @@ def knn(
     *,
     block_size: int = 16384,
     device: str = "auto",
+    index: str = "flat",
+    nlist: int = 0,
+    nprobe: int = 32,
+    train_sample: int = 0,
+    pq_m: int = 0,
+    seed: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` rows of ``y`` with the largest inner product with each row of ``x``.
 
-    x: float (n, d); y: float (m, d). Returns (D float32 (n, k'), I int64 (n, k')) with k' = min(k, m),
-    each row sorted by decreasing similarity. Queries run in blocks of ``block_size`` rows.
+    x: float (n, d); y: float (m, d) (memory-mapped arrays are fine). Returns (D float32 (n, k'),
+    I int64 (n, k')) with k' = min(k, m), each row sorted by decreasing similarity. Queries run in
+    blocks of ``block_size`` rows. ``index`` flat is exact; ivf / ivfpq are approximate (see module
+    docstring; ``nlist``, ``nprobe``, ``train_sample``, ``pq_m``, ``seed``).
     """
     if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
         raise ConfigError(f"knn: dimensions differ ({x.shape} vs {y.shape})")
@@ -65,6 +110,10 @@ def knn(
     if n == 0 or k == 0:
         return np.zeros((n, k), np.float32), np.zeros((n, k), np.int64)
     backend = choose_backend(device)
+    if index in ("ivf", "ivfpq"):
+        ivf = _ivf_index(y, index, nlist=nlist, nprobe=nprobe, train_sample=train_sample, pq_m=pq_m, seed=seed,
+                         gpu=backend == "faiss-gpu")
+        return _search(ivf, x, k, block_size, progress)
     D = np.empty((n, k), np.float32)
     I = np.empty((n, k), np.int64)
     if backend == "torch-cuda":
@@ -79,13 +128,39 @@ def knn(
                 progress(len(xb))
         return D, I
     faiss = _faiss()
-    index = faiss.IndexFlatIP(y.shape[1])
+    flat = faiss.IndexFlatIP(y.shape[1])
     if backend == "faiss-gpu":
-        index = faiss.index_cpu_to_all_gpus(index)
-    index.add(np.ascontiguousarray(y, np.float32))
+        flat = faiss.index_cpu_to_all_gpus(flat)
+    for a in range(0, m, 262_144):
+        flat.add(np.ascontiguousarray(y[a : a + 262_144], np.float32))
+    return _search(flat, x, k, block_size, progress)
+
+
+def _search(index, x: np.ndarray, k: int, block_size: int, progress) -> tuple[np.ndarray, np.ndarray]:
+    n = len(x)
+    D = np.empty((n, k), np.float32)
+    I = np.empty((n, k), np.int64)
     for a in range(0, n, block_size):
         xb = np.ascontiguousarray(x[a : a + block_size], np.float32)
         D[a : a + len(xb)], I[a : a + len(xb)] = index.search(xb, k)
         if progress:
             progress(len(xb))
+    # an approximate index may find fewer than k rows in the probed cells: pad with row 0 at cosine -1
+    missing = I < 0
+    if missing.any():
+        I = np.where(missing, 0, I)
+        D = np.where(missing, np.float32(-1.0), D)
     return D, I
+
+
+def recall_at_k(x: np.ndarray, y: np.ndarray, I: np.ndarray, sample: int, *, seed: int = 1,
+                device: str = "cpu") -> float:
+    """Mean share of the exact k nearest neighbours (by exact flat search) that ``I`` int64 (n, k) found,
+    over ``sample`` seeded random queries of x (n, d) against y (m, d)."""
+    n, k = I.shape
+    if n == 0 or k == 0:
+        return 1.0
+    rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
+    _, exact = knn(np.asarray(x[rows], np.float32), y, k, device=device, index="flat")
+    hits = [len(set(a.tolist()) & set(b.tolist())) for a, b in zip(I[rows], exact)]
+    return float(np.sum(hits) / (len(rows) * k))

@@ -18,12 +18,12 @@ from typing import Callable, Sequence, TextIO
 import numpy as np
 
 from . import __version__
-from .rules import check_pair
 from .config import MODES, EncodeConfig, MineConfig
 from .corpus import file_checksum, read_lines
 from .errors import ConfigError
-from .index import knn
+from .index import knn, recall_at_k, resolve_index
 from .margin import candidate_scores
+from .rules import check_pair
 
 
 @dataclass
@@ -34,6 +34,7 @@ class Pairs:
     tgt: np.ndarray
     score: np.ndarray
     cosine: np.ndarray
+    info: dict = field(default_factory=dict)  # the index used per direction; recall@k when checked
 
     def __len__(self) -> int:
         return len(self.score)
@@ -89,8 +90,13 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
     empty = Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32))
     if n == 0 or m == 0:
         return empty
-    Dxy, Ixy = knn(x, y, config.k, block_size=config.block_size, device=config.device, progress=progress)
-    Dyx, Iyx = knn(y, x, config.k, block_size=config.block_size, device=config.device, progress=progress)
+    Dxy, Ixy = _knn(x, y, config, progress)
+    Dyx, Iyx = _knn(y, x, config, progress)
+    info: dict = {"index": [resolve_index(config.index, m, config.auto_flat_max),
+                            resolve_index(config.index, n, config.auto_flat_max)]}
+    if config.recall_check:
+        info["recall"] = [recall_at_k(x, y, Ixy, config.recall_check, seed=config.seed, device=config.device),
+                          recall_at_k(y, x, Iyx, config.recall_check, seed=config.seed, device=config.device)]
     mean_x = Dxy.mean(1)
     mean_y = Dyx.mean(1)
     fwd = candidate_scores(Dxy, Ixy, mean_x, mean_y, config.margin)  # (n, k)
@@ -119,7 +125,17 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
             keep = greedy_one_to_one(s, t, sc)
         s, t, sc, cos = s[keep], t[keep], sc[keep], cos[keep]
     ok = (sc >= config.threshold) & (cos >= config.min_cosine)
-    return _sorted(s[ok], t[ok], sc[ok], cos[ok])
+    pairs = _sorted(s[ok], t[ok], sc[ok], cos[ok])
+    pairs.info = info
+    return pairs
+
+
+def _knn(q: np.ndarray, d: np.ndarray, config: MineConfig, progress) -> tuple[np.ndarray, np.ndarray]:
+    """k-NN of q's rows among d's with the index that config asks for (auto: by the size of d)."""
+    return knn(q, d, config.k, block_size=config.block_size, device=config.device,
+               index=resolve_index(config.index, len(d), config.auto_flat_max), nlist=config.nlist,
+               nprobe=config.nprobe, train_sample=config.train_sample, pq_m=config.pq_m, seed=config.seed,
+               progress=progress)
 
 
 @dataclass
@@ -165,6 +181,7 @@ class MineStats:
     pairs: int
     signature: str
     rejected: dict = field(default_factory=dict)  # candidates dropped by the rules, per reason
+    info: dict = field(default_factory=dict)  # index per direction, recall@k when checked (Pairs.info)
 
 
 def mine_files(
@@ -240,6 +257,8 @@ def mine_files(
            f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}")
     if rules is not None:
         sig += f"|rules:{src_lang or '-'}-{tgt_lang or '-'}"
+    if pairs.info.get("index") != ["flat", "flat"]:
+        sig += f"|index:{'/'.join(pairs.info['index'])}:nprobe{config.nprobe}"
     return MineStats(us.n_lines, ut.n_lines, len(us.texts), len(ut.texts), us.n_empty, ut.n_empty,
-                     written, sig, rejected)
+                     written, sig, rejected, pairs.info)
 

@@ -43,3 +43,36 @@ def test_candidate_scores_loop_reference():
         for j in range(k):
             c = float(x[i] @ y[Ixy[i, j]])
             assert got[i, j] == pytest.approx(c / ((mx[i] + my[Ixy[i, j]]) / 2), rel=1e-5)
+
+
+def _clustered(n, d, seed):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(50, d))
+    x = centres[rng.integers(0, 50, n)] + 0.3 * rng.normal(size=(n, d))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_ivf_visiting_every_cell_is_exact_and_recall_is_measured():
+    from bitextmine.index import recall_at_k
+
+    x, y = _clustered(500, 16, 1), _clustered(3000, 16, 2)
+    D, I = knn(x, y, 4, device="cpu", index="flat")
+    Da, Ia = knn(x, y, 4, device="cpu", index="ivf", nlist=20, nprobe=20)
+    np.testing.assert_array_equal(Ia, I)
+    np.testing.assert_allclose(Da, D, atol=1e-5)
+    assert recall_at_k(x, y, Ia, 100) == 1.0
+    _, Ib = knn(x, y, 4, device="cpu", index="ivf", nlist=64, nprobe=1)
+    r = recall_at_k(x, y, Ib, 500)
+    want = np.mean([len(set(a) & set(b)) / 4 for a, b in zip(Ib.tolist(), I.tolist())])
+    assert r == pytest.approx(want) and r < 1.0
+    _, Ic = knn(x, y, 4, device="cpu", index="ivfpq", nlist=20, nprobe=20)
+    assert recall_at_k(x, y, Ic, 500) > 0.2  # product quantisation (4 x 4 dims, 8 bits) approximates distances too
+
+
+def test_auto_index_by_size():
+    from bitextmine.index import resolve_index
+
+    assert resolve_index("auto", 1000, 200_000) == "flat" and resolve_index("auto", 300_000, 200_000) == "ivf"
+    assert resolve_index("ivfpq", 10) == "ivfpq"
+    with pytest.raises(Exception, match="expected auto, flat, ivf or ivfpq"):
+        resolve_index("hnsw", 10)
