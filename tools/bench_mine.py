@@ -1,0 +1,133 @@
+"""bitextmine's miner against the usual approach (tools/baseline_mine.py) on the same embeddings.
+
+    python tools/bench_mine.py --work DIR --n 200000 --index flat     # exact search on both sides
+    python tools/bench_mine.py --work DIR --n 1000000 --index ivf --no-baseline --recall-check 2000
+
+Embeddings: real sentences from ../shared/data/train (all 8 language pairs, pairs shuffled with a
+seed, each text once per side): the foreign sides of pairs [0, n) against the English sides of pairs
+[n/2, 3n/2), so half of
+the sources have their translation among the targets; encoded with the bundled model (float32, cached
+in DIR). Each miner runs in its own process; the table gives wall time (loading the embeddings,
+search, scoring, selection, writing pairs) and peak resident memory (ru_maxrss) of that process, and
+how many pairs the two share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def prepare(work: str, n: int) -> tuple[str, str]:
+    from bitextmine.config import EncodeConfig
+    from bitextmine.corpus import load_corpora
+    from bitextmine.encoding import encode_files
+    from bitextmine.model import load_model
+    from train_default import DATA, corpora
+
+    src_npy, tgt_npy = os.path.join(work, f"src.{n}.npy"), os.path.join(work, f"tgt.{n}.npy")
+    if os.path.exists(src_npy) and os.path.exists(tgt_npy):
+        return src_npy, tgt_npy
+    en, xx, _ = load_corpora(corpora(os.path.join(DATA, "train"), tempfile.mkdtemp(dir=work)))
+    order = np.random.default_rng(0).permutation(len(en))
+    # distinct texts on each side (as `mine` embeds each distinct line once): duplicates would give
+    # exactly tied scores, which any two correct miners may break differently
+    seen_en, seen_xx, keep = set(), set(), []
+    for i in order:
+        if en[i] not in seen_en and xx[i] not in seen_xx:
+            seen_en.add(en[i])
+            seen_xx.add(xx[i])
+            keep.append(i)
+    order = np.array(keep)
+    if len(order) < 3 * n // 2:
+        raise SystemExit(f"only {len(order)} pairs with distinct sides; --n at most {2 * len(order) // 3}")
+    model = load_model(None)
+    for path, side, rows in ((src_npy, xx, order[:n]), (tgt_npy, en, order[n // 2 : n // 2 + n])):
+        txt = path[:-4] + ".txt"
+        with open(txt, "w", encoding="utf-8") as f:
+            f.writelines(side[i] + "\n" for i in rows)
+        encode_files([txt], path, model, config=EncodeConfig(device="cpu"))
+    return src_npy, tgt_npy
+
+
+def run_ours(src: str, tgt: str, out: str, index: str, nprobe: int, recall_check: int) -> None:
+    from bitextmine.config import MineConfig
+    from bitextmine.mining import mine_embeddings
+
+    t = time.perf_counter()
+    x = np.load(src, mmap_mode="r")
+    y = np.load(tgt, mmap_mode="r")
+    p = mine_embeddings(x, y, config=MineConfig(threshold=0.0, min_cosine=-1.0, index=index, nprobe=nprobe, device="cpu",
+                                                recall_check=recall_check, auto_flat_max=0 if index == "ivf" else 10**12))
+    with open(out, "w") as f:
+        for s, a, b in zip(p.score, p.src, p.tgt):
+            f.write(f"{s:.6f}\t{a}\t{b}\n")
+    print(f"{len(p)} pairs in {time.perf_counter() - t:.1f}s; {p.info}", flush=True)
+
+
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """(seconds, peak RSS in GB, stdout) of a child process."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({status})")
+    return time.perf_counter() - t, usage.ru_maxrss / 1e6, out.strip()
+
+
+def pairs_of(path: str) -> set[tuple[int, int]]:
+    with open(path) as f:
+        return {(int(a), int(b)) for _, a, b in (line.rstrip("\n").split("\t") for line in f)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--n", type=int, default=200_000)
+    ap.add_argument("--index", choices=["flat", "ivf"], default="flat")
+    ap.add_argument("--nprobe", type=int, default=32)
+    ap.add_argument("--recall-check", type=int, default=0)
+    ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--run-ours", nargs=3, metavar=("SRC", "TGT", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.run_ours:
+        run_ours(*args.run_ours, args.index, args.nprobe, args.recall_check)
+        return
+    os.makedirs(args.work, exist_ok=True)
+    src, tgt = prepare(args.work, args.n)
+    ours_out = os.path.join(args.work, f"ours.{args.n}.{args.index}.tsv")
+    rows = []
+    t, mem, msg = timed([sys.executable, __file__, "--work", args.work, "--index", args.index, "--nprobe",
+                         str(args.nprobe), "--recall-check", str(args.recall_check), "--run-ours", src, tgt, ours_out])
+    rows.append(("bitextmine", t, mem, msg))
+    if not args.no_baseline:
+        base_out = os.path.join(args.work, f"baseline.{args.n}.{args.index}.tsv")
+        t, mem, msg = timed([sys.executable, os.path.join(HERE, "baseline_mine.py"), src, tgt, base_out, "--index",
+                             args.index, "--nprobe", str(args.nprobe)])
+        rows.append(("baseline (LASER-style)", t, mem, msg))
+    print(f"{args.n:,} x {args.n:,} sentences, dim 300, index {args.index}"
+          + (f" (nprobe {args.nprobe})" if args.index == "ivf" else "") + f", {os.cpu_count()} cores")
+    print("| miner | seconds | peak memory GB | result |")
+    print("|---|---|---|---|")
+    for name, t, mem, msg in rows:
+        print(f"| {name} | {t:.1f} | {mem:.2f} | {msg} |")
+    if len(rows) == 2:
+        a, b = pairs_of(ours_out), pairs_of(base_out)
+        print(f"\ntime ratio baseline/bitextmine {rows[1][1] / rows[0][1]:.2f}x, memory ratio bitextmine/baseline "
+              f"{rows[0][2] / rows[1][2]:.2f}; pairs: {len(a)} vs {len(b)}, {len(a & b)} shared")
+
+
+if __name__ == "__main__":
+    main()
