@@ -137,3 +137,26 @@ def test_mine_files_duplicates_keep_all_ids(tmp_path, toy_model):
     # the planted translations come out paired with their own line numbers
     correct = sum(1 for r in rows if r[2] == tgt[src.index(r[1])]) if rows else 0
     assert correct >= 25
+
+
+@pytest.mark.parametrize("index", ["flat", "ivf"])
+def test_same_pairs_as_the_laser_style_baseline_in_tools(index):
+    """tools/baseline_mine.py (Python loops, as LASER's mine.py) and mine_embeddings, same search."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+    from baseline_mine import mine as baseline
+
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(600, 16))
+    x = base + 0.5 * rng.normal(size=base.shape)
+    y = np.concatenate([base[:300] + 0.5 * rng.normal(size=(300, 16)), rng.normal(size=(400, 16))])
+    x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    y = (y / np.linalg.norm(y, axis=1, keepdims=True)).astype(np.float32)
+    nlist = 16
+    want = baseline(x, y, 4, 1.0, index, nlist, 4)
+    got = mine_embeddings(x, y, config=MineConfig(threshold=1.0, min_cosine=-1.0, index=index, nlist=nlist, nprobe=4,
+                                                  device="cpu"))
+    assert {(int(a), int(b)) for _, a, b in want} == set(zip(got.src.tolist(), got.tgt.tolist()))
+    np.testing.assert_allclose(sorted(s for s, _, _ in want), sorted(got.score.tolist()), rtol=1e-5)

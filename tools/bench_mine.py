@@ -4,9 +4,10 @@
     python tools/bench_mine.py --work DIR --n 1000000 --index ivf --no-baseline --recall-check 2000
 
 Embeddings: real sentences from ../shared/data/train (all 8 language pairs, pairs shuffled with a
-seed, each text once per side): the foreign sides of pairs [0, n) against the English sides of pairs
-[n/2, 3n/2), so half of
-the sources have their translation among the targets; encoded with the bundled model (float32, cached
+seed): the first n distinct foreign sentences against n distinct English sentences taken from halfway
+through the sources on (wrapping around; if there are fewer than n distinct English sentences, the
+rest are foreign sentences not on the source side), so about half of the sources have their
+translation among the targets; encoded with the bundled model (float32, cached
 in DIR). Each miner runs in its own process; the table gives wall time (loading the embeddings,
 search, scoring, selection, writing pairs) and peak resident memory (ru_maxrss) of that process, and
 how many pairs the two share.
@@ -43,20 +44,36 @@ def prepare(work: str, n: int) -> tuple[str, str]:
     order = np.random.default_rng(0).permutation(len(en))
     # distinct texts on each side (as `mine` embeds each distinct line once): duplicates would give
     # exactly tied scores, which any two correct miners may break differently
-    seen_en, seen_xx, keep = set(), set(), []
+    src_rows, seen = [], set()
     for i in order:
-        if en[i] not in seen_en and xx[i] not in seen_xx:
-            seen_en.add(en[i])
-            seen_xx.add(xx[i])
-            keep.append(i)
-    order = np.array(keep)
-    if len(order) < 3 * n // 2:
-        raise SystemExit(f"only {len(order)} pairs with distinct sides; --n at most {2 * len(order) // 3}")
+        if xx[i] not in seen:
+            seen.add(xx[i])
+            src_rows.append(i)
+            if len(src_rows) == n:
+                break
+    start = int(np.flatnonzero(order == src_rows[n // 2])[0])  # targets start halfway through the sources
+    tgt_texts, seen_t = [], set()
+    for pos in range(start, start + len(order)):  # English sides, wrapping around
+        t = en[order[pos % len(order)]]
+        if t not in seen_t:
+            seen_t.add(t)
+            tgt_texts.append(t)
+            if len(tgt_texts) == n:
+                break
+    used = set(src_rows)
+    for i in order:  # too few distinct English sentences: fill with foreign sentences not on the source side
+        if len(tgt_texts) == n:
+            break
+        if i not in used and xx[i] not in seen_t and xx[i] not in seen:
+            seen_t.add(xx[i])
+            tgt_texts.append(xx[i])
+    if len(src_rows) < n or len(tgt_texts) < n:
+        raise SystemExit(f"fewer than {n} distinct sentences on a side; use a smaller --n")
     model = load_model(None)
-    for path, side, rows in ((src_npy, xx, order[:n]), (tgt_npy, en, order[n // 2 : n // 2 + n])):
+    for path, texts in ((src_npy, [xx[i] for i in src_rows]), (tgt_npy, tgt_texts)):
         txt = path[:-4] + ".txt"
         with open(txt, "w", encoding="utf-8") as f:
-            f.writelines(side[i] + "\n" for i in rows)
+            f.writelines(t + "\n" for t in texts)
         encode_files([txt], path, model, config=EncodeConfig(device="cpu"))
     return src_npy, tgt_npy
 
