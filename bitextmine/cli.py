@@ -530,6 +530,39 @@ def calibrate(gold, src, tgt, scol, tcol, score, k, plot, seed, model_dir, sif, 
     _report(report, as_json)
 
 
+# --- bench ---------------------------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("corpus", nargs=-1, required=True, metavar="FILE [FILE2]")
+@_model_option
+@click.option("--max-lines", type=click.IntRange(0), default=0, show_default=True, help="Use at most N lines per side (0 = all).")
+@click.option("--stage", "stages", multiple=True, type=click.Choice(["tokenize", "encode", "knn", "mine"]),
+              help="Measure only these stages (repeatable)  [default: all]")
+@_search_options
+@_device_option(M.device)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def bench(corpus, model_dir, max_lines, stages, k, margin, mode, index, nlist, nprobe, train_sample, recall_check, device,
+          as_json):
+    """Sentences/s and peak memory of tokenize, encode, kNN and mine on your corpus and device.
+
+    FILE is split into halves (source, target), or FILE FILE2 are the two sides. Each stage runs in
+    its own process, so its peak memory is its own.
+
+    \b
+    Example:
+      bitextmine bench corpus.en --max-lines 200000 --device cpu
+    """
+    from .bench import run_bench
+    from .model import load_model
+
+    report = run_bench(corpus, load_model(model_dir), device=device, max_lines=max_lines,
+                       stages=stages or ("tokenize", "encode", "knn", "mine"),
+                       mine=MineConfig(k=k, margin=margin, mode=mode, index=index, nlist=nlist, nprobe=nprobe,
+                                       train_sample=train_sample, recall_check=recall_check, device=device))
+    _report(report, as_json)
+
+
 # --- eval ------------------------------------------------------------------------------------------
 
 

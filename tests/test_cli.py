@@ -130,3 +130,19 @@ def test_readme_python_example_runs(capsys):
     printed = capsys.readouterr().out
     sims = [float(v) for v in re.findall(r"-?\d+\.\d+", printed)]
     assert len(sims) == 2 and sims[0] > sims[1]  # the translation is the most similar
+
+
+def test_bench_reports_every_stage(tmp_path, toy_model_dir):
+    import json as _json
+
+    from conftest import toy_corpus
+
+    src, tgt = toy_corpus(300, seed=41)
+    f = tmp_path / "corpus.txt"
+    f.write_text("\n".join(src + tgt) + "\n")
+    r = CliRunner().invoke(main, ["bench", str(f), "--model", toy_model_dir, "--device", "cpu", "--json"])
+    assert r.exit_code == 0, r.output
+    res = _json.loads(r.output)
+    assert [s["stage"] for s in res["stages"]] == ["tokenize", "encode", "knn (flat)", "mine (flat)"]
+    assert [s["items"] for s in res["stages"]] == [600, 600, 300, 600] and res["lines"] == [300, 300]
+    assert all(s["seconds"] > 0 and s["peak_gb"] > 0 for s in res["stages"])
