@@ -263,28 +263,45 @@ E = EncodeConfig
 @click.option("--threads", type=click.IntRange(0), default=E.threads, show_default=True, help="Worker processes for reading, tokenising and embedding (0 = one per core).")
 @_sif_option
 @click.option("--marked", is_flag=True, help="Models trained with --separate-vocab: the text is in the marked language.")
+@click.option("--chunk-lines", type=click.IntRange(0), default=0, show_default=True,
+              help="Write OUT as a directory of chunks of N rows with a manifest, resumable (0 = one .npy file).")
+@click.option("--resume", is_flag=True, help="With --chunk-lines: continue a stopped run after its last complete chunk.")
+@click.option("--max-chunks", type=click.IntRange(0), default=0, show_default=True,
+              help="With --chunk-lines: stop after N new chunks (continue later with --resume).")
 @_device_option(E.device)
 @_quiet_option
-def encode(inputs, output, model_dir, fp16, batch_size, threads, sif, marked, device, quiet):
+def encode(inputs, output, model_dir, fp16, batch_size, threads, sif, marked, chunk_lines, resume, max_chunks, device,
+           quiet):
     """Encode text files (one sentence per line; '-' = stdin; .gz read transparently).
 
-    Writes one L2-normalised row per input line, in input order.
+    Writes one L2-normalised row per input line, in input order. For huge inputs, --chunk-lines
+    writes a directory of chunks that a killed run continues with --resume, ending with the same
+    bytes; 'mine --src-emb' and 'eval' read either form.
 
     \b
-    Example:
+    Examples:
       bitextmine encode examples/de.txt -o de.npy
+      bitextmine encode big.txt.gz -o big.emb --chunk-lines 1000000 --fp16   # rerun with --resume if stopped
     """
-    from .encoding import encode_files
+    from .encoding import encode_chunked, encode_files
+    from .errors import ConfigError
     from .model import load_model
 
     model = load_model(model_dir)
+    config = EncodeConfig(batch_size=batch_size, threads=threads, fp16=fp16, device=device, sif=sif, marked=marked)
     bar = _bar(quiet, unit="sent", desc="encode")
-    result = encode_files(inputs, output, model, config=EncodeConfig(batch_size=batch_size, threads=threads,
-                                                                      fp16=fp16, device=device, sif=sif,
-                                                                      marked=marked),
-                          progress=bar.update)
+    if chunk_lines:
+        result = encode_chunked(inputs, output, model, config=config, chunk_lines=chunk_lines, resume=resume,
+                                max_chunks=max_chunks, progress=bar.update)
+    elif resume or max_chunks:
+        raise ConfigError("--resume and --max-chunks go with --chunk-lines")
+    else:
+        result = encode_files(inputs, output, model, config=config, progress=bar.update)
     bar.close()
-    _info(quiet, f"wrote {result.count} x {result.dim} {result.dtype} to {output}")
+    if result is None:
+        _info(quiet, f"stopped after {max_chunks} new chunk(s) in {output}; continue with --resume")
+    else:
+        _info(quiet, f"wrote {result.count} x {result.dim} {result.dtype} to {output}")
 
 
 # --- mine ------------------------------------------------------------------------------------------

@@ -337,6 +337,142 @@ def _encode_blocks_in_workers(blocks: Iterable[tuple[RawBlock, int]], model: Mod
         _FILE_WORKER.clear()
 
 
+# --- chunked, resumable output --------------------------------------------------------------------
+
+MANIFEST_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+
+
+def encode_chunked(
+    inputs: Sequence[str],
+    out_dir: str,
+    model: Model,
+    *,
+    config: EncodeConfig = EncodeConfig(),
+    chunk_lines: int = 1_000_000,
+    resume: bool = False,
+    max_chunks: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> EncodeResult | None:
+    """Encode the lines of ``inputs`` into ``out_dir`` as chunks of ``chunk_lines`` rows, resumably.
+
+    ``out_dir`` holds ``chunk-000000.npy``, ... (each written whole, then renamed into place) and
+    ``manifest.json`` (format_version, model_fingerprint, dim, dtype, chunk_lines, inputs, and per chunk
+    its file, first row, rows and the sha256 of its lines; at the end complete, count and the sha256
+    of the whole input), rewritten after every chunk. With ``resume`` a run continues after the last
+    complete chunk, checking that the settings and the lines of the done chunks are unchanged; it ends
+    with the same files, byte for byte, as an uninterrupted run. Memory depends on ``chunk_lines``,
+    not on the input size. ``max_chunks`` > 0 stops after that many new chunks (the run can be resumed)
+    and returns None; otherwise returns the EncodeResult. Raises ConfigError, CorpusError.
+    """
+    from .corpus import decode_block
+
+    if chunk_lines < 1:
+        raise ConfigError("chunk size must be >= 1 line")
+    enc = Encoder(model, config)
+    dtype = np.dtype(np.float16 if config.fp16 else np.float32)
+    settings = {"format_version": MANIFEST_VERSION, "model_fingerprint": enc.fingerprint, "dim": model.dim,
+                "dtype": str(dtype), "chunk_lines": chunk_lines,
+                "inputs": [("<stdin>" if p == "-" else os.path.basename(p)) for p in inputs]}
+    man_path = os.path.join(out_dir, MANIFEST_FILE)
+    done: list[dict] = []
+    if os.path.exists(man_path):
+        if not resume:
+            raise ConfigError(f"{out_dir}: holds a chunked encoding already; continue it with --resume, or choose "
+                              "another output")
+        old = read_versioned_json(man_path, version=MANIFEST_VERSION, what="a manifest of 'bitextmine encode'")
+        for key, value in settings.items():
+            if old.get(key) != value:
+                raise ConfigError(f"--resume: {out_dir} was made with {key} {old.get(key)!r}, this run has {value!r}")
+        if old.get("complete"):
+            return EncodeResult(old["count"], model.dim, str(dtype), old["input_sha256"], out_dir)
+        done = old.get("chunks", [])
+    elif resume:
+        raise ConfigError(f"--resume: no {MANIFEST_FILE} in {out_dir}")
+    os.makedirs(out_dir, exist_ok=True)
+
+    hasher = hashlib.sha256()
+
+    def lines() -> Iterator[str]:
+        for p in inputs:
+            name = "<stdin>" if p == "-" else p
+            for block, first in iter_blocks(p, hasher=hasher):
+                yield from decode_block(block, name=name, first_line=first)
+
+    def write_manifest(chunks: list[dict], extra: dict) -> None:
+        tmp = man_path + ".partial"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({**settings, "chunks": chunks, **extra}, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, man_path)
+
+    chunks = list(done)
+    row = 0
+    new = 0
+    batch: list[str] = []
+    it = lines()
+    index = 0
+    while True:
+        batch = list(_take(it, chunk_lines))
+        if not batch:
+            break
+        h = hashlib.sha256()
+        for t in batch:
+            h.update(t.encode("utf-8", "surrogatepass") + b"\n")
+        digest = h.hexdigest()
+        name = f"chunk-{index:06d}.npy"
+        if index < len(done):
+            d = done[index]
+            if d["input_sha256"] != digest or d["rows"] != len(batch) or d["file"] != name:
+                raise ConfigError(f"--resume: lines {row + 1}-{row + len(batch)} differ from those encoded in "
+                                  f"{out_dir}/{d['file']}; the input changed")
+            if not os.path.exists(os.path.join(out_dir, name)):
+                raise ConfigError(f"--resume: {out_dir}/{name} is missing")
+        else:
+            if max_chunks and new >= max_chunks:
+                return None
+            blocks = list(enc.encode_iter(batch))
+            x = np.concatenate(blocks).astype(dtype, copy=False)
+            path = os.path.join(out_dir, name)
+            with open(path + ".partial", "wb") as f:
+                np.save(f, x)
+            os.replace(path + ".partial", path)
+            chunks.append({"file": name, "first_row": row, "rows": len(batch), "input_sha256": digest})
+            write_manifest(chunks, {"complete": False})
+            new += 1
+            if progress:
+                progress(len(batch))
+        row += len(batch)
+        index += 1
+    if index < len(done):
+        raise ConfigError(f"--resume: the input has fewer lines than {out_dir} already holds; the input changed")
+    write_manifest(chunks, {"complete": True, "count": row, "input_sha256": hasher.hexdigest()})
+    return EncodeResult(row, model.dim, str(dtype), hasher.hexdigest(), out_dir)
+
+
+def _take(it: Iterator[str], n: int) -> Iterator[str]:
+    for _, x in zip(range(n), it):
+        yield x
+
+
+def _load_chunked(path: str) -> tuple[dict, np.ndarray]:
+    meta = read_versioned_json(os.path.join(path, MANIFEST_FILE), version=MANIFEST_VERSION,
+                               what="the manifest that 'bitextmine encode --chunk-lines' writes")
+    if not meta.get("complete"):
+        raise ModelFormatError(f"{path}: the chunked encoding is not complete; finish it with 'encode --resume'")
+    parts = []
+    for c in meta["chunks"]:
+        try:
+            x = np.load(os.path.join(path, c["file"]), mmap_mode="r")
+        except (OSError, ValueError) as e:
+            raise ModelFormatError(f"{path}/{c['file']}: not a readable .npy file ({e})") from None
+        if x.shape != (c["rows"], meta["dim"]):
+            raise ModelFormatError(f"{path}/{c['file']}: shape {x.shape}; the manifest says ({c['rows']}, {meta['dim']})")
+        parts.append(x)
+    x = np.concatenate(parts) if parts else np.zeros((0, meta["dim"]), meta["dtype"])
+    return meta, x
+
+
 def write_sidecar(out_path: str, fingerprint: str, result: EncodeResult, inputs: Sequence[str]) -> None:
     """Write ``out_path + '.json'``; ``fingerprint`` is :attr:`Encoder.fingerprint`."""
     meta = {
@@ -355,13 +491,18 @@ def write_sidecar(out_path: str, fingerprint: str, result: EncodeResult, inputs:
 
 def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str | None = None,
                     count: int | None = None, sif: bool = False, marked: bool = False) -> np.ndarray:
-    """Load an embedding ``.npy`` (memory-mapped) and check its sidecar.
+    """Load an embedding ``.npy`` (memory-mapped) and check its sidecar, or a chunked encoding directory
+    (``encode --chunk-lines``; its manifest is checked the same way).
 
     Returns float32 or float16 (count, dim). Raises ModelFormatError when the sidecar is missing,
     has another format version, or does not match ``model``, ``text_sha256`` or ``count``.
     """
-    meta = read_versioned_json(path + ".json", version=SIDECAR_VERSION,
-                               what="the sidecar that 'bitextmine encode' writes beside its .npy")
+    if os.path.isdir(path):  # a chunked encoding (encode --chunk-lines): the chunks, concatenated in memory
+        meta, x = _load_chunked(path)
+    else:
+        meta = read_versioned_json(path + ".json", version=SIDECAR_VERSION,
+                                   what="the sidecar that 'bitextmine encode' writes beside its .npy")
+        x = None
     expected = None if model is None else vectors_fingerprint(model, sif=sif, marked=marked)
     if expected is not None and meta.get("model_fingerprint") != expected:
         raise ModelFormatError(
@@ -370,10 +511,11 @@ def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str |
         )
     if text_sha256 is not None and meta.get("input_sha256") != text_sha256:
         raise ModelFormatError(f"{path}: encodes another text than the one given (input checksum differs)")
-    try:
-        x = np.load(path, mmap_mode="r")
-    except (OSError, ValueError) as e:
-        raise ModelFormatError(f"{path}: not a readable .npy file ({e})") from None
+    if x is None:
+        try:
+            x = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as e:
+            raise ModelFormatError(f"{path}: not a readable .npy file ({e})") from None
     if x.ndim != 2 or x.shape[0] != meta.get("count") or x.shape[1] != meta.get("dim"):
         raise ModelFormatError(f"{path}: shape {x.shape} does not match its sidecar ({meta.get('count')}, {meta.get('dim')})")
     if count is not None and x.shape[0] != count:

@@ -121,3 +121,65 @@ def test_main_process_embedding_path_writes_the_same_rows(tmp_path, toy_model):
     got = np.fromfile(out, np.float32).reshape(-1, toy_model.dim)
     assert n == len(texts) == len(got)
     np.testing.assert_array_equal(got, want)
+
+
+def test_chunked_encoding_resumes_to_the_same_bytes(tmp_path, toy_model_dir, toy_model):
+    import hashlib
+    import os
+
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+    from bitextmine.encoding import encode, load_embeddings
+    from conftest import toy_corpus
+
+    src, _ = toy_corpus(230, seed=51)
+    src[7] = ""  # an empty line gives a zero row
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(src) + "\n")
+    full, part = str(tmp_path / "full"), str(tmp_path / "part")
+    base = ["encode", str(text), "--model", toy_model_dir, "--chunk-lines", "50", "-q"]
+    r = CliRunner().invoke(main, base + ["-o", full])
+    assert r.exit_code == 0, r.output
+    # a run stopped after 2 chunks, resumed and stopped again after 1, then resumed to the end
+    assert CliRunner().invoke(main, base + ["-o", part, "--max-chunks", "2"]).exit_code == 0
+    assert sorted(os.listdir(part)) == ["chunk-000000.npy", "chunk-000001.npy", "manifest.json"]
+    again = CliRunner().invoke(main, base + ["-o", part])
+    assert again.exit_code == 1 and "use --resume" not in again.output and "--resume" in again.output
+    assert CliRunner().invoke(main, base + ["-o", part, "--resume", "--max-chunks", "1"]).exit_code == 0
+    assert CliRunner().invoke(main, base + ["-o", part, "--resume"]).exit_code == 0
+
+    def digest(d):
+        return {n: hashlib.sha256(open(os.path.join(d, n), "rb").read()).hexdigest() for n in sorted(os.listdir(d))}
+
+    assert digest(full) == digest(part) and len(digest(full)) == 6  # 5 chunks + manifest
+    x = load_embeddings(full, model=toy_model)
+    np.testing.assert_allclose(x, encode(src, toy_model), atol=1e-6)
+    assert not x[7].any()
+    # a changed input is refused on resume
+    text.write_text("\n".join(["changed"] + src[1:]) + "\n")
+    os.remove(os.path.join(part, "manifest.json"))
+    r = CliRunner().invoke(main, base + ["-o", str(tmp_path / "p2"), "--max-chunks", "1"])
+    assert r.exit_code == 0
+    text.write_text("\n".join(src) + "\n")
+    r = CliRunner().invoke(main, base + ["-o", str(tmp_path / "p2"), "--resume"])
+    assert r.exit_code == 1 and "lines 1-50 differ" in r.output
+
+
+def test_mine_reads_chunked_embeddings(tmp_path, toy_model_dir):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+    from conftest import toy_corpus
+
+    src, tgt = toy_corpus(60, seed=52)
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("\n".join(src) + "\n")
+    b.write_text("\n".join(tgt) + "\n")
+    r = CliRunner().invoke(main, ["encode", str(a), "-o", str(tmp_path / "a.emb"), "--chunk-lines", "25",
+                                  "--model", toy_model_dir, "-q"])
+    assert r.exit_code == 0, r.output
+    plain = CliRunner().invoke(main, ["mine", str(a), str(b), "--model", toy_model_dir])
+    pre = CliRunner().invoke(main, ["mine", str(a), str(b), "--model", toy_model_dir, "--src-emb", str(tmp_path / "a.emb")])
+    assert pre.exit_code == 0, pre.output
+    assert pre.stdout == plain.stdout
