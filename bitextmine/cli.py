@@ -311,6 +311,9 @@ M = MineConfig
 
 def _search_options(f):
     """--k, --margin, --mode and the index options (mine and eval bucc)."""
+    f = click.option("--shard-rows", type=click.IntRange(0), default=M.shard_rows, show_default=True,
+                     help="Search the other side in shards of N rows, one in memory at a time, merging each query's "
+                          "neighbours over the shards (global neighbour means: scores do not depend on N). 0 = whole.")(f)
     f = click.option("--recall-check", type=click.IntRange(0), default=M.recall_check, show_default=True,
                      help="Compare this many sampled queries with exact search and report recall@k (approximate indexes).")(f)
     f = click.option("--train-sample", type=click.IntRange(0), default=M.train_sample, show_default=True,
@@ -349,7 +352,7 @@ def _search_options(f):
 @_device_option(M.device)
 @_quiet_option
 def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, nlist, nprobe, train_sample, recall_check,
-         threshold, min_cosine, ids, block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, **rule_kw):
+         shard_rows, threshold, min_cosine, ids, block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, **rule_kw):
     """Mine translation pairs between two text files (one sentence per line).
 
     Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first.
@@ -365,7 +368,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, 
     model = load_model(model_dir)
     config = MineConfig(k=k, margin=margin, mode=mode, threshold=threshold, min_cosine=min_cosine,
                         block_size=block_size, device=device, index=index, nlist=nlist, nprobe=nprobe,
-                        train_sample=train_sample, recall_check=recall_check)
+                        train_sample=train_sample, recall_check=recall_check, shard_rows=shard_rows)
     bars: dict = {}
 
     def progress(stage: str, n: int) -> None:
@@ -559,8 +562,8 @@ def calibrate(gold, src, tgt, scol, tcol, score, k, plot, seed, model_dir, sif, 
 @_search_options
 @_device_option(M.device)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def bench(corpus, model_dir, max_lines, stages, k, margin, mode, index, nlist, nprobe, train_sample, recall_check, device,
-          as_json):
+def bench(corpus, model_dir, max_lines, stages, k, margin, mode, index, nlist, nprobe, train_sample, recall_check,
+          shard_rows, device, as_json):
     """Sentences/s and peak memory of tokenize, encode, kNN and mine on your corpus and device.
 
     FILE is split into halves (source, target), or FILE FILE2 are the two sides. Each stage runs in
@@ -576,7 +579,8 @@ def bench(corpus, model_dir, max_lines, stages, k, margin, mode, index, nlist, n
     report = run_bench(corpus, load_model(model_dir), device=device, max_lines=max_lines,
                        stages=stages or ("tokenize", "encode", "knn", "mine"),
                        mine=MineConfig(k=k, margin=margin, mode=mode, index=index, nlist=nlist, nprobe=nprobe,
-                                       train_sample=train_sample, recall_check=recall_check, device=device))
+                                       train_sample=train_sample, recall_check=recall_check, shard_rows=shard_rows,
+                                       device=device))
     _report(report, as_json)
 
 
@@ -693,7 +697,7 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
 @click.option("--plot", default=None, metavar="FILE.png", help="Plot precision, recall and F1 against the threshold.")
 @_eval_options(("src", "tgt"))
 def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, k, margin, mode, index, nlist,
-              nprobe, train_sample, recall_check, plot, sif, marked, device, as_json):
+              nprobe, train_sample, recall_check, shard_rows, plot, sif, marked, device, as_json):
     """BUCC 2018 bitext mining: precision, recall and F1 of mined pairs against the gold pairs.
 
     SRC and TGT hold <id><TAB><sentence> lines; GOLD holds <src-id><TAB><tgt-id> lines.
@@ -716,7 +720,8 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
     report = run_bucc((src, tgt, gold), tune_on=tuple(tune_on) if tune_on else None, oracle=oracle,
                       threshold=threshold, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
                       mine=MineConfig(k=k, margin=margin, mode=mode, device=device, index=index, nlist=nlist,
-                                      nprobe=nprobe, train_sample=train_sample, recall_check=recall_check),
+                                      nprobe=nprobe, train_sample=train_sample, recall_check=recall_check,
+                                      shard_rows=shard_rows),
                       emb=_pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), marked=marked, progress=progress)
     for b in bars.values():
         b.close()

@@ -83,6 +83,7 @@ class MineConfig:
     pq_m: int = 0  # ivfpq: sub-quantizers (0 = the largest divisor of the dimension <= dim / 4)
     recall_check: int = 0  # compare this many sampled queries with exact search and report recall@k
     seed: int = 1  # IVF training sample and recall-check queries
+    shard_rows: int = 0  # search the other side in shards of this many rows (sides larger than memory; 0 = whole)
 
 
 def _h(default, help: str):

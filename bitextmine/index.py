@@ -94,6 +94,7 @@ def knn(
     train_sample: int = 0,
     pq_m: int = 0,
     seed: int = 1,
+    shard_rows: int = 0,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` rows of ``y`` with the largest inner product with each row of ``x``.
@@ -102,6 +103,10 @@ def knn(
     I int64 (n, k')) with k' = min(k, m), each row sorted by decreasing similarity. Queries run in
     blocks of ``block_size`` rows. ``index`` flat is exact; ivf / ivfpq are approximate (see module
     docstring; ``nlist``, ``nprobe``, ``train_sample``, ``pq_m``, ``seed``).
+
+    ``shard_rows`` > 0 searches y in shards of that many rows, one index in memory at a time, and
+    merges each query's k best over the shards: for sides larger than memory (with memory-mapped y).
+    With exact search the result does not depend on the shard size (up to the order of exact ties).
     """
     if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
         raise ConfigError(f"knn: dimensions differ ({x.shape} vs {y.shape})")
@@ -109,6 +114,9 @@ def knn(
     k = min(k, m)
     if n == 0 or k == 0:
         return np.zeros((n, k), np.float32), np.zeros((n, k), np.int64)
+    if shard_rows and m > shard_rows:
+        return _sharded(x, y, k, shard_rows, progress=progress, block_size=block_size, device=device, index=index,
+                        nlist=nlist, nprobe=nprobe, train_sample=train_sample, pq_m=pq_m, seed=seed)
     backend = choose_backend(device)
     if index in ("ivf", "ivfpq"):
         ivf = _ivf_index(y, index, nlist=nlist, nprobe=nprobe, train_sample=train_sample, pq_m=pq_m, seed=seed,
@@ -134,6 +142,25 @@ def knn(
     for a in range(0, m, 262_144):
         flat.add(np.ascontiguousarray(y[a : a + 262_144], np.float32))
     return _search(flat, x, k, block_size, progress)
+
+
+def _sharded(x: np.ndarray, y: np.ndarray, k: int, shard_rows: int, *, progress, **kw) -> tuple[np.ndarray, np.ndarray]:
+    """k-NN against y in shards of ``shard_rows`` rows, merged per query (see :func:`knn`)."""
+    n, m = len(x), len(y)
+    D = np.full((n, k), -np.inf, np.float32)
+    I = np.zeros((n, k), np.int64)
+    shards = range(0, m, shard_rows)
+    for a in shards:
+        Ds, Is = knn(x, y[a : a + shard_rows], k, **kw)
+        both_d = np.concatenate([D, Ds], axis=1)
+        both_i = np.concatenate([I, Is + a], axis=1)
+        # stable sort on -similarity: on a tie the earlier shard (lower row) stays first, as in one search
+        order = np.argsort(-both_d, axis=1, kind="stable")[:, :k]
+        D = np.take_along_axis(both_d, order, axis=1)
+        I = np.take_along_axis(both_i, order, axis=1)
+        if progress:
+            progress(n // len(shards) if a + shard_rows < m else n - (n // len(shards)) * (len(shards) - 1))
+    return D, I
 
 
 def _search(index, x: np.ndarray, k: int, block_size: int, progress) -> tuple[np.ndarray, np.ndarray]:

@@ -135,7 +135,7 @@ def _knn(q: np.ndarray, d: np.ndarray, config: MineConfig, progress) -> tuple[np
     return knn(q, d, config.k, block_size=config.block_size, device=config.device,
                index=resolve_index(config.index, len(d), config.auto_flat_max), nlist=config.nlist,
                nprobe=config.nprobe, train_sample=config.train_sample, pq_m=config.pq_m, seed=config.seed,
-               progress=progress)
+               shard_rows=config.shard_rows, progress=progress)
 
 
 @dataclass

@@ -160,3 +160,17 @@ def test_same_pairs_as_the_laser_style_baseline_in_tools(index):
                                                   device="cpu"))
     assert {(int(a), int(b)) for _, a, b in want} == set(zip(got.src.tolist(), got.tgt.tolist()))
     np.testing.assert_allclose(sorted(s for s, _, _ in want), sorted(got.score.tolist()), rtol=1e-5)
+
+
+@pytest.mark.parametrize("shard_rows", [7, 100, 1000])
+def test_sharded_search_gives_the_same_pairs_and_scores(shard_rows):
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(300, 12)).astype(np.float32)
+    y = rng.normal(size=(250, 12)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    whole = mine_embeddings(x, y, config=MineConfig(threshold=0, device="cpu"))
+    sharded = mine_embeddings(x, y, config=MineConfig(threshold=0, device="cpu", shard_rows=shard_rows, block_size=13))
+    np.testing.assert_array_equal(sharded.src, whole.src)
+    np.testing.assert_array_equal(sharded.tgt, whole.tgt)
+    np.testing.assert_allclose(sharded.score, whole.score, rtol=1e-6)
