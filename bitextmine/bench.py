@@ -1,7 +1,9 @@
 """``bitextmine bench``: sentences per second and peak memory of each stage on a given corpus and device.
 
-Stages, each run in a forked child process so that its peak resident memory (``ru_maxrss`` of the
-child and the worker processes it waited for) is its own:
+Stages, each run in a fresh Python process (``python -m bitextmine.bench``; a fresh process rather than
+a fork, since forking after OpenMP has started can hang) so that its peak resident memory
+(``ru_maxrss`` of the process and the worker processes it waited for) is its own; it includes the
+interpreter with torch and FAISS loaded:
 
 - tokenize: the model's tokenizer over the corpus in worker processes (as ``encode`` does);
 - encode: tokenising and embedding (L2-normalised float32 rows);
@@ -14,10 +16,9 @@ The corpus is one text file split into halves, or two files (source and target).
 from __future__ import annotations
 
 import os
-import pickle
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -57,43 +58,75 @@ class BenchReport:
                 + table(["stage", "items", "seconds", "items/s", "peak GB"], rows))
 
 
-def _in_child(fn: Callable[[], int]) -> tuple[int, float, float]:
-    """Run ``fn`` (returns an item count) in a forked child: (items, seconds, peak RSS GB)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(r)
-        code = 0
-        try:
-            t = time.perf_counter()
-            items = fn()
-            payload = pickle.dumps(("ok", items, time.perf_counter() - t))
-        except BaseException as e:  # reported by the parent
-            payload = pickle.dumps(("error", f"{type(e).__name__}: {e}", 0.0))
-            code = 1
-        with os.fdopen(w, "wb") as f:
-            f.write(payload)
-        os._exit(code)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    _, _, usage = os.wait4(pid, 0)
-    status, items, seconds = pickle.loads(data)
-    if status != "ok":
-        raise ConfigError(f"bench stage failed: {items}")
-    return items, seconds, usage.ru_maxrss / 1e6
+def _in_child(args: list[str]) -> tuple[int, float, float]:
+    """Run ``python -m bitextmine.bench ARGS`` (one stage): (items, seconds, peak RSS GB)."""
+    import json
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "bitextmine.bench", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate()
+    if p.returncode:
+        raise ConfigError(f"bench stage {args[0]} failed: {err.strip().splitlines()[-1] if err.strip() else p.returncode}")
+    res = json.loads(out.strip().splitlines()[-1])
+    return res["items"], res["seconds"], res["peak_gb"]
+
+
+def _stage(stage: str, model_path: str, src_path: str, tgt_path: str, emb_dir: str, device: str, mine_json: str) -> dict:
+    """One stage in this process (see module docstring); returns items, seconds and this process's peak GB."""
+    import json
+    import resource
+
+    from .encoding import encode
+    from .index import knn, resolve_index
+    from .mining import mine_embeddings
+    from .model import load_model
+
+    mine = MineConfig(**json.loads(mine_json))
+    model = load_model(model_path or None)
+    cfg = EncodeConfig(device=device)
+    t = time.perf_counter()
+    if stage in ("tokenize", "encode"):
+        texts = read_lines(src_path) + read_lines(tgt_path)
+        t = time.perf_counter()
+        if stage == "tokenize":
+            batches = [texts[a : a + cfg.batch_size] for a in range(0, len(texts), cfg.batch_size)]
+            items = sum(len(off) for _, off in model.tokenizer.encode_stream(batches))
+        else:
+            items = len(encode(texts, model, config=cfg))
+    else:
+        x = np.load(os.path.join(emb_dir, "src.npy"), mmap_mode="r")
+        y = np.load(os.path.join(emb_dir, "tgt.npy"), mmap_mode="r")
+        t = time.perf_counter()
+        if stage == "knn":
+            kind = resolve_index(mine.index, len(y), mine.auto_flat_max)
+            items = len(knn(x, y, mine.k, device=mine.device, index=kind, nlist=mine.nlist, nprobe=mine.nprobe,
+                            block_size=mine.block_size, shard_rows=mine.shard_rows)[0])
+        else:
+            mine_embeddings(x, y, config=mine)
+            items = len(x) + len(y)
+    seconds = time.perf_counter() - t
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return {"items": items, "seconds": seconds, "peak_gb": peak / 1e6}
 
 
 def run_bench(paths: Sequence[str], model, *, device: str = "auto", mine: MineConfig = MineConfig(),
               max_lines: int = 0, stages: Sequence[str] = ("tokenize", "encode", "knn", "mine")) -> BenchReport:
     """Measure each of ``stages`` on ``paths`` (one file split in halves, or source and target files;
     at most ``max_lines`` lines of each side when > 0). Returns a BenchReport."""
+    import json
+    import tempfile
+    from dataclasses import asdict, replace
+
     from .encoding import encode, resolve_device
-    from .index import knn, resolve_index
-    from .mining import mine_embeddings
+    from .index import resolve_index
 
     if len(paths) not in (1, 2):
         raise ConfigError("expected one corpus file (split in halves) or two (source and target)")
+    for stage in stages:
+        if stage not in ("tokenize", "encode", "knn", "mine"):
+            raise ConfigError(f"stage {stage!r}: expected tokenize, encode, knn or mine")
     if len(paths) == 1:
         lines = read_lines(paths[0])
         src, tgt = lines[: len(lines) // 2], lines[len(lines) // 2 :]
@@ -104,32 +137,28 @@ def run_bench(paths: Sequence[str], model, *, device: str = "auto", mine: MineCo
     if not src or not tgt:
         raise ConfigError("the corpus needs at least one line on each side")
     dev = resolve_device(device)
-    cfg = EncodeConfig(device=dev)
+    mine = replace(mine, device=dev)
     report = BenchReport(dev, (len(src), len(tgt)))
-    texts = src + tgt
-
-    def tokenize() -> int:
-        batches = [texts[a : a + cfg.batch_size] for a in range(0, len(texts), cfg.batch_size)]
-        return sum(len(off) for _, off in model.tokenizer.encode_stream(batches))
-
-    def encode_all() -> int:
-        return len(encode(texts, model, config=cfg))
-
-    x = y = None
-    if "knn" in stages or "mine" in stages:
-        x, y = encode(src, model, config=cfg), encode(tgt, model, config=cfg)
-    kind = resolve_index(mine.index, len(y) if y is not None else 0, mine.auto_flat_max)
-    run = {
-        "tokenize": tokenize,
-        "encode": encode_all,
-        "knn": lambda: len(knn(x, y, mine.k, device=mine.device if mine.device != "auto" else dev, index=kind,
-                               nlist=mine.nlist, nprobe=mine.nprobe, block_size=mine.block_size)[0]),
-        "mine": lambda: (mine_embeddings(x, y, config=mine), len(x) + len(y))[1],
-    }
-    for stage in stages:
-        if stage not in run:
-            raise ConfigError(f"stage {stage!r}: expected tokenize, encode, knn or mine")
-        items, seconds, peak = _in_child(run[stage])
-        name = f"{stage} ({kind})" if stage in ("knn", "mine") else stage
-        report.results.append(StageResult(name, items, seconds, peak))
+    kind = resolve_index(mine.index, len(tgt), mine.auto_flat_max)
+    with tempfile.TemporaryDirectory(prefix="bitextmine-bench-") as tmp:
+        src_path, tgt_path = os.path.join(tmp, "src.txt"), os.path.join(tmp, "tgt.txt")
+        for path, side in ((src_path, src), (tgt_path, tgt)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.writelines(t + "\n" for t in side)
+        if "knn" in stages or "mine" in stages:
+            cfg = EncodeConfig(device=dev)
+            np.save(os.path.join(tmp, "src.npy"), encode(src, model, config=cfg))
+            np.save(os.path.join(tmp, "tgt.npy"), encode(tgt, model, config=cfg))
+        for stage in stages:
+            items, seconds, peak = _in_child([stage, model.path or "", src_path, tgt_path, tmp, dev,
+                                              json.dumps(asdict(mine))])
+            name = f"{stage} ({kind})" if stage in ("knn", "mine") else stage
+            report.results.append(StageResult(name, items, seconds, peak))
     return report
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps(_stage(*sys.argv[1:8])))
