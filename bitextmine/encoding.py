@@ -108,23 +108,15 @@ class SentenceEmbedder:
             return embed_pieces(self.weight, ids, offsets)
         import torch
 
-        n = len(offsets)
-        out = np.zeros((n, self.dim), np.float32)
-        dev = self.weight.device
-        ends = np.append(np.asarray(offsets[1:], np.int64), len(ids))
-        with torch.no_grad():
-            for a in range(0, n, self.chunk):
-                b = min(n, a + self.chunk)
-                lo, hi = int(offsets[a]) if a < n else 0, int(ends[b - 1])
-                i = torch.from_numpy(np.asarray(ids[lo:hi], np.int64)).to(dev)
-                o = torch.from_numpy(np.asarray(offsets[a:b], np.int64) - lo).to(dev)
-                tw = None if self.token_weights is None else self.token_weights[i]
-                x = self.module(i, o, token_weights=tw)
-                if self.pc is not None:
-                    x = x - (x @ self.pc).unsqueeze(1) * self.pc
-                x = x / torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min(1e-12)
-                out[a:b] = x.float().cpu().numpy()
-        return out
+        from .model import embed_in_chunks
+
+        def post(x):
+            if self.pc is not None:
+                x = x - (x @ self.pc).unsqueeze(1) * self.pc
+            return x / torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min(1e-12)
+
+        x = embed_in_chunks(self.module, ids, offsets, chunk=self.chunk, token_weights=self.token_weights, post=post)
+        return x.float().cpu().numpy()
 
 
 class Encoder:

@@ -294,6 +294,37 @@ def make_encoder(encoder: str, vocab_size: int, dim: int):
     raise ModelFormatError(f"encoder {encoder!r}; expected one of {', '.join(ENCODERS)}")
 
 
+def embed_in_chunks(enc, ids: np.ndarray, offsets: np.ndarray, *, chunk: int = 2048, token_weights=None,
+                    post=None):
+    """Sentence vectors of a module from :func:`make_encoder` for flat (ids, offsets), ``chunk`` sentences
+    at a time, without gradients and in eval mode (the module's mode is restored): torch float (n, dim)
+    on the module's device. ``token_weights`` (torch (vocab,)) weight each token (SIF); ``post`` maps
+    each chunk's (m, dim) vectors before they are joined (normalising, removing a component).
+    """
+    import torch
+
+    dev = enc.weight.device
+    n = len(offsets)
+    if n == 0:
+        return torch.zeros(0, enc.weight.shape[1], device=dev)
+    ends = np.append(np.asarray(offsets[1:], np.int64), len(ids))
+    parts = []
+    was_training = enc.training
+    enc.eval()
+    try:
+        with torch.no_grad():
+            for a in range(0, n, chunk):
+                b = min(n, a + chunk)
+                lo, hi = int(offsets[a]), int(ends[b - 1])
+                i = torch.from_numpy(np.asarray(ids[lo:hi], np.int64)).to(dev)
+                o = torch.from_numpy(np.asarray(offsets[a:b], np.int64) - lo).to(dev)
+                x = enc(i, o, token_weights=None if token_weights is None else token_weights[i])
+                parts.append(x if post is None else post(x))
+    finally:
+        enc.train(was_training)
+    return torch.cat(parts)
+
+
 def module_from_model(model: Model, device: str = "cpu"):
     """The torch module of ``model`` with its stored weights, on ``device``."""
     import torch

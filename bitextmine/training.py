@@ -141,29 +141,14 @@ class _DevSet:
         return 100.0 * (acc[0] + acc[1]) / 2
 
 
-def _embed_no_grad(enc, ids: np.ndarray, offsets: np.ndarray, device, *, chunk: int = 2048, normalize: bool = True,
-                   token_weights=None):
-    """Sentence embeddings (torch float (n, dim) on ``device``) of flat (ids, offsets), in chunks."""
-    import torch
+def _embed_no_grad(enc, ids: np.ndarray, offsets: np.ndarray, *, normalize: bool = True, token_weights=None):
+    """Sentence embeddings (torch float (n, dim) on the module's device) of flat (ids, offsets)."""
     import torch.nn.functional as F
 
-    n = len(offsets)
-    ends = np.append(np.asarray(offsets[1:], np.int64), len(ids))
-    parts = []
-    was_training = enc.training
-    enc.eval()
-    with torch.no_grad():
-        for a in range(0, n, chunk):
-            b = min(n, a + chunk)
-            lo, hi = int(offsets[a]), int(ends[b - 1])
-            i = torch.from_numpy(np.asarray(ids[lo:hi], np.int64)).to(device)
-            o = torch.from_numpy(np.asarray(offsets[a:b], np.int64) - lo).to(device)
-            x = enc(i, o, token_weights=None if token_weights is None else token_weights[i])
-            parts.append(F.normalize(x, dim=1) if normalize else x)
-    enc.train(was_training)
-    if not parts:
-        return torch.zeros(0, enc.weight.shape[1], device=device)
-    return torch.cat(parts)
+    from .model import embed_in_chunks
+
+    return embed_in_chunks(enc, ids, offsets, token_weights=token_weights,
+                           post=(lambda x: F.normalize(x, dim=1)) if normalize else None)
 
 
 def _concat_sides(a: Side, b: Side, text_ids_a: np.ndarray, text_ids_b: np.ndarray) -> Side:
@@ -347,7 +332,7 @@ def train(
     emit({"event": "start", "total_steps": total_steps, "step": state["step"], "pairs": n_pairs})
 
     def embed_dev(ids, offsets):
-        return _embed_no_grad(enc, ids, offsets, device).float().cpu().numpy()
+        return _embed_no_grad(enc, ids, offsets).float().cpu().numpy()
 
     def evaluate() -> None:
         if not devsets:
@@ -466,7 +451,7 @@ def _sif_component(enc, S: Side, T: Side, counts: np.ndarray, config: TrainConfi
         for side in (S, T):
             idx = np.sort(rng.choice(len(side.lengths), min(half, len(side.lengths)), replace=False))
             ids, off = side.gather(idx)
-            xs.append(_embed_no_grad(enc, ids, off, device, normalize=False, token_weights=w).float().cpu().numpy())
+            xs.append(_embed_no_grad(enc, ids, off, normalize=False, token_weights=w).float().cpu().numpy())
         if saved is not None:
             enc.load_state_dict(saved)
     return first_component(np.concatenate(xs))
@@ -548,8 +533,8 @@ def _train_megabatch(ctx: _StepContext, idx: np.ndarray) -> tuple[float, int]:
     def t(a):
         return torch.from_numpy(a).to(device)
 
-    es = _embed_no_grad(enc, *S.gather(idx), device)
-    et = _embed_no_grad(enc, *T.gather(idx), device)
+    es = _embed_no_grad(enc, *S.gather(idx))
+    et = _embed_no_grad(enc, *T.gather(idx))
     s_text, t_text = t(S.text_ids[idx]), t(T.text_ids[idx])
     if P is not None:
         ns, nt, s_ok_for, t_ok_for = _paraphrase_negatives(es, et, s_text, t_text)
