@@ -10,6 +10,7 @@ as a stream, with a JSON sidecar ``OUT.npy.json`` naming the model that made the
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -357,7 +358,7 @@ def encode_chunked(
     not on the input size. ``max_chunks`` > 0 stops after that many new chunks (the run can be resumed)
     and returns None; otherwise returns the EncodeResult. Raises ConfigError, CorpusError.
     """
-    from .corpus import decode_block
+    from .corpus import iter_lines
 
     if chunk_lines < 1:
         raise ConfigError("chunk size must be >= 1 line")
@@ -385,12 +386,6 @@ def encode_chunked(
 
     hasher = hashlib.sha256()
 
-    def lines() -> Iterator[str]:
-        for p in inputs:
-            name = "<stdin>" if p == "-" else p
-            for block, first in iter_blocks(p, hasher=hasher):
-                yield from decode_block(block, name=name, first_line=first)
-
     def write_manifest(chunks: list[dict], extra: dict) -> None:
         tmp = man_path + ".partial"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -401,11 +396,10 @@ def encode_chunked(
     chunks = list(done)
     row = 0
     new = 0
-    batch: list[str] = []
-    it = lines()
+    it = itertools.chain.from_iterable(iter_lines(p, hasher=hasher) for p in inputs)
     index = 0
     while True:
-        batch = list(_take(it, chunk_lines))
+        batch = list(itertools.islice(it, chunk_lines))
         if not batch:
             break
         h = hashlib.sha256()
@@ -440,11 +434,6 @@ def encode_chunked(
         raise ConfigError(f"--resume: the input has fewer lines than {out_dir} already holds; the input changed")
     write_manifest(chunks, {"complete": True, "count": row, "input_sha256": hasher.hexdigest()})
     return EncodeResult(row, model.dim, str(dtype), hasher.hexdigest(), out_dir)
-
-
-def _take(it: Iterator[str], n: int) -> Iterator[str]:
-    for _, x in zip(range(n), it):
-        yield x
 
 
 def _load_chunked(path: str) -> tuple[dict, np.ndarray]:
