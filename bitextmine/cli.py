@@ -58,17 +58,22 @@ def _info(quiet: bool, message: str) -> None:
 
 
 @contextmanager
-def _output(path: str | None):
-    """A text stream for ``path`` (None or '-' = stdout), written atomically for files."""
+def _output(path: str | None, *, binary: bool = False):
+    """A text (or ``binary``) stream for ``path`` (None or '-' = stdout), written atomically for files:
+    to ``path.partial``, renamed when the block ends without an error. Binary files are compressed
+    by the extension of ``path`` (.gz, .xz, .zst)."""
     if path in (None, "-"):
-        yield sys.stdout
-        sys.stdout.flush()
+        stream = sys.stdout.buffer if binary else sys.stdout
+        yield stream
+        stream.flush()
         return
     import os
 
+    from .corpus import open_output
+
     tmp = path + ".partial"
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        with (open_output(tmp, path) if binary else open(tmp, "w", encoding="utf-8", newline="\n")) as f:
             yield f
         os.replace(tmp, path)
     finally:
@@ -468,36 +473,24 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
           --rejects rejected.tsv --stats stats.json > clean.tsv
       bitextmine filter corpus.tsv.gz -o scored.tsv.zst --score margin
     """
-    from .corpus import open_output
+    from contextlib import nullcontext
+
     from .filtering import filter_tsv, write_stats
     from .model import load_model
 
     rules = _rules_from(rule_kw)
     config = FilterConfig(score=score, min_score=min_score, chunk_lines=chunk_lines, k=k, workers=workers, scol=scol,
                           tcol=tcol)
-    import os
-
     model = load_model(model_dir) if score != "none" else None
     bar = _bar(quiet, unit="line", desc="filter")
-    files = [p for p in (output, rejects) if p and p != "-"]  # written as P.partial, renamed when complete
-    out = open_output(output + ".partial", output) if output != "-" else sys.stdout.buffer
-    rej = open_output(rejects + ".partial", rejects) if rejects else None
-    done = False
     try:
-        stats = filter_tsv(input, out, model=model, rules=rules, config=config, src_lang=src_lang, tgt_lang=tgt_lang,
-                           rejects=rej, annotate=annotate, score_column=score_column, sif=sif, progress=bar.update)
-        done = True
+        with _output(output, binary=True) as out, \
+                (_output(rejects, binary=True) if rejects else nullcontext(None)) as rej:
+            stats = filter_tsv(input, out, model=model, rules=rules, config=config, src_lang=src_lang,
+                               tgt_lang=tgt_lang, rejects=rej, annotate=annotate, score_column=score_column, sif=sif,
+                               progress=bar.update)
     finally:
         bar.close()
-        for f in (out, rej):
-            if f is not None and f is not sys.stdout.buffer:
-                f.close()
-        sys.stdout.flush()
-        for p in files:
-            if done:
-                os.replace(p + ".partial", p)
-            elif os.path.exists(p + ".partial"):
-                os.remove(p + ".partial")
     if stats_path:
         write_stats(stats, stats_path)
     top = ", ".join(f"{k} {v}" for k, v in sorted(stats.reasons.items(), key=lambda kv: -kv[1]))

@@ -19,6 +19,7 @@ import gzip
 import json
 import lzma
 import zlib
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO, Callable, Iterator
 
@@ -31,7 +32,6 @@ from .parallel import ordered_map
 from .rules import Deduplicator, check_pair, text_key
 
 BOM = b"\xef\xbb\xbf"
-DAMAGE = ("invalid-utf8", "nul-byte")
 
 
 @dataclass
@@ -71,6 +71,20 @@ def _split(raw: bytes) -> tuple[bytes, bytes]:
     if raw.endswith(b"\n"):
         return raw[:-1], b"\n"
     return raw, b""
+
+
+def _decode(raw: bytes, first_of_file: bool) -> tuple[str | None, str | None]:
+    """(text of the line without its end, None), or (None, the damage reason: nul-byte or invalid-utf8).
+    A byte order mark is removed from the first line of a file."""
+    body, _ = _split(raw)
+    if first_of_file and body.startswith(BOM):
+        body = body[3:]
+    if b"\x00" in body:
+        return None, "nul-byte"
+    try:
+        return body.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, "invalid-utf8"
 
 
 def _read_chunks(path: str, n: int, name: str) -> Iterator[tuple[list[bytes], int]]:
@@ -133,16 +147,9 @@ def _check_chunk(chunk: _Chunk) -> _Checked:
     texts: list[tuple[int, str, str]] = []
     need = max(config.scol, config.tcol)
     for i, raw in enumerate(chunk.lines):
-        body, _ = _split(raw)
-        if i == 0 and chunk.first_of_file and body.startswith(BOM):
-            body = body[3:]
-        if b"\x00" in body:
-            reasons[i] = "nul-byte"
-            continue
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            reasons[i] = "invalid-utf8"
+        text, damage = _decode(raw, i == 0 and chunk.first_of_file)
+        if damage:
+            reasons[i] = damage
             continue
         cols = text.split("\t")
         if len(cols) < need:
@@ -207,15 +214,8 @@ def _expected_columns(lines: list[bytes], name: str, need: int) -> int:
     head = lines[:1000]
     damaged, cols = 0, None
     for i, raw in enumerate(head):
-        body, _ = _split(raw)
-        if i == 0 and body.startswith(BOM):
-            body = body[3:]
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            damaged += 1
-            continue
-        if "\x00" in text:
+        text, damage = _decode(raw, i == 0)
+        if damage:
             damaged += 1
             continue
         if cols is None:
@@ -300,7 +300,7 @@ def filter_tsv(
 
 def _pairs_with_results(chunks: Iterator[_Chunk], model, rules, config, src_lang, tgt_lang, sif):
     """(chunk, its _Checked) in input order, checked by worker processes."""
-    pending: list[_Chunk] = []
+    pending: deque[_Chunk] = deque()
 
     def feed() -> Iterator[_Chunk]:
         for c in chunks:
@@ -310,7 +310,7 @@ def _pairs_with_results(chunks: Iterator[_Chunk], model, rules, config, src_lang
     results = ordered_map(_check_chunk, feed(), init=_worker_init,
                           init_args=(model, rules, config, src_lang, tgt_lang, sif), workers=config.workers)
     for checked in results:
-        yield pending.pop(0), checked
+        yield pending.popleft(), checked
 
 
 def _write(chunk: _Chunk, checked: _Checked, out: BinaryIO, rejects: BinaryIO | None, annotate: bool,
