@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .config import EncodeConfig, MineConfig
+from .encoding import side_configs
 from .errors import ConfigError, CorpusError
 from .evaluation import (PRF, BuccCandidates, STSData, STSResult, TatoebaResult, best_threshold, bucc_candidates,
                          evaluate_threshold, find_tatoeba, prf_curve, read_bucc_gold, read_bucc_sentences, read_sts,
@@ -27,16 +28,6 @@ def _embeddings(path: str, model, count: int, config: EncodeConfig) -> np.ndarra
     from .encoding import load_embeddings
 
     return np.asarray(load_embeddings(path, model=model, count=count, sif=config.sif, marked=config.marked), np.float32)
-
-
-def _sides(config: EncodeConfig, marked: str | None, names: tuple[str, str]) -> tuple[EncodeConfig, EncodeConfig]:
-    """The encode configs of the two sides; ``marked`` names the side in the marked language (models
-    trained with ``--separate-vocab``), or None."""
-    from dataclasses import replace
-
-    if marked not in (None, "", *names):
-        raise ConfigError(f"marked side {marked!r}: expected {' or '.join(names)}")
-    return replace(config, marked=marked == names[0]), replace(config, marked=marked == names[1])
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -72,7 +63,7 @@ def run_sts(files: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), *,
     cross-lingual (file1, file2) pair; per-year averages for the SemEval sets. ``emb`` = precomputed
     embeddings of the s1 and s2 columns of the only dataset (``bitextmine encode`` outputs); ``marked``
     = "s1" or "s2" for the column in the marked language of a separate-vocabulary model."""
-    c1, c2 = _sides(config, marked, ("s1", "s2"))
+    c1, c2 = side_configs(config, marked, ("s1", "s2"))
     datasets: list[STSData] = [read_sts(p) for p in files] + [read_sts_crosslingual(a, b) for a, b in pairs]
     if not datasets:
         raise ConfigError("no STS data given; expected FILE... or --pair FILE1 FILE2")
@@ -126,7 +117,7 @@ def run_tatoeba(src: str | None = None, tgt: str | None = None, *, folder: str |
                 languages: Sequence[str] = (), marked: str | None = None) -> TatoebaReport:
     """Tatoeba xsim error rates for two aligned files, or for every language of a Tatoeba v1
     ``folder`` (optionally only ``languages``); ``marked`` = "src" or "tgt" (separate vocabularies)."""
-    cs, ct = _sides(config, marked, ("src", "tgt"))
+    cs, ct = side_configs(config, marked, ("src", "tgt"))
     from .corpus import read_parallel
 
     if folder:
@@ -190,7 +181,7 @@ def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: Mi
     for a, b in gold:
         if a not in known_s or b not in known_t:
             raise CorpusError(f"{gold_path}: pair {a}\t{b} names an id missing from {src if a not in known_s else tgt}")
-    cs, ct = _sides(config, marked, ("src", "tgt"))
+    cs, ct = side_configs(config, marked, ("src", "tgt"))
     if emb is not None:
         x, y = _embeddings(emb[0], model, len(stext), cs), _embeddings(emb[1], model, len(ttext), ct)
     else:
@@ -224,8 +215,8 @@ def run_bucc(files: tuple[str, str, str], *, tune_on: tuple[str, str, str] | Non
     return BuccReport(result, oracle, os.path.basename(tune_on[0]) if tune_on else None, tune_result, curve)
 
 
-def plot_bucc(report: BuccReport, path: str) -> None:
-    """Write a PNG of precision, recall and F1 against the threshold (needs matplotlib: the ``plot`` extra)."""
+def pyplot():
+    """matplotlib.pyplot with the file-only Agg backend; MissingDependencyError without matplotlib."""
     try:
         import matplotlib
 
@@ -235,6 +226,12 @@ def plot_bucc(report: BuccReport, path: str) -> None:
         from .errors import MissingDependencyError
 
         raise MissingDependencyError("the plot needs matplotlib: pip install 'bitextmine[plot]'") from None
+    return plt
+
+
+def plot_bucc(report: BuccReport, path: str) -> None:
+    """Write a PNG of precision, recall and F1 against the threshold (needs matplotlib: the ``plot`` extra)."""
+    plt = pyplot()
     c = report.curve
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for key in ("precision", "recall", "f1"):

@@ -86,15 +86,9 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
 
 def plot_calibration(report: CalibrationReport, path: str) -> None:
     """PNG of the score distributions of good and bad pairs, with the suggested threshold (matplotlib)."""
-    try:
-        import matplotlib
+    from .benchmarks import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        from .errors import MissingDependencyError
-
-        raise MissingDependencyError("the plot needs matplotlib: pip install 'bitextmine[plot]'") from None
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     allv = np.concatenate(list(report.scores.values()))
     bins = np.linspace(allv.min(), allv.max(), 50)

@@ -63,6 +63,16 @@ def vectors_fingerprint(model: Model, *, sif: bool = False, marked: bool = False
     return model.fingerprint + ("+sif" if sif else "") + ("+marked" if marked else "")
 
 
+def side_configs(config: EncodeConfig, marked: str | None, names: tuple[str, str]) -> tuple[EncodeConfig, EncodeConfig]:
+    """The encode configs of two sides named ``names``; ``marked`` names the side in the marked language
+    (models trained with ``--separate-vocab``), or is None. Raises ConfigError for another name."""
+    from dataclasses import replace
+
+    if marked not in (None, "", *names):
+        raise ConfigError(f"marked side {marked!r}: expected {' or '.join(names)}")
+    return replace(config, marked=marked == names[0]), replace(config, marked=marked == names[1])
+
+
 class SentenceEmbedder:
     """Callable (ids, offsets) -> float32 (n, dim) L2-normalised sentence embeddings for one model.
 

@@ -211,18 +211,13 @@ def mine_files(
     drops candidates that break a rule of :func:`bitextmine.rules.check_pair` (with the languages for
     the script and langdetect rules); the drops are counted per reason in the stats.
     """
-    from dataclasses import replace
-
-    from .encoding import Encoder, load_embeddings, vectors_fingerprint
-    from .errors import ConfigError
+    from .encoding import Encoder, load_embeddings, side_configs, vectors_fingerprint
     from .model import load_model
 
-    if marked not in (None, "", "src", "tgt"):
-        raise ConfigError(f"marked side {marked!r}: expected src or tgt")
+    side_cfgs = side_configs(encode_config, marked, ("src", "tgt"))
     model = model or load_model(None)
     sides = []
-    for name, path, emb_path in (("src", src_path, src_emb), ("tgt", tgt_path, tgt_emb)):
-        side_config = replace(encode_config, marked=marked == name)
+    for side_config, path, emb_path in zip(side_cfgs, (src_path, tgt_path), (src_emb, tgt_emb)):
         lines = read_lines(path)
         u = UniqueLines.of(lines)
         if emb_path:
