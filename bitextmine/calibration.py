@@ -46,6 +46,7 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
               grid: int = 21, config: EncodeConfig = EncodeConfig()) -> CalibrationReport:
     """Calibrate on gold pairs (src[i], tgt[i]). Returns a CalibrationReport (see module docstring)."""
     from .encoding import encode
+    from .margin import margin_scores
 
     n = len(src)
     if n < 3 or len(tgt) != n:
@@ -59,7 +60,7 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
         kk = min(k, n)
         mx = np.sort(sim, axis=1)[:, -kk:].mean(1)
         my = np.sort(sim, axis=0)[-kk:, :].mean(0)
-        scored = lambda i, j: sim[i, j] / np.maximum((mx[i] + my[j]) / 2, 1e-6)  # noqa: E731
+        scored = lambda i, j: margin_scores(sim[i, j], mx[i], my[j], "ratio")  # noqa: E731
     else:
         scored = lambda i, j: sim[i, j]  # noqa: E731
     rng = np.random.default_rng(seed)

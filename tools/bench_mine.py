@@ -86,7 +86,7 @@ def run_ours(src: str, tgt: str, out: str, index: str, nprobe: int, recall_check
     x = np.load(src, mmap_mode="r")
     y = np.load(tgt, mmap_mode="r")
     p = mine_embeddings(x, y, config=MineConfig(threshold=0.0, min_cosine=-1.0, index=index, nprobe=nprobe, device="cpu",
-                                                recall_check=recall_check, auto_flat_max=0 if index == "ivf" else 10**12))
+                                                recall_check=recall_check))
     with open(out, "w") as f:
         for s, a, b in zip(p.score, p.src, p.tgt):
             f.write(f"{s:.6f}\t{a}\t{b}\n")
