@@ -150,7 +150,8 @@ def _sharded(x: np.ndarray, y: np.ndarray, k: int, shard_rows: int, *, progress,
     D = np.full((n, k), -np.inf, np.float32)
     I = np.zeros((n, k), np.int64)
     shards = range(0, m, shard_rows)
-    for a in shards:
+    share = np.diff(np.linspace(0, n, len(shards) + 1).astype(np.int64))  # progress: queries per shard, summing to n
+    for s, a in enumerate(shards):
         Ds, Is = knn(x, y[a : a + shard_rows], k, **kw)
         both_d = np.concatenate([D, Ds], axis=1)
         both_i = np.concatenate([I, Is + a], axis=1)
@@ -159,7 +160,7 @@ def _sharded(x: np.ndarray, y: np.ndarray, k: int, shard_rows: int, *, progress,
         D = np.take_along_axis(both_d, order, axis=1)
         I = np.take_along_axis(both_i, order, axis=1)
         if progress:
-            progress(n // len(shards) if a + shard_rows < m else n - (n // len(shards)) * (len(shards) - 1))
+            progress(int(share[s]))
     return D, I
 
 
