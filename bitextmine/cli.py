@@ -389,13 +389,15 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, 
                            progress=progress)
     for b in bars.values():
         b.close()
-    _info(quiet, f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "
-                 f"({stats.src_unique} x {stats.tgt_unique} distinct, {stats.src_empty} + {stats.tgt_empty} empty "
-                 f"lines skipped)" + (f"; dropped by rules: " + ", ".join(f"{k} {v}" for k, v in stats.rejected.items())
-                                      if stats.rejected else "")
-                 + (f"; recall@{k} of the {stats.info['index']} search: "
-                    + " / ".join(f"{r:.3f}" for r in stats.info["recall"]) if "recall" in stats.info else "")
-                 + f"  [{stats.signature}]")
+    summary = (f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "
+               f"({stats.src_unique} x {stats.tgt_unique} distinct, {stats.src_empty} + {stats.tgt_empty} empty "
+               f"lines skipped)")
+    if stats.rejected:
+        summary += "; dropped by rules: " + ", ".join(f"{k} {v}" for k, v in stats.rejected.items())
+    if "recall" in stats.info:
+        summary += f"; recall@{k} of the {stats.info['index']} search: " + " / ".join(
+            f"{r:.3f}" for r in stats.info["recall"])
+    _info(quiet, f"{summary}  [{stats.signature}]")
 
 
 # --- score -----------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 from click.testing import CliRunner
 
 from bitextmine.cli import main

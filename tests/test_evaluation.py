@@ -1,7 +1,6 @@
 """Each metric against a hand-computed case; STS readers; BUCC threshold selection on a planted corpus."""
 
 import json
-import os
 
 import numpy as np
 import pytest
