@@ -268,26 +268,24 @@ def train(
         log(f"counting {tok_kind} tokens for a vocabulary of {tokenizer_config.token_vocab_size}")
         tok = VocabTokenizer.build(tok_kind, (x for side in (src, tgt) for x in side), tokenizer_config.token_vocab_size)
     log(f"tokenising {2 * len(src)} training sentences (vocabulary {tok.vocab_size})")
-    S = Side.build(src, tok)
-    T = Side.build(tgt, tok)
     V = tok.vocab_size
     rows = 2 * V if config.separate_vocab else V  # separate vocabularies: the marked side's ids are offset by V
-    mark = {"src": config.separate_vocab == "src", "tgt": config.separate_vocab == "tgt"}
-    for side, name in ((S, "src"), (T, "tgt")):
-        if mark[name]:
+
+    def build(texts, name: str | None = None) -> Side:
+        """Tokenise ``texts`` of training side ``name`` (None: the unmarked language)."""
+        side = Side.build(texts, tok)
+        if name and name == config.separate_vocab:
             side.ids += V
+        return side
+
+    S = build(src, "src")
+    T = build(tgt, "tgt")
     P = None
     if config.paraphrase:  # one pool of both sides; equal strings share a text id across sides
         S.text_ids, T.text_ids = _shared_text_ids(src, tgt)
         P = _concat_sides(S, T, S.text_ids, T.text_ids)
     n_pairs = len(src)
     del src, tgt
-
-    def build(texts, name: str | None = None) -> Side:
-        side = Side.build(texts, tok)
-        if name and mark[name]:
-            side.ids += V
-        return side
 
     devsets: list[_DevSet] = []
     if dev_src:
@@ -393,7 +391,7 @@ def train(
         log(f"stopped after {state['step']} mini-batches (max_steps); continue with --resume")
     if devsets and np.isfinite(state["best_score"]) and not config.untrained:
         enc.load_state_dict(best)
-    counts = (np.bincount(S.ids, minlength=rows) + np.bincount(T.ids, minlength=rows)).astype(np.int64)
+    counts = token_counts(S, T, rows)
     pc = _sif_component(enc, S, T, counts, config, device)
     log(f"SIF: token frequencies counted, common component estimated on {min(config.sif_sample, 2 * n_pairs)} sentences")
     emb, tensors = tensors_from_module(enc)
@@ -429,6 +427,11 @@ def train(
         shutil.rmtree(ckpt_dir)
     return TrainResult(out_dir, state["step"], seconds, rate,
                        state["best_score"] if np.isfinite(state["best_score"]) else float("nan"), state["history"])
+
+
+def token_counts(S: Side, T: Side, rows: int) -> np.ndarray:
+    """int64 (rows,): how often each token id occurs on both sides (SIF's frequencies)."""
+    return (np.bincount(S.ids, minlength=rows) + np.bincount(T.ids, minlength=rows)).astype(np.int64)
 
 
 def _sif_component(enc, S: Side, T: Side, counts: np.ndarray, config: TrainConfig, device) -> np.ndarray:

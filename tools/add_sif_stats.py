@@ -17,12 +17,11 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-import numpy as np  # noqa: E402
 
 from bitextmine.config import TrainConfig  # noqa: E402
 from bitextmine.corpus import load_corpora  # noqa: E402
 from bitextmine.model import load_model, module_from_model  # noqa: E402
-from bitextmine.training import Side, _sif_component, split_dev  # noqa: E402
+from bitextmine.training import Side, _sif_component, split_dev, token_counts  # noqa: E402
 from train_default import DATA, corpora  # noqa: E402
 
 
@@ -40,7 +39,7 @@ def main() -> None:
     print(f"{stats.summary()}; {len(src)} training pairs (trained on: {tcfg.get('pairs')})", flush=True)
     S, T = Side.build(src, model.tokenizer), Side.build(tgt, model.tokenizer)
     V = model.embeddings.shape[0]
-    counts = (np.bincount(S.ids, minlength=V) + np.bincount(T.ids, minlength=V)).astype(np.int64)
+    counts = token_counts(S, T, V)
     pc = _sif_component(module_from_model(model), S, T, counts, config, "cpu")
     model.tensors.update(piece_counts=counts, sif_pc=pc)
     model.config["sif_a"] = config.sif_a
