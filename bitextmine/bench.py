@@ -7,7 +7,7 @@ interpreter with torch and FAISS loaded:
 
 - tokenize: the model's tokenizer over the corpus in worker processes (as ``encode`` does);
 - encode: tokenising and embedding (L2-normalised float32 rows);
-- knn: exact or approximate k-NN of the source half among the target half (one direction);
+- knn: exact or approximate k-NN of each half among the other (both directions, as mining needs);
 - mine: margin mining (both directions, scores, 1:1 selection) of the two halves.
 
 The corpus is one text file split into halves, or two files (source and target).
@@ -30,7 +30,7 @@ from .errors import ConfigError
 @dataclass
 class StageResult:
     stage: str
-    items: int  # sentences (tokenize, encode) or query rows (knn, mine: both sides)
+    items: int  # sentences (tokenize, encode) or rows of both sides (knn, mine)
     seconds: float
     peak_gb: float
 
@@ -79,8 +79,7 @@ def _stage(stage: str, model_path: str, src_path: str, tgt_path: str, emb_dir: s
     import resource
 
     from .encoding import encode
-    from .index import knn, resolve_index
-    from .mining import mine_embeddings
+    from .mining import mine_embeddings, neighbours
     from .model import load_model
 
     mine = MineConfig(**json.loads(mine_json))
@@ -99,10 +98,9 @@ def _stage(stage: str, model_path: str, src_path: str, tgt_path: str, emb_dir: s
         x = np.load(os.path.join(emb_dir, "src.npy"), mmap_mode="r")
         y = np.load(os.path.join(emb_dir, "tgt.npy"), mmap_mode="r")
         t = time.perf_counter()
-        if stage == "knn":
-            kind = resolve_index(mine.index, len(y), mine.auto_flat_max)
-            items = len(knn(x, y, mine.k, device=mine.device, index=kind, nlist=mine.nlist, nprobe=mine.nprobe,
-                            block_size=mine.block_size, shard_rows=mine.shard_rows)[0])
+        if stage == "knn":  # both directions, as mining needs them
+            neighbours(x, y, mine)
+            items = len(x) + len(y)
         else:
             mine_embeddings(x, y, config=mine)
             items = len(x) + len(y)

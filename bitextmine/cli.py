@@ -12,7 +12,7 @@ from dataclasses import replace
 import click
 
 from . import __version__
-from .config import (DEVICES, ENCODERS, INDEXES, MARGINS, MODES, NEGATIVES, SCORES, EncodeConfig, FilterConfig, MineConfig,
+from .config import (DEVICES, ENCODERS, INDEXES, MARGINS, MODES, NEGATIVES, PRECISIONS, SCORES, EncodeConfig, FilterConfig, MineConfig,
                      RuleConfig, TokenizerConfig, TrainConfig)
 from .errors import BitextmineError
 
@@ -319,6 +319,10 @@ def _search_options(f):
     f = click.option("--shard-rows", type=click.IntRange(0), default=M.shard_rows, show_default=True,
                      help="Search the other side in shards of N rows, one in memory at a time, merging each query's "
                           "neighbours over the shards (global neighbour means: scores do not depend on N). 0 = whole.")(f)
+    f = click.option("--precision", type=click.Choice(PRECISIONS), default=M.precision, show_default=True,
+                     help="Exact search: bf16 similarity tiles, candidates rescored in float32 and certified (the "
+                          "result of float32 search, faster), or fp32 throughout; auto = bf16 on GPUs and CPUs "
+                          "with native bf16 (AVX512-BF16, AMX).")(f)
     f = click.option("--recall-check", type=click.IntRange(0), default=M.recall_check, show_default=True,
                      help="Compare this many sampled queries with exact search and report recall@k (approximate indexes).")(f)
     f = click.option("--train-sample", type=click.IntRange(0), default=M.train_sample, show_default=True,
@@ -356,7 +360,7 @@ def _search_options(f):
 @_rule_options
 @_device_option(M.device)
 @_quiet_option
-def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, nlist, nprobe, train_sample, recall_check,
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, nlist, nprobe, train_sample, recall_check, precision,
          shard_rows, threshold, min_cosine, ids, block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, **rule_kw):
     """Mine translation pairs between two text files (one sentence per line).
 
@@ -373,7 +377,8 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, 
     model = load_model(model_dir)
     config = MineConfig(k=k, margin=margin, mode=mode, threshold=threshold, min_cosine=min_cosine,
                         block_size=block_size, device=device, index=index, nlist=nlist, nprobe=nprobe,
-                        train_sample=train_sample, recall_check=recall_check, shard_rows=shard_rows)
+                        train_sample=train_sample, recall_check=recall_check, shard_rows=shard_rows,
+                        precision=precision)
     bars: dict = {}
 
     def progress(stage: str, n: int) -> None:
@@ -557,7 +562,7 @@ def calibrate(gold, src, tgt, scol, tcol, score, k, plot, seed, model_dir, sif, 
 @_search_options
 @_device_option(M.device)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def bench(corpus, model_dir, max_lines, stages, k, margin, mode, index, nlist, nprobe, train_sample, recall_check,
+def bench(corpus, model_dir, max_lines, stages, k, margin, mode, index, nlist, nprobe, train_sample, recall_check, precision,
           shard_rows, device, as_json):
     """Sentences/s and peak memory of tokenize, encode, kNN and mine on your corpus and device.
 
@@ -575,6 +580,7 @@ def bench(corpus, model_dir, max_lines, stages, k, margin, mode, index, nlist, n
                        stages=stages or ("tokenize", "encode", "knn", "mine"),
                        mine=MineConfig(k=k, margin=margin, mode=mode, index=index, nlist=nlist, nprobe=nprobe,
                                        train_sample=train_sample, recall_check=recall_check, shard_rows=shard_rows,
+                                       precision=precision,
                                        device=device))
     _report(report, as_json)
 
@@ -692,7 +698,7 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
 @click.option("--plot", default=None, metavar="FILE.png", help="Plot precision, recall and F1 against the threshold.")
 @_eval_options(("src", "tgt"))
 def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, k, margin, mode, index, nlist,
-              nprobe, train_sample, recall_check, shard_rows, plot, sif, marked, device, as_json):
+              nprobe, train_sample, recall_check, precision, shard_rows, plot, sif, marked, device, as_json):
     """BUCC 2018 bitext mining: precision, recall and F1 of mined pairs against the gold pairs.
 
     SRC and TGT hold <id><TAB><sentence> lines; GOLD holds <src-id><TAB><tgt-id> lines.
@@ -716,6 +722,7 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
                       threshold=threshold, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
                       mine=MineConfig(k=k, margin=margin, mode=mode, device=device, index=index, nlist=nlist,
                                       nprobe=nprobe, train_sample=train_sample, recall_check=recall_check,
+                                      precision=precision,
                                       shard_rows=shard_rows),
                       emb=_pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), marked=marked, progress=progress)
     for b in bars.values():

@@ -73,7 +73,7 @@ class MineConfig:
     # Optional floor on the cosine (off by default, as in margin mining in the literature); it helps on
     # small inputs, where every margin runs high (tools/calibrate_threshold.py measures both).
     min_cosine: float = 0.0
-    block_size: int = 16384  # query rows per k-NN block; bounds memory
+    block_size: int = 8192  # query rows per k-NN block; bounds memory (exact search: one block x 16,384 tile)
     device: str = "auto"  # auto | cpu | cuda
     index: str = "auto"  # auto | flat | ivf | ivfpq: exact search, or approximate (FAISS IVF) for large sides
     auto_flat_max: int = 200_000  # index auto: exact search up to this many rows on the searched side, IVF above
@@ -84,6 +84,10 @@ class MineConfig:
     recall_check: int = 0  # compare this many sampled queries with exact search and report recall@k
     seed: int = 1  # IVF training sample and recall-check queries
     shard_rows: int = 0  # search the other side in shards of this many rows (sides larger than memory; 0 = whole)
+    # exact search: similarity tiles in bf16, candidates rescored in float32 and certified (the result of
+    # float32 search), or fp32 throughout; auto: bf16 on GPUs and CPUs with native bf16 dot products
+    precision: str = "auto"
+    candidates: int = 16  # exact search: candidates kept per row before rescoring (more: fewer rows searched again)
 
 
 def _h(default, help: str):
@@ -134,6 +138,7 @@ class FilterConfig:
 
 SCORES = ("cosine", "margin", "none")
 INDEXES = ("auto", "flat", "ivf", "ivfpq")
+PRECISIONS = ("auto", "bf16", "fp32")
 MARGINS = ("ratio", "distance", "absolute")
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
 NEGATIVES = ("max", "mix", "random")

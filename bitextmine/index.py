@@ -46,6 +46,19 @@ def choose_backend(device: str) -> str:
     return "faiss-cpu"
 
 
+def search_device(device: str) -> str:
+    """cpu | cuda for torch search code, from device auto | cpu | cuda."""
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise ConfigError("--device cuda: torch sees no CUDA GPU; use --device cpu or auto")
+    return "cpu"
+
+
 def resolve_index(kind: str, rows: int, auto_flat_max: int = 200_000) -> str:
     """flat | ivf | ivfpq for ``kind`` (auto: flat up to ``auto_flat_max`` searched rows, ivf above)."""
     if kind == "auto":

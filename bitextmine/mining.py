@@ -21,7 +21,8 @@ from . import __version__
 from .config import MODES, EncodeConfig, MineConfig
 from .corpus import file_checksum, read_lines
 from .errors import ConfigError
-from .index import knn, recall_at_k, resolve_index
+from .exact import knn_both, resolve_precision
+from .index import knn, recall_at_k, resolve_index, search_device
 from .margin import candidate_scores
 from .rules import check_pair
 
@@ -90,10 +91,7 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
     empty = Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32))
     if n == 0 or m == 0:
         return empty
-    Dxy, Ixy = _knn(x, y, config, progress)
-    Dyx, Iyx = _knn(y, x, config, progress)
-    info: dict = {"index": [resolve_index(config.index, m, config.auto_flat_max),
-                            resolve_index(config.index, n, config.auto_flat_max)]}
+    Dxy, Ixy, Dyx, Iyx, info = neighbours(x, y, config, progress)
     if config.recall_check:
         info["recall"] = [recall_at_k(x, y, Ixy, config.recall_check, seed=config.seed, device=config.device),
                           recall_at_k(y, x, Iyx, config.recall_check, seed=config.seed, device=config.device)]
@@ -130,10 +128,31 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
     return pairs
 
 
-def _knn(q: np.ndarray, d: np.ndarray, config: MineConfig, progress) -> tuple[np.ndarray, np.ndarray]:
-    """k-NN of q's rows among d's with the index that config asks for (auto: by the size of d)."""
-    return knn(q, d, config.k, block_size=config.block_size, device=config.device,
-               index=resolve_index(config.index, len(d), config.auto_flat_max), nlist=config.nlist,
+def neighbours(x: np.ndarray, y: np.ndarray, config: MineConfig = MineConfig(), progress=None):
+    """k nearest neighbours of x's rows among y's and of y's among x's, with the index config asks for.
+
+    x float (n, d), y float (m, d). Returns (Dxy float32 (n, k'), Ixy int64, Dyx float32 (m, k''), Iyx int64,
+    info) as :func:`bitextmine.index.knn` gives them per direction; info: the index per direction, and for
+    exact search the precision of its tiles and the rows searched again. Exact search on both sides is
+    one pass over the similarity matrix (:func:`bitextmine.exact.knn_both`); progress gets n + m in all.
+    """
+    info: dict = {"index": [resolve_index(config.index, len(y), config.auto_flat_max),
+                            resolve_index(config.index, len(x), config.auto_flat_max)]}
+    if info["index"] == ["flat", "flat"]:
+        device = search_device(config.device)
+        Dxy, Ixy, Dyx, Iyx, more = knn_both(
+            x, y, config.k, candidates=config.candidates, block_rows=config.block_size, shard_rows=config.shard_rows,
+            device=device, precision=resolve_precision(config.precision, device), progress=progress)
+        info.update(more)
+        return Dxy, Ixy, Dyx, Iyx, info
+    Dxy, Ixy = _knn(x, y, info["index"][0], config, progress)
+    Dyx, Iyx = _knn(y, x, info["index"][1], config, progress)
+    return Dxy, Ixy, Dyx, Iyx, info
+
+
+def _knn(q: np.ndarray, d: np.ndarray, index: str, config: MineConfig, progress) -> tuple[np.ndarray, np.ndarray]:
+    """k-NN of q's rows among d's with ``index`` and config's index settings."""
+    return knn(q, d, config.k, block_size=config.block_size, device=config.device, index=index, nlist=config.nlist,
                nprobe=config.nprobe, train_sample=config.train_sample, pq_m=config.pq_m, seed=config.seed,
                shard_rows=config.shard_rows, progress=progress)
 

@@ -143,5 +143,5 @@ def test_bench_reports_every_stage(tmp_path, toy_model_dir):
     assert r.exit_code == 0, r.output
     res = _json.loads(r.output)
     assert [s["stage"] for s in res["stages"]] == ["tokenize", "encode", "knn (flat)", "mine (flat)"]
-    assert [s["items"] for s in res["stages"]] == [600, 600, 300, 600] and res["lines"] == [300, 300]
+    assert [s["items"] for s in res["stages"]] == [600, 600, 600, 600] and res["lines"] == [300, 300]
     assert all(s["seconds"] > 0 and s["peak_gb"] > 0 for s in res["stages"])

@@ -1,0 +1,125 @@
+"""The one-pass exact k-NN in both directions (bitextmine.exact) against brute force."""
+
+import numpy as np
+import pytest
+import torch
+
+from bitextmine import exact
+from bitextmine.exact import G, knn_both, resolve_precision
+
+
+def unit(rng, n, d=24):
+    x = rng.normal(size=(n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def brute(q, o, k):
+    """k best rows of o for each row of q in float64, ties by lower index."""
+    sim = q.astype(np.float64) @ o.astype(np.float64).T
+    idx = np.argsort(-sim, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(sim, idx, 1), idx
+
+
+@pytest.mark.parametrize("n, m, k, kw", [
+    (100, 70, 4, {}),
+    (300, 500, 4, dict(block_rows=64, tile_rows=32, tile_cols=96)),
+    (50, 3, 4, {}),  # fewer targets than k
+    (5, 40, 3, dict(tile_rows=16, tile_cols=16)),  # fewer rows than a group
+    (97, 131, 4, dict(shard_rows=7, block_rows=32, tile_rows=32, tile_cols=32)),
+    (600, 700, 4, dict(candidates=4, tile_rows=64, tile_cols=128)),  # few candidates: many rows searched again
+    (200, 250, 2, dict(precision="fp32", tile_rows=48, tile_cols=80)),
+])
+def test_matches_brute_force_both_ways(n, m, k, kw):
+    rng = np.random.default_rng(n * 7 + m)
+    x, y = unit(rng, n), unit(rng, m)
+    Dxy, Ixy, Dyx, Iyx, info = knn_both(x, y, k, **kw)
+    for D, I, (want_D, want_I) in ((Dxy, Ixy, brute(x, y, min(k, m))), (Dyx, Iyx, brute(y, x, min(k, n)))):
+        np.testing.assert_array_equal(I, want_I)
+        np.testing.assert_allclose(D, want_D, atol=1e-6)
+        assert D.dtype == np.float32 and I.dtype == np.int64
+    if kw.get("candidates") == 4:
+        assert info["refined"][0] > 0 and info["refined"][1] > 0  # the float32 re-search path ran
+
+
+def test_same_arrays_for_any_tile_block_and_shard_size():
+    rng = np.random.default_rng(5)
+    x, y = unit(rng, 260), unit(rng, 190)
+    x[7] = x[3]  # exact duplicates: ties must go to the lower row whatever the tiling
+    y[11] = y[2]
+    runs = [knn_both(x, y, 4, **kw)[:4] for kw in (
+        {}, dict(tile_rows=16, tile_cols=16, block_rows=48), dict(shard_rows=50, tile_rows=32, tile_cols=64),
+        dict(candidates=5, tile_rows=32, tile_cols=32))]
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_reads_memory_maps(tmp_path):
+    rng = np.random.default_rng(2)
+    x, y = unit(rng, 120), unit(rng, 90)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y.astype(np.float16))
+    xm = np.load(tmp_path / "x.npy", mmap_mode="r")
+    ym = np.load(tmp_path / "y.npy", mmap_mode="r")
+    got = knn_both(xm, ym, 4, tile_rows=32, tile_cols=32)
+    want = knn_both(x, ym.astype(np.float32), 4, tile_rows=32, tile_cols=32)
+    for a, b in zip(got[:4], want[:4]):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("dtype, lo", [(torch.bfloat16, 0.2), (torch.bfloat16, -0.5), (torch.float32, 0.1)])
+def test_entries_are_exactly_those_above_the_floor(axis, dtype, lo):
+    gen = torch.Generator().manual_seed(1)
+    S = (torch.rand((4 * G, 6 * G), generator=gen) * 2 - 1).to(dtype)  # negative values too
+    floor = (torch.rand(S.shape[axis], generator=gen) * (1 - lo) + lo).to(dtype).float()
+    key, other, val = exact._entries(S, floor, axis)
+    Sf = S.float() if axis == 0 else S.float().T
+    want = {(i, j) for i, j in zip(*np.nonzero((Sf > floor[:, None]).numpy()))}
+    assert set(zip(key.tolist(), other.tolist())) == want
+    assert torch.equal(val, Sf[key, other])
+    assert bool((key[1:] >= key[:-1]).all())  # keys ascending, as the merge needs
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_dense_gives_each_rows_best(axis):
+    gen = torch.Generator().manual_seed(3)
+    S = torch.rand((3 * G, 5 * G), generator=gen).to(torch.bfloat16)
+    key, other, val = exact._dense(S, 6, axis)
+    Sf = S.float() if axis == 0 else S.float().T
+    for r in range(len(Sf)):
+        got = sorted(val[key == r].tolist(), reverse=True)
+        assert got == sorted(Sf[r].tolist(), reverse=True)[:6]
+
+
+def test_merge_keeps_each_keys_best_sorted():
+    gen = torch.Generator().manual_seed(4)
+    K, c = 9, 4
+    V = torch.sort(torch.rand((K, c), generator=gen), 1, descending=True).values
+    V[2] = -torch.inf  # a key with nothing yet
+    I = torch.arange(K * c).view(K, c)
+    key = torch.sort(torch.randint(0, K, (40,), generator=gen)).values
+    val = torch.rand(40, generator=gen)
+    idx = 1000 + torch.arange(40)
+    V2, I2 = exact._merge(V, I, key, idx, val)
+    for r in range(K):
+        pool = sorted([(v, i) for v, i in zip(V[r].tolist(), I[r].tolist())]
+                      + [(v, i) for kk, v, i in zip(key.tolist(), val.tolist(), idx.tolist()) if kk == r], reverse=True)
+        assert V2[r].tolist() == [v for v, _ in pool[:c]]
+        assert set(I2[r][V2[r] > -torch.inf].tolist()) == {i for v, i in pool[:c] if v > -np.inf}
+
+
+def test_precision_choice():
+    assert resolve_precision("fp32", "cpu") == "fp32"
+    assert resolve_precision("bf16", "cpu") == "bf16"
+    assert resolve_precision("auto", "cpu") in ("bf16", "fp32")
+    with pytest.raises(ValueError):
+        resolve_precision("fp8", "cpu")
+
+
+def test_the_rounding_bound_holds_on_this_machine():
+    rng = np.random.default_rng(9)
+    x, y = unit(rng, 64, 300), unit(rng, 256, 300)
+    exact_sim = x.astype(np.float64) @ y.astype(np.float64).T
+    low = (torch.from_numpy(x).bfloat16() @ torch.from_numpy(y).bfloat16().T).float().numpy()
+    assert np.abs(low - exact_sim).max() <= exact.eps_factor("bf16", 300)
