@@ -12,8 +12,8 @@ from dataclasses import replace
 import click
 
 from . import __version__
-from .config import (DEVICES, ENCODERS, INDEXES, MARGINS, MODES, NEGATIVES, PRECISIONS, SCORES, EncodeConfig, FilterConfig, MineConfig,
-                     RuleConfig, TokenizerConfig, TrainConfig)
+from .config import (DEVICES, ENCODERS, INDEXES, MARGINS, MODES, NEGATIVES, PRECISIONS, SCORES, TABLE_PRECISIONS,
+                     EncodeConfig, FilterConfig, MineConfig, RuleConfig, TokenizerConfig, TrainConfig)
 from .errors import BitextmineError
 
 
@@ -188,12 +188,15 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--fp32", is_flag=True, help="Store embeddings as float32 instead of float16.")
 @click.option("--seed", type=int, default=T.seed, show_default=True)
 @click.option("--threads", type=click.IntRange(0), default=T.threads, show_default=True, help="Torch CPU threads (0 = default).")
+@click.option("--amp", type=click.Choice(["auto", "off", "bf16"]), default=T.amp, show_default=True,
+              help="bf16 autocast of the forward passes (weights, optimiser and loss stay float32); auto = on for "
+                   "CUDA GPUs with bf16, off on CPU.")
 @_device_option(T.device)
 @_quiet_option
 def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sample, dim, untrained, negatives,
           paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, epochs, batch_size, margin,
           dropout, lr, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
-          checkpoint_every, max_steps, resume, languages, fp32, seed, threads, device, quiet):
+          checkpoint_every, max_steps, resume, languages, fp32, seed, threads, amp, device, quiet):
     """Train an encoder on parallel corpora (or paraphrase pairs, or STS pairs).
 
     \b
@@ -216,7 +219,7 @@ def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sa
                          shuffle_words=shuffle_words, reg_to_init=reg_to_init, dim=dim, margin=margin, batch_size=batch_size, megabatch_start=megabatch_start,
                          megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr,
                          epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,
-                         checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads,
+                         checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads, amp=amp,
                          fp16=not fp32)
     tok_config = TokenizerConfig(vocab_size=vocab_size or K.vocab_size, token_vocab_size=vocab_size or K.token_vocab_size,
                                  sample_sentences=spm_sample)
@@ -266,6 +269,11 @@ E = EncodeConfig
 @click.option("--fp16", is_flag=True, default=E.fp16, help="Store float16 instead of float32.")
 @click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Sentences per batch.")
 @click.option("--threads", type=click.IntRange(0), default=E.threads, show_default=True, help="Worker processes for reading, tokenising and embedding (0 = one per core).")
+@click.option("--batch-tokens", type=click.IntRange(0), default=E.batch_tokens, show_default=True,
+              help="At most N pieces per embedding call, whole sentences (bounds device memory; 0 = no limit).")
+@click.option("--precision", type=click.Choice(TABLE_PRECISIONS), default=E.precision, show_default=True,
+              help="Piece table on the device (sums and norms stay float32); auto = the model's stored dtype on "
+                   "CUDA (fp16 for the bundled model: lossless), fp32 on CPU. BiLSTM models run in fp32.")
 @_sif_option
 @click.option("--marked", is_flag=True, help="Models trained with --separate-vocab: the text is in the marked language.")
 @click.option("--chunk-lines", type=click.IntRange(0), default=0, show_default=True,
@@ -275,8 +283,8 @@ E = EncodeConfig
               help="With --chunk-lines: stop after N new chunks (continue later with --resume).")
 @_device_option(E.device)
 @_quiet_option
-def encode(inputs, output, model_dir, fp16, batch_size, threads, sif, marked, chunk_lines, resume, max_chunks, device,
-           quiet):
+def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, precision, sif, marked, chunk_lines, resume,
+           max_chunks, device, quiet):
     """Encode text files (one sentence per line; '-' = stdin; .gz read transparently).
 
     Writes one L2-normalised row per input line, in input order. For huge inputs, --chunk-lines
@@ -293,7 +301,8 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, sif, marked, ch
     from .model import load_model
 
     model = load_model(model_dir)
-    config = EncodeConfig(batch_size=batch_size, threads=threads, fp16=fp16, device=device, sif=sif, marked=marked)
+    config = EncodeConfig(batch_size=batch_size, threads=threads, fp16=fp16, device=device, sif=sif, marked=marked,
+                          batch_tokens=batch_tokens, precision=precision)
     bar = _bar(quiet, unit="sent", desc="encode")
     if chunk_lines:
         result = encode_chunked(inputs, output, model, config=config, chunk_lines=chunk_lines, resume=resume,

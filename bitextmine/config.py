@@ -49,6 +49,9 @@ class TrainConfig:
     max_steps: int = 0  # stop after N mini-batches (0 = run all epochs); resumable with --resume
     init_scale: float = 0.1  # piece embeddings start as uniform(-s, s)
     device: str = "auto"  # auto | cpu | cuda
+    # bf16 autocast of the forward passes and the mega-batch similarity product; auto = on for CUDA GPUs
+    # with bf16 (compute capability >= 8), off on CPU. Weights, Adam state and the loss stay float32.
+    amp: str = "auto"
     threads: int = 0  # torch CPU threads (0 = torch's default)
     fp16: bool = True  # store the model's embeddings as float16 (half the size)
 
@@ -61,6 +64,10 @@ class EncodeConfig:
     device: str = "auto"  # auto | cpu | cuda
     sif: bool = False  # apply SIF weighting and common-component removal (stored in the model)
     marked: bool = False  # separate-vocabulary models: the text is in the marked language
+    batch_tokens: int = 0  # at most this many pieces per embedding call (bounds device memory; 0 = no limit)
+    # piece table on the device: fp32 | fp16 | bf16; auto = the model's stored dtype on CUDA (fp16 for the
+    # bundled model: lossless, half the memory traffic), float32 on CPU. Sums and the norm stay float32.
+    precision: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,7 @@ class MineConfig:
     # Optional floor on the cosine (off by default, as in margin mining in the literature); it helps on
     # small inputs, where every margin runs high (tools/calibrate_threshold.py measures both).
     min_cosine: float = 0.0
-    block_size: int = 8192  # query rows per k-NN block; bounds memory (exact search: one block x 16,384 tile)
+    block_size: int = 8192  # query rows per k-NN block (exact search: rows streamed per block); bounds memory
     device: str = "auto"  # auto | cpu | cuda
     index: str = "auto"  # auto | flat | ivf | ivfpq: exact search, or approximate (FAISS IVF) for large sides
     auto_flat_max: int = 200_000  # index auto: exact search up to this many rows on the searched side, IVF above
@@ -138,7 +145,8 @@ class FilterConfig:
 
 SCORES = ("cosine", "margin", "none")
 INDEXES = ("auto", "flat", "ivf", "ivfpq")
-PRECISIONS = ("auto", "bf16", "fp32")
+PRECISIONS = ("auto", "bf16", "fp32")  # exact search tiles
+TABLE_PRECISIONS = ("auto", "fp32", "fp16", "bf16")  # encoding: the piece table on the device
 MARGINS = ("ratio", "distance", "absolute")
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
 NEGATIVES = ("max", "mix", "random")

@@ -53,8 +53,9 @@ def embed_pieces(weight, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     with torch.no_grad():
         dev = weight.device
         x = F.embedding_bag(torch.from_numpy(ids).to(dev), weight, torch.from_numpy(offsets).to(dev), mode="mean")
+        x = x.float()  # a half-precision table still gives float32 rows (no copy for a float32 table)
         x.div_(torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min_(1e-12))  # in place: no copy
-    return x.float().cpu().numpy()
+    return x.cpu().numpy()
 
 
 def vectors_fingerprint(model: Model, *, sif: bool = False, marked: bool = False) -> str:
@@ -77,12 +78,13 @@ class SentenceEmbedder:
     """Callable (ids, offsets) -> float32 (n, dim) L2-normalised sentence embeddings for one model.
 
     Averaging encoders go through :func:`embed_pieces` with the token table (with ``sif``, the SIF
-    table of :func:`bitextmine.sif.sif_table`); the BiLSTM runs its torch module in chunks of
+    table of :func:`bitextmine.sif.sif_table`), held on the device at ``precision`` (fp32 | fp16 | bf16;
+    see :func:`table_precision`); the BiLSTM runs its torch module in chunks of
     ``chunk`` sentences, weighting states and removing the common component when ``sif`` is set.
     """
 
     def __init__(self, model: Model, *, sif: bool = False, device: str = "cpu", chunk: int = 2048,
-                 marked: bool = False):
+                 marked: bool = False, precision: str = "fp32"):
         import torch
 
         from .model import module_from_model
@@ -103,7 +105,8 @@ class SentenceEmbedder:
             if sif:
                 w, pc, _ = sif_parts(model)
                 table = sif_table(table, model.tensors["piece_counts"], pc, float(model.config.get("sif_a", 1e-3)))
-            self.weight = torch.from_numpy(np.ascontiguousarray(table, np.float32)).to(device)
+            dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+            self.weight = torch.from_numpy(np.ascontiguousarray(table, np.float32)).to(device, dtype)
         else:
             self.module = module_from_model(model, device).eval()
             self.weight = self.module.weight
@@ -130,6 +133,17 @@ class SentenceEmbedder:
         return x.float().cpu().numpy()
 
 
+def table_precision(precision: str, model: Model, device: str) -> str:
+    """fp32 | fp16 | bf16 for EncodeConfig.precision on ``device``: auto is the model's stored dtype
+    (fp16 or fp32) on CUDA, fp32 on CPU."""
+    if precision == "auto":
+        stored = str(model.embeddings.dtype)
+        return ("fp16" if stored == "float16" else "fp32") if device.startswith("cuda") else "fp32"
+    if precision not in ("fp32", "fp16", "bf16"):
+        raise ConfigError(f"precision {precision!r}: expected auto, fp32, fp16 or bf16")
+    return precision
+
+
 class Encoder:
     """Encodes batches of text with one model on one device; keeps the weights resident."""
 
@@ -137,7 +151,9 @@ class Encoder:
         self.model = model
         self.config = config
         self.device = resolve_device(config.device)
-        self.embedder = SentenceEmbedder(model, sif=config.sif, device=self.device, marked=config.marked)
+        self.precision = table_precision(config.precision, model, self.device)
+        self.embedder = SentenceEmbedder(model, sif=config.sif, device=self.device, marked=config.marked,
+                                         precision=self.precision)
         self.weight = self.embedder.weight
 
     @property
@@ -146,8 +162,21 @@ class Encoder:
         return vectors_fingerprint(self.model, sif=self.config.sif, marked=self.config.marked)
 
     def embed_flat(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Sentence embeddings, L2-normalised: float32 (n, dim). Empty sentences give zeros."""
-        return self.embedder(ids, offsets)
+        """Sentence embeddings, L2-normalised: float32 (n, dim). Empty sentences give zeros.
+
+        ids int (total,), offsets int (n,) (flat layout). With ``batch_tokens`` set, embedded in runs of
+        whole sentences of at most that many pieces (a longer sentence alone): the same rows."""
+        budget = self.config.batch_tokens
+        if not budget or len(ids) <= budget:
+            return self.embedder(ids, offsets)
+        offsets = np.asarray(offsets, np.int64)
+        ends = np.append(offsets[1:], len(ids))
+        parts, a = [], 0
+        while a < len(offsets):
+            b = max(a + 1, int(np.searchsorted(ends, offsets[a] + budget, side="right")))
+            parts.append(self.embedder(ids[offsets[a] : ends[b - 1]], offsets[a:b] - offsets[a]))
+            a = b
+        return np.concatenate(parts)
 
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Encode one batch: float32 (len(texts), dim), L2-normalised rows in the order of ``texts``.
@@ -375,7 +404,7 @@ def encode_chunked(
     enc = Encoder(model, config)
     dtype = np.dtype(np.float16 if config.fp16 else np.float32)
     settings = {"format_version": MANIFEST_VERSION, "model_fingerprint": enc.fingerprint, "dim": model.dim,
-                "dtype": str(dtype), "chunk_lines": chunk_lines,
+                "dtype": str(dtype), "chunk_lines": chunk_lines, "table_precision": enc.precision,
                 "inputs": [("<stdin>" if p == "-" else os.path.basename(p)) for p in inputs]}
     man_path = os.path.join(out_dir, MANIFEST_FILE)
     done: list[dict] = []
@@ -384,6 +413,7 @@ def encode_chunked(
             raise ConfigError(f"{out_dir}: holds a chunked encoding already; continue it with --resume, or choose "
                               "another output")
         old = read_versioned_json(man_path, version=MANIFEST_VERSION, what="a manifest of 'bitextmine encode'")
+        old.setdefault("table_precision", "fp32")  # manifests from before the option: float32 tables
         for key, value in settings.items():
             if old.get(key) != value:
                 raise ConfigError(f"--resume: {out_dir} was made with {key} {old.get(key)!r}, this run has {value!r}")

@@ -468,6 +468,7 @@ class _StepContext:
         self.enc, self.opt, self.gen, self.shuffle_gen = enc, opt, gen, shuffle_gen
         self.S, self.T, self.P = S, T, P
         self.config, self.device, self.word_start, self.init_params = config, device, word_start, init_params
+        self.amp = amp_enabled(config.amp, device)
 
 
 def _negatives(es, et, s_text, t_text, config: TrainConfig, gen):
@@ -525,6 +526,17 @@ def _cat_flat(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.nda
     return ids, np.concatenate([p[1] + s for p, s in zip(parts, shift)])
 
 
+def amp_enabled(amp: str, device: str) -> bool:
+    """Whether TrainConfig.amp (auto | off | bf16) turns bf16 autocast on for ``device``."""
+    if amp not in ("auto", "off", "bf16"):
+        raise ConfigError(f"amp {amp!r}: expected auto, off or bf16")
+    if amp == "auto":
+        import torch
+
+        return device.startswith("cuda") and torch.cuda.get_device_capability()[0] >= 8
+    return amp == "bf16"
+
+
 def _train_megabatch(ctx: _StepContext, idx: np.ndarray) -> tuple[float, int]:
     """Find the negatives for the pairs ``idx`` and take one Adam step per mini-batch."""
     import torch
@@ -532,12 +544,14 @@ def _train_megabatch(ctx: _StepContext, idx: np.ndarray) -> tuple[float, int]:
     from .loss import hinge_loss
 
     config, device, S, T, P, enc = ctx.config, ctx.device, ctx.S, ctx.T, ctx.P, ctx.enc
+    amp = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=ctx.amp)
 
     def t(a):
-        return torch.from_numpy(a).to(device)
+        return torch.from_numpy(a).to(device, non_blocking=True)
 
-    es = _embed_no_grad(enc, *S.gather(idx))
-    et = _embed_no_grad(enc, *T.gather(idx))
+    with amp:
+        es = _embed_no_grad(enc, *S.gather(idx)).float()
+        et = _embed_no_grad(enc, *T.gather(idx)).float()
     s_text, t_text = t(S.text_ids[idx]), t(T.text_ids[idx])
     if P is not None:
         ns, nt, s_ok_for, t_ok_for = _paraphrase_negatives(es, et, s_text, t_text)
@@ -570,8 +584,10 @@ def _train_megabatch(ctx: _StepContext, idx: np.ndarray) -> tuple[float, int]:
         si, so, ti, to = t(si), t(so), t(ti), t(to)
         ks = piece_dropout(si, so, config.dropout, ctx.gen) if bag and config.dropout > 0 else None
         kt = piece_dropout(ti, to, config.dropout, ctx.gen) if bag and config.dropout > 0 else None
-        xs = enc(si, so, ks)
-        xt = enc(ti, to, kt)
+        with amp:
+            xs = enc(si, so, ks)
+            xt = enc(ti, to, kt)
+        xs, xt = xs.float(), xt.float()
         jt = torch.from_numpy(j).to(device)
         # xs[m:] are the sources that serve as negatives for the targets, xt[m:] the targets for the sources
         loss = hinge_loss(xs[:m], xt[:m], xs[m:], xt[m:], margin=config.margin,

@@ -270,3 +270,19 @@ def test_blstm_resume_gives_the_same_model(tmp_path, small_files):
     a = open(os.path.join(full, "embeddings.safetensors"), "rb").read()
     b = open(os.path.join(part, "embeddings.safetensors"), "rb").read()
     assert a == b
+
+
+def test_bf16_autocast_training_runs_and_learns(toy_files, tmp_path):
+    """--amp bf16 (the CUDA default; CPU autocast here) trains every kind of encoder to a working model."""
+    from bitextmine.training import amp_enabled
+
+    assert not amp_enabled("auto", "cpu") and amp_enabled("bf16", "cpu") and not amp_enabled("off", "cuda")
+    src, tgt = toy_corpus(300, seed=9)
+    for encoder in ("sp", "blstm-sp"):
+        out = str(tmp_path / encoder)
+        train([CorpusSpec(src=toy_files[0], tgt=toy_files[1])], out,
+              config=TrainConfig(**{**FEW, "dim": 32, "epochs": 2}, encoder=encoder, amp="bf16"), tokenizer_config=TOK)
+        m = load_model(out)
+        acc = retrieval_accuracy(encode(src, m, config=EncodeConfig(device="cpu")),
+                                 encode(tgt, m, config=EncodeConfig(device="cpu")))
+        assert min(acc) > 0.3, (encoder, acc)

@@ -183,3 +183,23 @@ def test_mine_reads_chunked_embeddings(tmp_path, toy_model_dir):
     pre = CliRunner().invoke(main, ["mine", str(a), str(b), "--model", toy_model_dir, "--src-emb", str(tmp_path / "a.emb")])
     assert pre.exit_code == 0, pre.output
     assert pre.stdout == plain.stdout
+
+
+def test_batch_tokens_and_table_precision(toy_model):
+    """--batch-tokens splits embedding calls by pieces (same rows); half-precision tables stay close."""
+    from bitextmine.config import EncodeConfig
+    from bitextmine.encoding import Encoder, table_precision
+    from conftest import toy_corpus
+
+    src, _ = toy_corpus(300, seed=12)
+    texts = src + ["", src[0] * 40]  # an empty line and one longer than the budget
+    base = Encoder(toy_model, EncodeConfig(device="cpu", threads=1)).encode_batch(texts)
+    budgeted = Encoder(toy_model, EncodeConfig(device="cpu", threads=1, batch_tokens=7)).encode_batch(texts)
+    np.testing.assert_allclose(budgeted, base, atol=1e-6)
+    assert table_precision("auto", toy_model, "cpu") == "fp32"
+    for precision, tol in (("fp16", 2e-3), ("bf16", 2e-2)):
+        enc = Encoder(toy_model, EncodeConfig(device="cpu", threads=1, precision=precision))
+        half = enc.encode_batch(texts)
+        assert half.dtype == np.float32
+        np.testing.assert_allclose(half, base, atol=tol)
+        np.testing.assert_allclose(np.linalg.norm(half[:-2], axis=1), 1, atol=1e-5)
