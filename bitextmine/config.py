@@ -83,7 +83,10 @@ class MineConfig:
     block_size: int = 8192  # query rows per k-NN block (exact search: rows streamed per block); bounds memory
     device: str = "auto"  # auto | cpu | cuda
     index: str = "auto"  # auto | flat | ivf | ivfpq: exact search, or approximate (FAISS IVF) for large sides
-    auto_flat_max: int = 200_000  # index auto: exact search up to this many rows on the searched side, IVF above
+    # index auto: exact search up to this many rows on the searched side, IVF above. Exact search is one
+    # bf16 pass for both directions (docs/benchmarks.md: 1M x 1M on 2 CPU cores in about 25 minutes, recall 1;
+    # IVF needs nearly as many products for recall@4 0.95 on real sentence embeddings)
+    auto_flat_max: int = 1_000_000
     nlist: int = 0  # IVF cells (0 = 4 * sqrt(rows), at least 16)
     nprobe: int = 32  # IVF cells visited per query (more: slower, higher recall)
     train_sample: int = 0  # rows sampled to train the IVF quantizer (0 = min(rows, 64 * nlist))

@@ -37,13 +37,7 @@ def choose_backend(device: str) -> str:
         n_gpu = 0
     if n_gpu > 0:
         return "faiss-gpu"
-    import torch
-
-    if torch.cuda.is_available():
-        return "torch-cuda"
-    if device == "cuda":
-        raise ConfigError("--device cuda: neither FAISS nor torch sees a CUDA GPU; use --device cpu or auto")
-    return "faiss-cpu"
+    return "torch-cuda" if search_device(device) == "cuda" else "faiss-cpu"
 
 
 def search_device(device: str) -> str:
@@ -59,7 +53,7 @@ def search_device(device: str) -> str:
     return "cpu"
 
 
-def resolve_index(kind: str, rows: int, auto_flat_max: int = 200_000) -> str:
+def resolve_index(kind: str, rows: int, auto_flat_max: int) -> str:
     """flat | ivf | ivfpq for ``kind`` (auto: flat up to ``auto_flat_max`` searched rows, ivf above)."""
     if kind == "auto":
         return "flat" if rows <= auto_flat_max else "ivf"

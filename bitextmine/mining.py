@@ -242,7 +242,8 @@ def mine_files(
         if emb_path:
             x = load_embeddings(emb_path, model=model, text_sha256=file_checksum(path), count=len(lines),
                                 sif=side_config.sif, marked=side_config.marked)
-            x = np.asarray(x[u.first], np.float32)
+            if len(u.first) != len(x) or np.any(u.first != np.arange(len(x))):  # else: stays memory-mapped
+                x = np.asarray(x[u.first], np.float32)
         else:
             blocks = []
             for block in Encoder(model, side_config).encode_iter(u.texts):

@@ -73,6 +73,6 @@ def test_auto_index_by_size():
     from bitextmine.index import resolve_index
 
     assert resolve_index("auto", 1000, 200_000) == "flat" and resolve_index("auto", 300_000, 200_000) == "ivf"
-    assert resolve_index("ivfpq", 10) == "ivfpq"
+    assert resolve_index("ivfpq", 10, 200_000) == "ivfpq"
     with pytest.raises(Exception, match="expected auto, flat, ivf or ivfpq"):
-        resolve_index("hnsw", 10)
+        resolve_index("hnsw", 10, 200_000)
