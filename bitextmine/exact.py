@@ -54,12 +54,15 @@ def rows_f32(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return out
 
 
-def _gather_f32(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Rows ``idx`` int64 (r,) of ``a`` as float32 (r, d), read in ascending order."""
+def _gather_f32(a: np.ndarray, idx: np.ndarray, chunk: int = 8192) -> np.ndarray:
+    """Rows ``idx`` int (r,) of ``a`` as float32 (r, d), read in ascending order, ``chunk`` rows at a time
+    (a memory map's pages are let go after each chunk: random rows touch a page each)."""
     order = np.argsort(idx, kind="stable")
     out = np.empty((len(idx), a.shape[1]), np.float32)
-    out[order] = a[idx[order]]
-    _release(a)
+    for c in range(0, len(idx), chunk):
+        part = order[c : c + chunk]
+        out[part] = a[idx[part]]
+        _release(a)
     return out
 
 
@@ -283,8 +286,8 @@ def knn_both(
         if old_reduction is not None:
             torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = old_reduction
     f = eps_factor(precision, d)
-    Dxy, Ixy, ok_x = rescore(x, y, row_v.cpu().numpy(), row_i.cpu().numpy().astype(np.int64), kx, f * x_norm * y_norm.max())
-    Dyx, Iyx, ok_y = rescore(y, x, col_v.cpu().numpy(), col_i.cpu().numpy().astype(np.int64), ky, f * y_norm * x_norm.max())
+    Dxy, Ixy, ok_x = rescore(x, y, row_v.cpu().numpy(), row_i.cpu().numpy(), kx, f * x_norm * y_norm.max())
+    Dyx, Iyx, ok_y = rescore(y, x, col_v.cpu().numpy(), col_i.cpu().numpy(), ky, f * y_norm * x_norm.max())
     for q, o, D, I, ok, kk in ((x, y, Dxy, Ixy, ok_x, kx), (y, x, Dyx, Iyx, ok_y, ky)):
         redo = np.flatnonzero(~ok)
         if len(redo):
@@ -329,7 +332,7 @@ def rescore(q: np.ndarray, o: np.ndarray, approx: np.ndarray, cand: np.ndarray, 
     """Exact float32 cosines of each q row's candidates, and its k best.
 
     q (n, d), o (m, d) float arrays; approx float32 (n, c) approximate values of the candidate rows cand
-    int64 (n, c) of o (-1: none); eps float (n,) the bound on |approx - exact|; rows of o that are not
+    int32 or int64 (n, c) of o (-1: none); eps float (n,) the bound on |approx - exact|; rows of o that are not
     candidates have approximate values at most the weakest candidate's. Returns (D float32 (n, k),
     I int64 (n, k), certified bool (n,)): D/I sorted by decreasing cosine, ties by lower index; certified
     where no row of o outside the candidates can be among the k best. Candidates whose approximate value
@@ -341,7 +344,7 @@ def rescore(q: np.ndarray, o: np.ndarray, approx: np.ndarray, cand: np.ndarray, 
     ok = np.empty(n, bool)
     for a in range(0, n, block):
         b = min(n, a + block)
-        av, ci = approx[a:b], cand[a:b]
+        av, ci = approx[a:b], cand[a:b].astype(np.int64)
         kth = -np.partition(-av, k - 1, axis=1)[:, k - 1]
         need = (ci >= 0) & (av >= (kth - 2 * eps[a:b])[:, None])
         r, j = np.nonzero(need)
@@ -364,7 +367,7 @@ def _best(E: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
 
 
 def exact_rows(q: np.ndarray, o: np.ndarray, rows: np.ndarray, k: int, c: int, *, device: str = "cpu",
-               block: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+               block: int = 16384) -> tuple[np.ndarray, np.ndarray]:
     """The k best rows of o for the q rows ``rows`` int64 (r,), by float32 search over o in blocks,
     then :func:`rescore` (so values match the bfloat16 path's). Returns (D float32 (r, k), I int64 (r, k))."""
     import torch
