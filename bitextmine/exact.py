@@ -233,7 +233,7 @@ def knn_both(
     tile_cols = tile_cols or (4096 if dev.type == "cpu" else 32768)
     tile_rows, tile_cols = (max(G, t - t % G) for t in (tile_rows, tile_cols))
     block_rows = max(tile_rows, block_rows - block_rows % tile_rows)
-    shard = shard_rows if 0 < shard_rows < m else m
+    shard = shard_rows if 0 < shard_rows < m else _resident_rows(m, n, d, c, dev)
     row_v = torch.full((n, c), -torch.inf, device=dev)
     row_i = torch.full((n, c), -1, dtype=torch.int32, device=dev)  # row numbers < 2^31
     col_v = torch.full((m, c), -torch.inf, device=dev)
@@ -321,6 +321,17 @@ def _merge_dense(v, i, v2, i2):
 
     top = torch.cat([v, v2], 1).topk(v.shape[1], 1, sorted=False)
     return top.values, torch.cat([i, i2], 1).gather(1, top.indices)
+
+
+def _resident_rows(m: int, n: int, d: int, c: int, dev) -> int:
+    """y rows to hold at once: all on a CPU; on a GPU as many as fit in half its free memory next to the
+    candidates of both sides and two tiles (so a large side is searched in shards under that cap)."""
+    if dev.type != "cuda":
+        return m
+    import torch
+
+    free = torch.cuda.mem_get_info(dev)[0] // 2 - (n + m) * c * 8 - 2 * 8192 * 32768 * 6
+    return max(G, min(m, free // (d * 2))) if free > 0 else max(G, min(m, 1 << 20))
 
 
 def _ceil(r: int) -> int:
