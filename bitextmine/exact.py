@@ -315,12 +315,12 @@ def _pad_vec(v, size: int):
     return torch.cat([v, v.new_full((size - len(v),), torch.inf)]) if size > len(v) else v
 
 
-def _merge_dense(v, i, v2, i2):
-    """Keep the v.shape[1] best of (v, i) and (v2, i2) per row (dense)."""
+def _stable_best(v, i, c: int):
+    """The c largest of each row of v (r, w) with their ids i, equal values kept in column order."""
     import torch
 
-    top = torch.cat([v, v2], 1).topk(v.shape[1], 1, sorted=False)
-    return top.values, torch.cat([i, i2], 1).gather(1, top.indices)
+    order = torch.sort(v, dim=1, descending=True, stable=True).indices[:, :c]
+    return v.gather(1, order), i.gather(1, order)
 
 
 def _resident_rows(m: int, n: int, d: int, c: int, dev) -> int:
@@ -379,8 +379,9 @@ def _best(E: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
 
 def exact_rows(q: np.ndarray, o: np.ndarray, rows: np.ndarray, k: int, c: int, *, device: str = "cpu",
                block: int = 16384) -> tuple[np.ndarray, np.ndarray]:
-    """The k best rows of o for the q rows ``rows`` int64 (r,), by float32 search over o in blocks,
-    then :func:`rescore` (so values match the bfloat16 path's). Returns (D float32 (r, k), I int64 (r, k))."""
+    """The k best rows of o for the q rows ``rows`` int64 (r,), by float32 search over o in blocks (equal
+    values: lower rows first, also beyond c tied rows), then :func:`rescore` (so values match the
+    bfloat16 path's). Returns (D float32 (r, k), I int64 (r, k))."""
     import torch
 
     Q = torch.from_numpy(_gather_f32(q, rows)).to(device)
@@ -392,8 +393,10 @@ def exact_rows(q: np.ndarray, o: np.ndarray, rows: np.ndarray, k: int, c: int, *
         for a in range(0, len(o), block):
             Of = rows_f32(o, a, a + block)
             o_max = max(o_max, float(np.linalg.norm(Of, axis=1).max()))
-            top = (Q @ torch.from_numpy(Of).to(device).T).topk(min(c, len(Of)), 1)
-            v, i = _merge_dense(v, i, top.values, top.indices + a)
+            sim = Q @ torch.from_numpy(Of).to(device).T
+            ids = torch.arange(a, a + len(Of), device=device).expand_as(sim)
+            # stable: among equal values the earlier (lower) rows stay, whatever the block size
+            v, i = _stable_best(torch.cat([v, sim], 1), torch.cat([i, ids], 1), c)
     sub = _Rows(q, rows)
     eps = eps_factor("fp32", q.shape[1]) * np.linalg.norm(Q.cpu().numpy(), axis=1) * o_max
     D, I, _ = rescore(sub, o, v.cpu().numpy(), i.cpu().numpy(), k, eps)

@@ -123,3 +123,18 @@ def test_the_rounding_bound_holds_on_this_machine():
     exact_sim = x.astype(np.float64) @ y.astype(np.float64).T
     low = (torch.from_numpy(x).bfloat16() @ torch.from_numpy(y).bfloat16().T).float().numpy()
     assert np.abs(low - exact_sim).max() <= exact.eps_factor("bf16", 300)
+
+
+def test_many_identical_rows_resolve_to_the_lowest_ones_for_any_tiling():
+    """More exact ties than candidates: the rows searched again in float32 still take the lowest rows."""
+    rng = np.random.default_rng(11)
+    x, y = unit(rng, 70), unit(rng, 300)
+    y[40:140] = y[5]  # 101 identical rows
+    x[:10] = y[5]  # queries whose best 4 are all tied
+    runs = [knn_both(x, y, 4, **kw) for kw in ({}, dict(tile_rows=16, tile_cols=32, block_rows=32),
+                                                  dict(shard_rows=60, tile_rows=32, tile_cols=64))]
+    for Dxy, Ixy, *_ in runs:
+        np.testing.assert_array_equal(Ixy[:10], np.tile([5, 40, 41, 42], (10, 1)))
+    for other in runs[1:]:
+        for a, b in zip(runs[0][:4], other[:4]):
+            np.testing.assert_array_equal(a, b)
