@@ -84,7 +84,7 @@ class SentenceEmbedder:
     """
 
     def __init__(self, model: Model, *, sif: bool = False, device: str = "cpu", chunk: int = 2048,
-                 marked: bool = False, precision: str = "fp32"):
+                 marked: bool = False, precision: str = "fp32", batch_tokens: int = 0):
         import torch
 
         from .model import module_from_model
@@ -99,6 +99,7 @@ class SentenceEmbedder:
             self.offset = model.marked_offset
         self.module = None
         self.chunk = chunk
+        self.batch_tokens = batch_tokens
         self.token_weights = self.pc = None
         if model.is_bag:
             table = model.embeddings
@@ -116,6 +117,21 @@ class SentenceEmbedder:
                 self.pc = torch.from_numpy(pc).to(device)
 
     def __call__(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """ids int (total,), offsets int (n,) (flat layout) -> float32 (n, dim). With ``batch_tokens``,
+        embedded in runs of whole sentences of at most that many pieces (a longer sentence alone)."""
+        budget = self.batch_tokens
+        if not budget or len(ids) <= budget:
+            return self._embed(ids, offsets)
+        offsets = np.asarray(offsets, np.int64)
+        ends = np.append(offsets[1:], len(ids))
+        parts, a = [], 0
+        while a < len(offsets):
+            b = max(a + 1, int(np.searchsorted(ends, offsets[a] + budget, side="right")))
+            parts.append(self._embed(ids[offsets[a] : ends[b - 1]], offsets[a:b] - offsets[a]))
+            a = b
+        return np.concatenate(parts)
+
+    def _embed(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         if self.offset:
             ids = np.asarray(ids, np.int64) + self.offset
         if self.module is None:
@@ -153,7 +169,7 @@ class Encoder:
         self.device = resolve_device(config.device)
         self.precision = table_precision(config.precision, model, self.device)
         self.embedder = SentenceEmbedder(model, sif=config.sif, device=self.device, marked=config.marked,
-                                         precision=self.precision)
+                                         precision=self.precision, batch_tokens=config.batch_tokens)
         self.weight = self.embedder.weight
 
     @property
@@ -162,21 +178,8 @@ class Encoder:
         return vectors_fingerprint(self.model, sif=self.config.sif, marked=self.config.marked)
 
     def embed_flat(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Sentence embeddings, L2-normalised: float32 (n, dim). Empty sentences give zeros.
-
-        ids int (total,), offsets int (n,) (flat layout). With ``batch_tokens`` set, embedded in runs of
-        whole sentences of at most that many pieces (a longer sentence alone): the same rows."""
-        budget = self.config.batch_tokens
-        if not budget or len(ids) <= budget:
-            return self.embedder(ids, offsets)
-        offsets = np.asarray(offsets, np.int64)
-        ends = np.append(offsets[1:], len(ids))
-        parts, a = [], 0
-        while a < len(offsets):
-            b = max(a + 1, int(np.searchsorted(ends, offsets[a] + budget, side="right")))
-            parts.append(self.embedder(ids[offsets[a] : ends[b - 1]], offsets[a:b] - offsets[a]))
-            a = b
-        return np.concatenate(parts)
+        """Sentence embeddings, L2-normalised: float32 (n, dim). Empty sentences give zeros."""
+        return self.embedder(ids, offsets)
 
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Encode one batch: float32 (len(texts), dim), L2-normalised rows in the order of ``texts``.

@@ -203,3 +203,14 @@ def test_batch_tokens_and_table_precision(toy_model):
         assert half.dtype == np.float32
         np.testing.assert_allclose(half, base, atol=tol)
         np.testing.assert_allclose(np.linalg.norm(half[:-2], axis=1), 1, atol=1e-5)
+
+
+def test_batch_tokens_in_the_file_workers(tmp_path, toy_model):
+    from conftest import toy_corpus, write_lines
+
+    src, _ = toy_corpus(500, seed=13)
+    path = write_lines(tmp_path / "in.txt", src)
+    encode_files([str(path)], str(tmp_path / "a.npy"), toy_model, config=EncodeConfig(device="cpu", batch_size=64))
+    encode_files([str(path)], str(tmp_path / "b.npy"), toy_model,
+                 config=EncodeConfig(device="cpu", batch_size=64, batch_tokens=5))
+    np.testing.assert_allclose(np.load(tmp_path / "b.npy"), np.load(tmp_path / "a.npy"), atol=1e-6)

@@ -1,6 +1,6 @@
 """Encoding speed against the raw SentencePiece tokenizer on a real corpus, in one run.
 
-    python tools/bench_encode.py [--model DIR] [FILE ...]
+    python tools/bench_encode.py [--model DIR] [--precision fp32 fp16] [FILE ...]
 
 Prints a table: the raw batched SentencePiece rate (``encode(batch, num_threads=all)`` on lines already in
 memory) and the end-to-end ``bitextmine encode`` rate (read + decode + tokenise + embed + normalise + write
@@ -35,13 +35,16 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--batch-size", type=int, default=EncodeConfig.batch_size)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--precision", nargs="+", default=["fp32"], choices=["fp32", "fp16", "bf16"],
+                    help="piece-table precision(s) of the end-to-end runs (each measured in the same run)")
     args = ap.parse_args()
     model = load_model(args.model)
     lines = [line for f in args.files for line in read_lines(f)]
     n = len(lines)
     sp = model.tokenizer.sp
     B = args.batch_size
-    raw_best, e2e_best = float("inf"), float("inf")
+    raw_best = float("inf")
+    e2e_best = {p: float("inf") for p in args.precision}
     with tempfile.TemporaryDirectory() as tmp:
         corpus = os.path.join(tmp, "corpus.txt")
         with open(corpus, "w", encoding="utf-8") as f:
@@ -51,17 +54,21 @@ def main() -> None:
             for a in range(0, n, B):
                 sp.encode(lines[a : a + B], num_threads=-1)
             raw_best = min(raw_best, time.perf_counter() - t)
-            t = time.perf_counter()
-            encode_files([corpus], os.path.join(tmp, "x.npy"), model, config=EncodeConfig(batch_size=B, device="cpu"))
-            e2e_best = min(e2e_best, time.perf_counter() - t)
-    raw, e2e = n / raw_best, n / e2e_best
+            for p in args.precision:
+                t = time.perf_counter()
+                encode_files([corpus], os.path.join(tmp, "x.npy"), model,
+                             config=EncodeConfig(batch_size=B, device="cpu", precision=p))
+                e2e_best[p] = min(e2e_best[p], time.perf_counter() - t)
+    raw = n / raw_best
     print(f"corpus: {n} sentences from {len(args.files)} file(s); model {model.fingerprint} (dim {model.dim}); "
           f"{os.cpu_count()} CPU cores; batch {B}; best of {args.repeat}")
     print(f"| {'stage':<46} | {'sentences/s':>12} |")
     print(f"|{'-' * 48}|{'-' * 14}|")
     print(f"| {'raw SentencePiece encode (batched, threaded)':<46} | {raw:>12,.0f} |")
-    print(f"| {'bitextmine encode end-to-end (file -> .npy)':<46} | {e2e:>12,.0f} |")
-    print(f"| {'ratio end-to-end / raw tokenizer':<46} | {e2e / raw:>12.2f} |")
+    for p, best in e2e_best.items():
+        e2e = n / best
+        print(f"| {'bitextmine encode end-to-end, ' + p + ' table':<46} | {e2e:>12,.0f} |")
+        print(f"| {'  ratio to the raw tokenizer':<46} | {e2e / raw:>12.2f} |")
 
 
 if __name__ == "__main__":
