@@ -122,7 +122,7 @@ def _dense(S, c: int, axis: int):
     return key.reshape(-1), other.gather(1, top.indices).reshape(-1), top.values.float().reshape(-1)
 
 
-def _entries(S, floor, axis: int):
+def _entries(S, floor, axis: int, g: int = G):
     """Entries of the tile S (R, C) above the ``floor`` of their row (axis 0; floor (R,)) or column (axis 1;
     floor (C,)): (key int64 (e,) ascending, other int64 (e,) column or row, value float32 (e,)).
 
@@ -131,7 +131,7 @@ def _entries(S, floor, axis: int):
     import torch
 
     R, C = S.shape
-    ar = torch.arange(G, device=S.device)
+    ar = torch.arange(g, device=S.device)
     low = floor.to(S.dtype)  # floors are values of S: exact in its dtype
     M = S
     if S.dtype == torch.bfloat16 and bool((low >= 0).all()):
@@ -139,17 +139,21 @@ def _entries(S, floor, axis: int):
         # bit set) fall below them: with floors >= 0 the group test is the same, and int16 maxima are fast
         M, low = S.view(torch.int16), low.view(torch.int16)
     if axis == 0:
-        ng = C // G
-        key, grp = torch.nonzero(M.view(R, G, ng).amax(1) > low[:, None], as_tuple=True)
+        ng = C // g
+        key, grp = torch.nonzero(M.view(R, g, ng).amax(1) > low[:, None], as_tuple=True)
         other = grp[:, None] + ng * ar
         val = S.view(-1)[(key * C)[:, None] + other]
     else:
-        ng = R // G
-        key, grp = torch.nonzero((M.view(G, ng, C).amax(0) > low[None, :]).T, as_tuple=True)
+        ng = R // g
+        grp, key = torch.nonzero(M.view(g, ng, C).amax(0) > low[None, :], as_tuple=True)  # by group
         other = grp[:, None] + ng * ar
         val = S.view(-1)[other * C + key[:, None]]
     keep = val > floor[key][:, None]
-    return key[:, None].expand_as(other)[keep], other[keep], val[keep].float()
+    key, other, val = key[:, None].expand_as(other)[keep], other[keep], val[keep].float()
+    if axis == 1:  # to key order (a stable sort of the few entries left is cheaper than a transposed nonzero)
+        order = torch.argsort(key, stable=True)
+        key, other, val = key[order], other[order], val[order]
+    return key, other, val
 
 
 def _merge(V, I, key, idx, val):
