@@ -12,8 +12,8 @@ from dataclasses import replace
 import click
 
 from . import __version__
-from .config import (DEVICES, ENCODERS, INDEXES, MARGINS, MODES, NEGATIVES, PRECISIONS, SCORES, TABLE_PRECISIONS,
-                     EncodeConfig, FilterConfig, MineConfig, RuleConfig, TokenizerConfig, TrainConfig)
+from .config import (AMP_MODES, DEVICES, ENCODERS, INDEXES, MARGINS, MODES, NEGATIVES, PRECISIONS, SCORES,
+                     TABLE_PRECISIONS, EncodeConfig, FilterConfig, MineConfig, RuleConfig, TokenizerConfig, TrainConfig)
 from .errors import BitextmineError
 
 
@@ -188,7 +188,7 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--fp32", is_flag=True, help="Store embeddings as float32 instead of float16.")
 @click.option("--seed", type=int, default=T.seed, show_default=True)
 @click.option("--threads", type=click.IntRange(0), default=T.threads, show_default=True, help="Torch CPU threads (0 = default).")
-@click.option("--amp", type=click.Choice(["auto", "off", "bf16"]), default=T.amp, show_default=True,
+@click.option("--amp", type=click.Choice(AMP_MODES), default=T.amp, show_default=True,
               help="bf16 autocast of the forward passes (weights, optimiser and loss stay float32); auto = on for "
                    "CUDA GPUs with bf16, off on CPU.")
 @_device_option(T.device)

@@ -150,6 +150,7 @@ SCORES = ("cosine", "margin", "none")
 INDEXES = ("auto", "flat", "ivf", "ivfpq")
 PRECISIONS = ("auto", "bf16", "fp32")  # exact search tiles
 TABLE_PRECISIONS = ("auto", "fp32", "fp16", "bf16")  # encoding: the piece table on the device
+AMP_MODES = ("auto", "off", "bf16")  # training: autocast
 MARGINS = ("ratio", "distance", "absolute")
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
 NEGATIVES = ("max", "mix", "random")

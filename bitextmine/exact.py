@@ -33,6 +33,8 @@ from typing import Callable
 
 import numpy as np
 
+from .errors import ConfigError
+
 G = 16  # entries per group in the in-tile selection
 UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp32": 2.0**-24}
 
@@ -71,7 +73,7 @@ def resolve_precision(precision: str, device: str) -> str:
     GPUs of compute capability 8 or more and on CPUs with native bf16 dot products (AVX512-BF16, AMX)."""
     if precision != "auto":
         if precision not in UNIT_ROUNDOFF:
-            raise ValueError(f"precision {precision!r}: expected auto, bf16 or fp32")
+            raise ConfigError(f"precision {precision!r}: expected auto, bf16 or fp32")
         return precision
     if device.startswith("cuda"):
         import torch
@@ -122,7 +124,7 @@ def _dense(S, c: int, axis: int):
     return key.reshape(-1), other.gather(1, top.indices).reshape(-1), top.values.float().reshape(-1)
 
 
-def _entries(S, floor, axis: int, g: int = G):
+def _entries(S, floor, axis: int):
     """Entries of the tile S (R, C) above the ``floor`` of their row (axis 0; floor (R,)) or column (axis 1;
     floor (C,)): (key int64 (e,) ascending, other int64 (e,) column or row, value float32 (e,)).
 
@@ -131,7 +133,7 @@ def _entries(S, floor, axis: int, g: int = G):
     import torch
 
     R, C = S.shape
-    ar = torch.arange(g, device=S.device)
+    ar = torch.arange(G, device=S.device)
     low = floor.to(S.dtype)  # floors are values of S: exact in its dtype
     M = S
     if S.dtype == torch.bfloat16 and bool((low >= 0).all()):
@@ -139,13 +141,13 @@ def _entries(S, floor, axis: int, g: int = G):
         # bit set) fall below them: with floors >= 0 the group test is the same, and int16 maxima are fast
         M, low = S.view(torch.int16), low.view(torch.int16)
     if axis == 0:
-        ng = C // g
-        key, grp = torch.nonzero(M.view(R, g, ng).amax(1) > low[:, None], as_tuple=True)
+        ng = C // G
+        key, grp = torch.nonzero(M.view(R, G, ng).amax(1) > low[:, None], as_tuple=True)
         other = grp[:, None] + ng * ar
         val = S.view(-1)[(key * C)[:, None] + other]
     else:
-        ng = R // g
-        grp, key = torch.nonzero(M.view(g, ng, C).amax(0) > low[None, :], as_tuple=True)  # by group
+        ng = R // G
+        grp, key = torch.nonzero(M.view(G, ng, C).amax(0) > low[None, :], as_tuple=True)  # by group
         other = grp[:, None] + ng * ar
         val = S.view(-1)[other * C + key[:, None]]
     keep = val > floor[key][:, None]
@@ -206,7 +208,7 @@ def knn_both(
     tile_cols: int = 0,
     shard_rows: int = 0,
     device: str = "cpu",
-    precision: str = "bf16",
+    precision: str = "auto",
     progress: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
     """Exact k-NN by inner product of x's rows among y's and of y's among x's, in one pass.
@@ -215,20 +217,19 @@ def knn_both(
     Dyx float32 (m, min(k, n)), Iyx int64, info); rows sorted by decreasing similarity, ties by lower index.
     info: precision used, rows searched again (``refined``: [x side, y side]). ``block_rows`` x rows per
     streamed block, tiles of ``tile_rows`` x ``tile_cols`` (0: by device), ``shard_rows`` y rows resident
-    at a time (0 = all on a CPU, what fits on a GPU); ``candidates`` per row (>= k); ``precision`` bf16 |
-    fp32 for the tiles. ``progress`` gets n + m in all.
+    at a time (0 = all on a CPU, what fits on a GPU); ``candidates`` per row (>= k); ``precision`` auto |
+    bf16 | fp32 for the tiles (:func:`resolve_precision`). ``progress`` gets n + m in all.
     """
     import torch
 
     n, m = len(x), len(y)
     d = x.shape[1]
     if n == 0 or m == 0 or k < 1:
-        raise ValueError("knn_both: both sides need rows and k >= 1")
+        raise ConfigError("knn_both: both sides need rows and k >= 1")
     kx, ky = min(k, m), min(k, n)
     c = max(candidates, k)
     dev = torch.device(device)
-    if precision not in UNIT_ROUNDOFF:
-        raise ValueError(f"precision {precision!r}: expected bf16 or fp32")
+    precision = resolve_precision(precision, dev.type)
     if not _precision_holds(x, y, precision, dev):
         precision = "fp32"
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
@@ -262,7 +263,8 @@ def knn_both(
                 for a in range(0, n, block_rows):
                     Xf = rows_f32(x, a, a + block_rows)
                     b = a + len(Xf)
-                    x_norm[a:b] = np.linalg.norm(Xf, axis=1)
+                    if s0 == 0:
+                        x_norm[a:b] = np.linalg.norm(Xf, axis=1)
                     X = _pad(torch.from_numpy(Xf).to(dev, dtype), G)
                     for r0 in range(0, b - a, tile_rows):  # tiles small enough to stay in cache on a CPU
                         r1 = min(b - a, r0 + tile_rows)

@@ -37,20 +37,9 @@ def choose_backend(device: str) -> str:
         n_gpu = 0
     if n_gpu > 0:
         return "faiss-gpu"
-    return "torch-cuda" if search_device(device) == "cuda" else "faiss-cpu"
+    from .encoding import resolve_device
 
-
-def search_device(device: str) -> str:
-    """cpu | cuda for torch search code, from device auto | cpu | cuda."""
-    if device == "cpu":
-        return "cpu"
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if device == "cuda":
-        raise ConfigError("--device cuda: torch sees no CUDA GPU; use --device cpu or auto")
-    return "cpu"
+    return "torch-cuda" if resolve_device(device) == "cuda" else "faiss-cpu"
 
 
 def resolve_index(kind: str, rows: int, auto_flat_max: int) -> str:

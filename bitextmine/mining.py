@@ -21,8 +21,9 @@ from . import __version__
 from .config import MODES, EncodeConfig, MineConfig
 from .corpus import file_checksum, read_lines
 from .errors import ConfigError
-from .exact import knn_both, resolve_precision
-from .index import knn, recall_at_k, resolve_index, search_device
+from .encoding import resolve_device
+from .exact import knn_both
+from .index import knn, recall_at_k, resolve_index
 from .margin import candidate_scores
 from .rules import check_pair
 
@@ -139,10 +140,9 @@ def neighbours(x: np.ndarray, y: np.ndarray, config: MineConfig = MineConfig(), 
     info: dict = {"index": [resolve_index(config.index, len(y), config.auto_flat_max),
                             resolve_index(config.index, len(x), config.auto_flat_max)]}
     if info["index"] == ["flat", "flat"]:
-        device = search_device(config.device)
         Dxy, Ixy, Dyx, Iyx, more = knn_both(
             x, y, config.k, candidates=config.candidates, block_rows=config.block_size, shard_rows=config.shard_rows,
-            device=device, precision=resolve_precision(config.precision, device), progress=progress)
+            device=resolve_device(config.device), precision=config.precision, progress=progress)
         info.update(more)
         return Dxy, Ixy, Dyx, Iyx, info
     Dxy, Ixy = _knn(x, y, info["index"][0], config, progress)

@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import __version__
-from .config import NEGATIVES, TokenizerConfig, TrainConfig
+from .config import AMP_MODES, NEGATIVES, TokenizerConfig, TrainConfig
 from .corpus import CorpusSpec, load_corpora, read_parallel
 from .errors import ConfigError, ModelFormatError
 from .evaluation import read_sts, retrieval_accuracy, sts_pearson
@@ -528,8 +528,8 @@ def _cat_flat(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.nda
 
 def amp_enabled(amp: str, device: str) -> bool:
     """Whether TrainConfig.amp (auto | off | bf16) turns bf16 autocast on for ``device``."""
-    if amp not in ("auto", "off", "bf16"):
-        raise ConfigError(f"amp {amp!r}: expected auto, off or bf16")
+    if amp not in AMP_MODES:
+        raise ConfigError(f"amp {amp!r}: expected {', '.join(AMP_MODES)}")
     if amp == "auto":
         import torch
 

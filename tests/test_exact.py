@@ -5,7 +5,14 @@ import pytest
 import torch
 
 from bitextmine import exact
-from bitextmine.exact import G, knn_both, resolve_precision
+from bitextmine.errors import ConfigError
+from bitextmine.exact import G, resolve_precision
+
+
+def knn_both(*args, **kw):
+    """bitextmine.exact.knn_both with bf16 tiles unless a test asks otherwise (auto could pick fp32)."""
+    kw.setdefault("precision", "bf16")
+    return exact.knn_both(*args, **kw)
 
 
 def unit(rng, n, d=24):
@@ -113,7 +120,7 @@ def test_precision_choice():
     assert resolve_precision("fp32", "cpu") == "fp32"
     assert resolve_precision("bf16", "cpu") == "bf16"
     assert resolve_precision("auto", "cpu") in ("bf16", "fp32")
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="expected auto, bf16 or fp32"):
         resolve_precision("fp8", "cpu")
 
 
