@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .config import EncodeConfig
+from .config import TABLE_PRECISIONS, EncodeConfig
 from .corpus import iter_blocks
 from .errors import ConfigError, ModelFormatError
 from .model import Model, read_versioned_json
@@ -152,11 +152,11 @@ class SentenceEmbedder:
 def table_precision(precision: str, model: Model, device: str) -> str:
     """fp32 | fp16 | bf16 for EncodeConfig.precision on ``device``: auto is the model's stored dtype
     (fp16 or fp32) on CUDA, fp32 on CPU."""
+    if precision not in TABLE_PRECISIONS:
+        raise ConfigError(f"precision {precision!r}: expected {', '.join(TABLE_PRECISIONS)}")
     if precision == "auto":
         stored = str(model.embeddings.dtype)
         return ("fp16" if stored == "float16" else "fp32") if device.startswith("cuda") else "fp32"
-    if precision not in ("fp32", "fp16", "bf16"):
-        raise ConfigError(f"precision {precision!r}: expected auto, fp32, fp16 or bf16")
     return precision
 
 

@@ -21,7 +21,6 @@ from . import __version__
 from .config import MODES, EncodeConfig, MineConfig
 from .corpus import file_checksum, read_lines
 from .errors import ConfigError
-from .encoding import resolve_device
 from .exact import knn_both
 from .index import knn, recall_at_k, resolve_index
 from .margin import candidate_scores
@@ -140,6 +139,8 @@ def neighbours(x: np.ndarray, y: np.ndarray, config: MineConfig = MineConfig(), 
     info: dict = {"index": [resolve_index(config.index, len(y), config.auto_flat_max),
                             resolve_index(config.index, len(x), config.auto_flat_max)]}
     if info["index"] == ["flat", "flat"]:
+        from .encoding import resolve_device
+
         Dxy, Ixy, Dyx, Iyx, more = knn_both(
             x, y, config.k, candidates=config.candidates, block_rows=config.block_size, shard_rows=config.shard_rows,
             device=resolve_device(config.device), precision=config.precision, progress=progress)

@@ -547,7 +547,7 @@ def _train_megabatch(ctx: _StepContext, idx: np.ndarray) -> tuple[float, int]:
     amp = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=ctx.amp)
 
     def t(a):
-        return torch.from_numpy(a).to(device, non_blocking=True)
+        return torch.from_numpy(a).to(device)
 
     with amp:
         es = _embed_no_grad(enc, *S.gather(idx)).float()
