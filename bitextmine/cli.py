@@ -323,8 +323,18 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, p
 M = MineConfig
 
 
+SEARCH_FIELDS = ("k", "margin", "mode", "index", "nlist", "nprobe", "train_sample", "recall_check", "precision",
+                 "shard_rows")
+
+
+def _search_from(kw: dict) -> dict:
+    """The MineConfig fields that :func:`_search_options` adds, taken out of a command's keyword arguments."""
+    return {name: kw.pop(name) for name in SEARCH_FIELDS}
+
+
 def _search_options(f):
-    """--k, --margin, --mode and the index options (mine and eval bucc)."""
+    """--k, --margin, --mode and the index options (mine, bench and eval bucc): the MineConfig fields in
+    SEARCH_FIELDS, which :func:`_search_from` collects."""
     f = click.option("--shard-rows", type=click.IntRange(0), default=M.shard_rows, show_default=True,
                      help="Search the other side in shards of N rows, one in memory at a time, merging each query's "
                           "neighbours over the shards (global neighbour means: scores do not depend on N). 0 = whole.")(f)
@@ -369,8 +379,8 @@ def _search_options(f):
 @_rule_options
 @_device_option(M.device)
 @_quiet_option
-def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, nlist, nprobe, train_sample, recall_check, precision,
-         shard_rows, threshold, min_cosine, ids, block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, **rule_kw):
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, ids, block_size, sif, marked, use_rules,
+         src_lang, tgt_lang, device, quiet, **kw):
     """Mine translation pairs between two text files (one sentence per line).
 
     Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first.
@@ -382,12 +392,10 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, 
     from .mining import mine_files
     from .model import load_model
 
-    rules = _rules_from(rule_kw)
+    rules = _rules_from(kw)
     model = load_model(model_dir)
-    config = MineConfig(k=k, margin=margin, mode=mode, threshold=threshold, min_cosine=min_cosine,
-                        block_size=block_size, device=device, index=index, nlist=nlist, nprobe=nprobe,
-                        train_sample=train_sample, recall_check=recall_check, shard_rows=shard_rows,
-                        precision=precision)
+    config = MineConfig(**_search_from(kw), threshold=threshold, min_cosine=min_cosine, block_size=block_size,
+                        device=device)
     bars: dict = {}
 
     def progress(stage: str, n: int) -> None:
@@ -409,7 +417,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, k, margin, mode, index, 
     if stats.rejected:
         summary += "; dropped by rules: " + ", ".join(f"{k} {v}" for k, v in stats.rejected.items())
     if "recall" in stats.info:
-        summary += f"; recall@{k} of the {stats.info['index']} search: " + " / ".join(
+        summary += f"; recall@{config.k} of the {stats.info['index']} search: " + " / ".join(
             f"{r:.3f}" for r in stats.info["recall"])
     _info(quiet, f"{summary}  [{stats.signature}]")
 
@@ -571,8 +579,7 @@ def calibrate(gold, src, tgt, scol, tcol, score, k, plot, seed, model_dir, sif, 
 @_search_options
 @_device_option(M.device)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def bench(corpus, model_dir, max_lines, stages, k, margin, mode, index, nlist, nprobe, train_sample, recall_check, precision,
-          shard_rows, device, as_json):
+def bench(corpus, model_dir, max_lines, stages, device, as_json, **search):
     """Sentences/s and peak memory of tokenize, encode, kNN and mine on your corpus and device.
 
     FILE is split into halves (source, target), or FILE FILE2 are the two sides. Each stage runs in
@@ -587,10 +594,7 @@ def bench(corpus, model_dir, max_lines, stages, k, margin, mode, index, nlist, n
 
     report = run_bench(corpus, load_model(model_dir), device=device, max_lines=max_lines,
                        stages=stages or ("tokenize", "encode", "knn", "mine"),
-                       mine=MineConfig(k=k, margin=margin, mode=mode, index=index, nlist=nlist, nprobe=nprobe,
-                                       train_sample=train_sample, recall_check=recall_check, shard_rows=shard_rows,
-                                       precision=precision,
-                                       device=device))
+                       mine=MineConfig(**_search_from(search), device=device))
     _report(report, as_json)
 
 
@@ -706,8 +710,8 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
 @_search_options
 @click.option("--plot", default=None, metavar="FILE.png", help="Plot precision, recall and F1 against the threshold.")
 @_eval_options(("src", "tgt"))
-def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, k, margin, mode, index, nlist,
-              nprobe, train_sample, recall_check, precision, shard_rows, plot, sif, marked, device, as_json):
+def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, plot, sif, marked, device, as_json,
+              **search):
     """BUCC 2018 bitext mining: precision, recall and F1 of mined pairs against the gold pairs.
 
     SRC and TGT hold <id><TAB><sentence> lines; GOLD holds <src-id><TAB><tgt-id> lines.
@@ -729,10 +733,7 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
 
     report = run_bucc((src, tgt, gold), tune_on=tuple(tune_on) if tune_on else None, oracle=oracle,
                       threshold=threshold, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
-                      mine=MineConfig(k=k, margin=margin, mode=mode, device=device, index=index, nlist=nlist,
-                                      nprobe=nprobe, train_sample=train_sample, recall_check=recall_check,
-                                      precision=precision,
-                                      shard_rows=shard_rows),
+                      mine=MineConfig(**_search_from(search), device=device),
                       emb=_pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), marked=marked, progress=progress)
     for b in bars.values():
         b.close()
