@@ -13,9 +13,10 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], *, init: Callabl
                 workers: int = 0, inline: int = 2) -> Iterator[Any]:
     """Yield ``fn(item)`` for every item, in input order.
 
-    The first ``inline`` items run in this process after ``init(*init_args, child=False)``, so small
-    inputs never start processes; the rest run in ``workers`` processes (0 = one per core), each set up
-    with ``init(*init_args, child=True)``, at most ``2 * workers`` items ahead, so memory stays bounded
+    Inputs of at most ``inline`` items run in this process after ``init(*init_args, child=False)``, so
+    small inputs never start processes; longer ones run wholly in ``workers`` processes (0 = one per
+    core; none of their items runs here, where it would leave the other cores idle), each set up with
+    ``init(*init_args, child=True)``, at most ``2 * workers`` items ahead, so memory stays bounded
     whatever the input size. An exception in ``fn`` is raised here and stops the workers.
 
     The workers are forked, not spawned: spawning re-imports the caller's ``__main__``, which breaks
@@ -25,18 +26,17 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], *, init: Callabl
     """
     workers = workers or os.cpu_count() or 1
     it = iter(items)
-    head = list(itertools.islice(it, inline))
-    if head:
-        init(*init_args, child=False)
+    head = list(itertools.islice(it, inline + 1))
+    if len(head) <= inline:
+        if head:
+            init(*init_args, child=False)
         for item in head:
             yield fn(item)
-    first = next(it, None)
-    if first is None:
         return
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
     with ctx.Pool(workers, initializer=init, initargs=(*init_args, True)) as pool:
-        pending = deque([pool.apply_async(fn, (first,))])
-        for item in it:
+        pending: deque = deque()
+        for item in itertools.chain(head, it):
             pending.append(pool.apply_async(fn, (item,)))
             if len(pending) >= 2 * workers:
                 yield pending.popleft().get()

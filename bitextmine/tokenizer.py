@@ -108,10 +108,10 @@ class Tokenizer:
         """Encode a stream of batches; yields (ids int32 (total,), offsets int32 (n,)) per batch, in order.
 
         A batch is a sequence of texts or a :class:`RawBlock` of undecoded lines, which the worker
-        decodes and checks (so the caller does no per-line work). The first ``inline_batches``
-        batches are encoded here (small inputs never pay for starting processes); later ones by
-        ``workers`` processes (0 = one per core), at most ``2 * workers`` batches ahead, so memory is
-        bounded whatever the input size. Equal to :meth:`encode` per batch.
+        decodes and checks (so the caller does no per-line work). A stream of at most
+        ``inline_batches`` batches is encoded here (small inputs never pay for starting processes);
+        longer ones by ``workers`` processes (0 = one per core), at most ``2 * workers`` batches ahead,
+        so memory is bounded whatever the input size. Equal to :meth:`encode` per batch.
         """
         return ordered_map(worker_encode, batches, init=worker_init, init_args=(self.kind, self.proto),
                            workers=workers, inline=inline_batches)

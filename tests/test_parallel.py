@@ -17,17 +17,20 @@ def work(x):
     return x * 2, STATE["tag"], STATE["child"], STATE["pid"]
 
 
-def test_order_inline_then_workers():
+def test_order_all_in_workers():
+    """More items than ``inline``: every one runs in a worker (none here, leaving cores idle), in order."""
     out = list(ordered_map(work, range(40), init=init, init_args=("t",), workers=2, inline=3))
     assert [o[0] for o in out] == [2 * i for i in range(40)]
     assert all(o[1] == "t" for o in out)
-    assert [o[2] for o in out[:3]] == [False] * 3 and all(o[3] == os.getpid() for o in out[:3])
-    assert all(o[2] for o in out[3:]) and all(o[3] != os.getpid() for o in out[3:])
+    assert all(o[2] for o in out) and all(o[3] != os.getpid() for o in out)
+    out = list(ordered_map(work, range(4), init=init, init_args=("u",), workers=2, inline=3))
+    assert [o[0] for o in out] == [0, 2, 4, 6] and all(o[3] != os.getpid() for o in out)
 
 
 def test_small_inputs_start_no_process():
     out = list(ordered_map(work, [1, 2], init=init, init_args=("s",), workers=2))
-    assert [o[3] for o in out] == [os.getpid()] * 2
+    assert [o[3] for o in out] == [os.getpid()] * 2 and [o[2] for o in out] == [False] * 2
+    assert list(ordered_map(work, [], init=init, workers=2)) == []
 
 
 @pytest.mark.parametrize("where", [0, 10])
