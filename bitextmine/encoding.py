@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import itertools
 import json
 import os
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -285,37 +285,22 @@ def encode_files(
     dtype = np.dtype(np.float16 if config.fp16 else np.float32)
     hasher = hashlib.sha256()
     enc = Encoder(model, config)
-    block_bytes = config.batch_size * 128  # ~batch_size lines of typical text
-
-    def blocks() -> Iterator[tuple[RawBlock, int]]:
-        rows_before = 0  # rows of the inputs already read
-        for p in inputs:
-            name = "<stdin>" if p == "-" else p
-            last = None
-            for data, first_line in iter_blocks(p, hasher=hasher, block_bytes=block_bytes):
-                yield RawBlock(data, first_line, name), rows_before + first_line - 1
-                last = (data, first_line)
-            if last is not None:
-                data, first_line = last
-                rows_before += first_line - 1 + data.count(b"\n") + (not data.endswith(b"\n"))
-
     tmp = out_path + ".partial"
-    header_len = len(_npy_header(0, model.dim, dtype))
+    header_len = _new_npy(tmp, model.dim, dtype)
+
+    def items() -> Iterator[tuple[RawBlock, int, str]]:
+        row = 0  # rows of the inputs already read
+        for block in _raw_blocks(inputs, hasher, config):
+            yield block, row, tmp
+            row += _count_lines(block.data)
+
     count = 0
     try:
-        with open(tmp, "wb") as f:
-            f.write(_npy_header(0, model.dim, dtype))  # rewritten with the real row count at the end
-            f.flush()
-            if enc.device == "cpu":
-                rows = _encode_blocks_in_workers(blocks(), model, enc.embedder, tmp, dtype, header_len, config)
-            else:
-                rows = _encode_blocks_here(enc, (block for block, _ in blocks()), tmp, dtype, header_len)
-            for n in rows:
-                count += n
-                if progress:
-                    progress(n)
-            f.seek(0)
-            f.write(_npy_header(count, model.dim, dtype))
+        for n in _encode_items(enc, items(), dtype, header_len):
+            count += n
+            if progress:
+                progress(n)
+        _finish_npy(tmp, count, model.dim, dtype)
         os.replace(tmp, out_path)
     finally:
         if os.path.exists(tmp):
@@ -323,6 +308,35 @@ def encode_files(
     result = EncodeResult(count=count, dim=model.dim, dtype=str(dtype), input_sha256=hasher.hexdigest(), path=out_path)
     write_sidecar(out_path, enc.fingerprint, result, inputs)
     return result
+
+
+def _raw_blocks(inputs: Sequence[str], hasher: Any, config: EncodeConfig) -> Iterator[RawBlock]:
+    """The raw blocks of lines of ``inputs`` in order (about ``batch_size`` lines of typical text each);
+    ``hasher`` is updated with all their bytes."""
+    block_bytes = config.batch_size * 128
+    for p in inputs:
+        name = "<stdin>" if p == "-" else p
+        for data, first_line in iter_blocks(p, hasher=hasher, block_bytes=block_bytes):
+            yield RawBlock(data, first_line, name)
+
+
+def _count_lines(data: bytes) -> int:
+    """Lines in a raw block (the last one may lack its newline)."""
+    return data.count(b"\n") + (len(data) > 0 and not data.endswith(b"\n"))
+
+
+def _new_npy(path: str, dim: int, dtype: np.dtype) -> int:
+    """Create ``path`` with an .npy header for rows of ``dim`` (its count rewritten by :func:`_finish_npy`);
+    returns the header length, where the rows start."""
+    header = _npy_header(0, dim, dtype)
+    with open(path, "wb") as f:
+        f.write(header)
+    return len(header)
+
+
+def _finish_npy(path: str, count: int, dim: int, dtype: np.dtype) -> None:
+    with open(path, "r+b") as f:
+        f.write(_npy_header(count, dim, dtype))
 
 
 _ALIGN = 4096  # O_DIRECT offsets, lengths and buffers: a multiple of the device's block size (4096 covers 512)
@@ -402,22 +416,52 @@ def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
         data, offset = data[n:], offset + n
 
 
-def _encode_blocks_here(enc: Encoder, blocks: Iterable[RawBlock], path: str, dtype: np.dtype,
-                        header_len: int) -> Iterator[int]:
-    """Tokenise ``blocks`` in workers, embed them on ``enc``'s device here and write their rows; yields
-    rows per block. Blocks are consecutive, so map_batches' running row count is each block's first row."""
-    writer = RowWriter(path, header_len)
+def _encode_items(enc: Encoder, items: Iterable[tuple[RawBlock, int, str]], dtype: np.dtype,
+                  header_len: int) -> Iterator[int]:
+    """Encode raw blocks and write their rows: each item is (block, its first row, the .npy file it
+    goes to, whose rows start at ``header_len``). Yields the rows of each item, in order.
+
+    On the CPU, worker processes decode, tokenise, embed and write (:func:`_file_worker`); on a GPU,
+    workers tokenise and this process embeds on the device and writes.
+    """
+    if enc.device == "cpu":
+        model = enc.model
+        args = (model.tokenizer.kind, model.tokenizer.proto, enc.embedder, dtype.str, header_len)
+        try:
+            yield from ordered_map(_file_worker, items, init=_file_worker_init, init_args=args,
+                                   workers=enc.config.threads)
+        finally:
+            _close_file_writer()  # this process's own, when it encoded a small input itself
+        return
+    where: deque = deque()  # (first row, path) of the blocks handed to the device, in order
+    writers: dict[str, RowWriter] = {}
+
+    def blocks() -> Iterator[RawBlock]:
+        for block, row, path in items:
+            where.append((row, path))
+            yield block
+
+    def write(x: np.ndarray, _: int) -> int:
+        row, path = where.popleft()
+        if path not in writers:
+            for w in writers.values():
+                w.close()
+            writers.clear()
+            writers[path] = RowWriter(path, header_len)
+        return writers[path].write(row, x.astype(dtype, copy=False))
+
     try:
-        yield from enc.map_batches(blocks, lambda x, row: writer.write(row, x.astype(dtype, copy=False)))
+        yield from enc.map_batches(blocks(), write)
     finally:
-        writer.close()
+        for w in writers.values():
+            w.close()
 
 
 _FILE_WORKER: dict = {}
 
 
-def _file_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", path: str, dtype: str,
-                      header_len: int, child: bool) -> None:
+def _file_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", dtype: str, header_len: int,
+                      child: bool) -> None:
     import torch
 
     from .tokenizer import worker_init
@@ -427,30 +471,27 @@ def _file_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", pat
         # DataLoader workers); the processes are the parallelism
         torch.set_num_threads(1)
     worker_init(kind, proto, child)
-    _FILE_WORKER.update(embedder=embedder, writer=RowWriter(path, header_len), dtype=np.dtype(dtype))
+    _FILE_WORKER.update(embedder=embedder, dtype=np.dtype(dtype), header_len=header_len, path=None, writer=None)
 
 
-def _file_worker(item: tuple[RawBlock, int]) -> int:
+def _file_worker(item: tuple[RawBlock, int, str]) -> int:
     """Decode, tokenise, embed and write one block's rows in place; returns the number of rows."""
     from .tokenizer import worker_encode
 
-    block, row = item
+    block, row, path = item
     w = _FILE_WORKER
     x = w["embedder"](*worker_encode(block)).astype(w["dtype"], copy=False)
+    if w["path"] != path:  # blocks come file after file: one writer open at a time
+        _close_file_writer()
+        w.update(path=path, writer=RowWriter(path, w["header_len"]))
     return w["writer"].write(row, x)
 
 
-def _encode_blocks_in_workers(blocks: Iterable[tuple[RawBlock, int]], model: Model, embedder: SentenceEmbedder,
-                              path: str, dtype: np.dtype, header_len: int, config: EncodeConfig) -> Iterator[int]:
-    """Run :func:`_file_worker` over (block, first row) items in worker processes; yields rows per block."""
-    args = (model.tokenizer.kind, model.tokenizer.proto, embedder, path, dtype.str, header_len)
-    try:
-        yield from ordered_map(_file_worker, blocks, init=_file_worker_init, init_args=args, workers=config.threads)
-    finally:
-        writer = _FILE_WORKER.pop("writer", None)  # this process's own writer, when it encoded blocks itself
-        if writer is not None:
-            writer.close()
-        _FILE_WORKER.clear()
+def _close_file_writer() -> None:
+    writer = _FILE_WORKER.pop("writer", None)
+    if writer is not None:
+        writer.close()
+    _FILE_WORKER["path"] = None
 
 
 # --- chunked, resumable output --------------------------------------------------------------------
@@ -474,15 +515,15 @@ def encode_chunked(
 
     ``out_dir`` holds ``chunk-000000.npy``, ... (each written whole, then renamed into place) and
     ``manifest.json`` (format_version, model_fingerprint, dim, dtype, chunk_lines, inputs, and per chunk
-    its file, first row, rows and the sha256 of its lines; at the end complete, count and the sha256
-    of the whole input), rewritten after every chunk. With ``resume`` a run continues after the last
-    complete chunk, checking that the settings and the lines of the done chunks are unchanged; it ends
-    with the same files, byte for byte, as an uninterrupted run. Memory depends on ``chunk_lines``,
-    not on the input size. ``max_chunks`` > 0 stops after that many new chunks (the run can be resumed)
-    and returns None; otherwise returns the EncodeResult. Raises ConfigError, CorpusError.
+    its file, first row, rows and the sha256 of its lines, each ended by a newline; at the end complete,
+    count and the sha256 of the whole input), rewritten after every chunk. With ``resume`` a run
+    continues after the last complete chunk, checking that the settings and the lines of the done
+    chunks are unchanged; it ends with the same files, byte for byte, as an uninterrupted run. Memory
+    depends on the block size, not on the input or chunk size: blocks are encoded as in
+    :func:`encode_files` and written into their chunk in place. ``max_chunks`` > 0 stops after that many
+    new chunks (the run can be resumed) and returns None; otherwise returns the EncodeResult.
+    ``progress(n)`` is called with the lines just encoded. Raises ConfigError, CorpusError.
     """
-    from .corpus import iter_lines
-
     if chunk_lines < 1:
         raise ConfigError("chunk size must be >= 1 line")
     enc = Encoder(model, config)
@@ -508,8 +549,6 @@ def encode_chunked(
         raise ConfigError(f"--resume: no {MANIFEST_FILE} in {out_dir}")
     os.makedirs(out_dir, exist_ok=True)
 
-    hasher = hashlib.sha256()
-
     def write_manifest(chunks: list[dict], extra: dict) -> None:
         tmp = man_path + ".partial"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -517,47 +556,117 @@ def encode_chunked(
             f.write("\n")
         os.replace(tmp, man_path)
 
+    hasher = hashlib.sha256()
     chunks = list(done)
-    row = 0
-    new = 0
-    it = itertools.chain.from_iterable(iter_lines(p, hasher=hasher) for p in inputs)
-    index = 0
-    while True:
-        batch = list(itertools.islice(it, chunk_lines))
-        if not batch:
-            break
-        h = hashlib.sha256()
-        for t in batch:
-            h.update(t.encode("utf-8", "surrogatepass") + b"\n")
-        digest = h.hexdigest()
-        name = f"chunk-{index:06d}.npy"
-        if index < len(done):
-            d = done[index]
-            if d["input_sha256"] != digest or d["rows"] != len(batch) or d["file"] != name:
-                raise ConfigError(f"--resume: lines {row + 1}-{row + len(batch)} differ from those encoded in "
-                                  f"{out_dir}/{d['file']}; the input changed")
-            if not os.path.exists(os.path.join(out_dir, name)):
-                raise ConfigError(f"--resume: {out_dir}/{name} is missing")
-        else:
-            if max_chunks and new >= max_chunks:
-                return None
-            blocks = list(enc.encode_iter(batch))
-            x = np.concatenate(blocks).astype(dtype, copy=False)
-            path = os.path.join(out_dir, name)
-            with open(path + ".partial", "wb") as f:
-                np.save(f, x)
-            os.replace(path + ".partial", path)
-            chunks.append({"file": name, "first_row": row, "rows": len(batch), "input_sha256": digest})
+    header_len = len(_npy_header(0, model.dim, dtype))
+    writing: dict[int, list] = {}  # chunks being written, in order: index -> [partial path, blocks sent, done, end]
+    owner: deque = deque()  # the chunk of each block handed out, in order
+    state = {"rows": 0, "checked": 0, "stopped": False}  # done chunks' rows and number checked; max_chunks reached
+
+    def items() -> Iterator[tuple[RawBlock, int, str]]:
+        for index, block, first_row, end in _chunk_pieces(_raw_blocks(inputs, hasher, config), chunk_lines):
+            name = f"chunk-{index:06d}.npy"
+            if index < len(done):  # already encoded: only check that its lines are the same
+                if end is not None:
+                    d, (rows, digest) = done[index], end
+                    if d["input_sha256"] != digest or d["rows"] != rows or d["file"] != name:
+                        raise ConfigError(f"--resume: lines {state['rows'] + 1}-{state['rows'] + rows} differ from "
+                                          f"those encoded in {out_dir}/{d['file']}; the input changed")
+                    if not os.path.exists(os.path.join(out_dir, name)):
+                        raise ConfigError(f"--resume: {out_dir}/{name} is missing")
+                    state["rows"] += rows
+                    state["checked"] += 1
+                continue
+            if index not in writing:
+                if max_chunks and index - len(done) >= max_chunks:
+                    state["stopped"] = True
+                    return
+                path = os.path.join(out_dir, name + ".partial")
+                _new_npy(path, model.dim, dtype)
+                writing[index] = [path, 0, 0, None]
+            chunk = writing[index]
+            if end is not None:
+                chunk[3] = end
+                continue
+            chunk[1] += 1
+            owner.append(index)
+            yield block, first_row, chunk[0]
+
+    def finish_ready() -> None:
+        while writing:
+            index = next(iter(writing))  # the oldest: chunks are finished in order
+            path, sent, written, end = writing[index]
+            if end is None or written < sent:
+                return
+            del writing[index]
+            rows, digest = end
+            _finish_npy(path, rows, model.dim, dtype)
+            name = f"chunk-{index:06d}.npy"
+            os.replace(path, os.path.join(out_dir, name))
+            first = sum(c["rows"] for c in chunks)
+            chunks.append({"file": name, "first_row": first, "rows": rows, "input_sha256": digest})
             write_manifest(chunks, {"complete": False})
-            new += 1
+
+    try:
+        for n in _encode_items(enc, items(), dtype, header_len):
+            writing[owner.popleft()][2] += 1
             if progress:
-                progress(len(batch))
-        row += len(batch)
-        index += 1
-    if index < len(done):
+                progress(n)
+            finish_ready()
+        finish_ready()
+    finally:
+        for path, *_ in writing.values():
+            if os.path.exists(path):
+                os.remove(path)
+    if state["stopped"]:
+        return None
+    if state["checked"] < len(done):
         raise ConfigError(f"--resume: the input has fewer lines than {out_dir} already holds; the input changed")
-    write_manifest(chunks, {"complete": True, "count": row, "input_sha256": hasher.hexdigest()})
-    return EncodeResult(row, model.dim, str(dtype), hasher.hexdigest(), out_dir)
+    count = sum(c["rows"] for c in chunks)
+    write_manifest(chunks, {"complete": True, "count": count, "input_sha256": hasher.hexdigest()})
+    return EncodeResult(count, model.dim, str(dtype), hasher.hexdigest(), out_dir)
+
+
+def _chunk_pieces(blocks: Iterable[RawBlock], chunk_lines: int
+                  ) -> Iterator[tuple[int, "RawBlock | None", int, "tuple[int, str] | None"]]:
+    """Split raw blocks at every ``chunk_lines`` lines. Yields (chunk index, piece, its first row in the
+    chunk, None) for the pieces of a chunk, then (chunk index, None, 0, (rows, sha256 of its lines)) when
+    the chunk ends. The sha256 covers each line with its line end normalised to one newline."""
+    index, rows, h = 0, 0, hashlib.sha256()
+    for block in blocks:
+        data, first_line = block.data, block.first_line
+        left = _count_lines(data)
+        while left:
+            n = min(left, chunk_lines - rows)
+            cut = len(data)
+            if n < left:
+                cut = 0
+                for _ in range(n):
+                    cut = data.index(b"\n", cut) + 1
+            piece, data = data[:cut], data[cut:]
+            left -= n
+            h.update(_normalised_lines(piece))
+            yield index, RawBlock(piece, first_line, block.name), rows, None
+            first_line += n
+            rows += n
+            if rows == chunk_lines:
+                yield index, None, 0, (rows, h.hexdigest())
+                index, rows, h = index + 1, 0, hashlib.sha256()
+    if rows:
+        yield index, None, 0, (rows, h.hexdigest())
+
+
+def _normalised_lines(data: bytes) -> bytes:
+    r"""The lines of a raw block, each ended by ``
+`` (a ``
+`` before a line end dropped, a missing
+    final newline added): the bytes of the lines as :func:`bitextmine.corpus.decode_block` reads them."""
+    if b"\r" not in data:
+        return data if data.endswith(b"\n") or not data else data + b"\n"
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    return b"".join((line[:-1] if line.endswith(b"\r") else line) + b"\n" for line in lines)
 
 
 def _load_chunked(path: str) -> tuple[dict, np.ndarray]:

@@ -9,7 +9,7 @@ import pytest
 
 from bitextmine.config import EncodeConfig
 from bitextmine.encoding import Encoder, encode, encode_files, load_embeddings
-from bitextmine.errors import ModelFormatError
+from bitextmine.errors import ConfigError, ModelFormatError
 
 
 def test_batched_equals_one_at_a_time(toy_model):
@@ -268,3 +268,43 @@ def test_row_writer_falls_back_to_the_page_cache(tmp_path, monkeypatch):
     w.write(200, x[200:])
     w.close()
     assert out.read_bytes() == b"h" * 128 + x.tobytes()
+
+
+@pytest.mark.parametrize("chunk_lines", [1, 7, 50, 1000])
+def test_chunked_encoding_equals_one_file_for_any_chunk_and_block_size(tmp_path, toy_model, chunk_lines):
+    """Chunks cut inside blocks, across files (one without its final newline, one with CRLF line ends
+    and a byte order mark) hold the rows of the single-file encoding; the manifest's per-chunk sha256
+    is that of the chunk's lines; a shorter input is refused on resume."""
+    import hashlib
+
+    from bitextmine.encoding import MANIFEST_FILE, encode_chunked
+    from conftest import toy_corpus
+
+    src, tgt = toy_corpus(120, seed=52)
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_bytes(("\n".join(src[:70])).encode())  # no final newline
+    b.write_bytes(b"\xef\xbb\xbf" + ("\r\n".join(src[70:]) + "\r\n").encode())
+    config = EncodeConfig(batch_size=4, device="cpu")  # blocks of ~512 bytes: many blocks, many workers' items
+    one = str(tmp_path / "one.npy")
+    encode_files([str(a), str(b)], one, toy_model, config=config)
+    out = str(tmp_path / "chunks")
+    res = encode_chunked([str(a), str(b)], out, toy_model, config=config, chunk_lines=chunk_lines)
+    assert res.count == len(src)
+    np.testing.assert_array_equal(load_embeddings(out), np.load(one))
+    meta = json.load(open(os.path.join(out, MANIFEST_FILE)))
+    assert [c["rows"] for c in meta["chunks"]] == [min(chunk_lines, len(src) - r) for r in range(0, len(src), chunk_lines)]
+    for c in meta["chunks"]:
+        lines = src[c["first_row"] : c["first_row"] + c["rows"]]
+        assert c["input_sha256"] == hashlib.sha256("".join(t + "\n" for t in lines).encode()).hexdigest()
+    if len(meta["chunks"]) > 1:
+        meta["complete"] = False
+        meta["chunks"] = meta["chunks"][: len(meta["chunks"]) - 1]
+        json.dump(meta, open(os.path.join(out, MANIFEST_FILE), "w"))
+        last = meta["chunks"][-1]["first_row"]
+        b.write_text("")
+        for lines, why in ((last, "fewer lines than"), (last + 1, "differ")):  # ends at a chunk's start / inside
+            if lines != last and chunk_lines == 1:
+                continue
+            a.write_text("".join(t + "\n" for t in src[:lines]))
+            with pytest.raises(ConfigError, match=why):
+                encode_chunked([str(a), str(b)], out, toy_model, config=config, chunk_lines=chunk_lines, resume=True)
