@@ -39,3 +39,23 @@ def test_errors_reach_the_caller(where):
     items[where] = "boom"
     with pytest.raises(ValueError, match="item boom failed"):
         list(ordered_map(work, items, init=init, init_args=("e",), workers=2))
+
+
+def gc_state(x):
+    import gc
+
+    return gc.isenabled(), gc.get_freeze_count() > 0, os.getpid()
+
+
+@pytest.mark.parametrize("n", [2, 10])
+def test_items_run_without_the_cyclic_collector_and_the_caller_gets_it_back(n):
+    """fn runs with the cyclic GC off (inline and in workers; the workers see the caller's objects
+    frozen); afterwards this process's collector is enabled and nothing of it stays frozen."""
+    import gc
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    out = list(ordered_map(gc_state, range(n), init=init, init_args=("g",), workers=2))
+    assert all(enabled is False for enabled, _, _ in out)
+    if n > 2:  # in workers
+        assert all(frozen and pid != os.getpid() for _, frozen, pid in out)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
