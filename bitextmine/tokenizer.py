@@ -21,7 +21,7 @@ import numpy as np
 
 from .config import TokenizerConfig
 from .corpus import decode_block
-from .parallel import ordered_map
+from .parallel import gc_paused, ordered_map
 from .errors import CorpusError, ModelFormatError
 
 
@@ -93,8 +93,10 @@ class Tokenizer:
         return self.sp.piece_size()
 
     def encode_lists(self, texts: Sequence[str], *, threads: int = 0) -> list[np.ndarray]:
-        """Piece ids per sentence: a list of int32 arrays (the raw SentencePiece call)."""
-        return self.sp.encode(list(texts), return_type="numpy", num_threads=threads or -1)
+        """Piece ids per sentence: a list of int32 arrays (the raw SentencePiece call, with the cyclic
+        garbage collector paused: its many small results would trigger collections)."""
+        with gc_paused():
+            return self.sp.encode(list(texts), return_type="numpy", num_threads=threads or -1)
 
     def encode(self, texts: Sequence[str], *, threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Encode a batch. Returns (ids int64 (total,), offsets int64 (n,)); see module docstring.
