@@ -3,10 +3,12 @@
 Stages, each run in a fresh Python process (``python -m bitextmine.bench``; a fresh process rather than
 a fork, since forking after OpenMP has started can hang) so that its peak resident memory
 (``ru_maxrss`` of the process and the worker processes it waited for) is its own; it includes the
-interpreter with torch and FAISS loaded:
+interpreter with torch and FAISS loaded. Times leave out loading the model and importing torch (start-up
+costs of each command, about a second together):
 
 - tokenize: the model's tokenizer over the corpus in worker processes (as ``encode`` does);
-- encode: tokenising and embedding (L2-normalised float32 rows);
+- encode: ``bitextmine encode`` of both sides, file to ``.npy`` (read, tokenise, embed, L2-normalise,
+  write float32 rows);
 - knn: exact or approximate k-NN of each half among the other (both directions, as mining needs);
 - mine: margin mining (both directions, scores, 1:1 selection) of the two halves.
 
@@ -78,22 +80,28 @@ def _stage(stage: str, model_path: str, src_path: str, tgt_path: str, emb_dir: s
     import json
     import resource
 
-    from .encoding import encode
+    from .encoding import encode_files
     from .mining import mine_embeddings, neighbours
     from .model import load_model
 
     mine = MineConfig(**json.loads(mine_json))
     model = load_model(model_path or None)
     cfg = EncodeConfig(device=device)
+    if stage != "tokenize":
+        import torch  # noqa: F401  (a start-up cost of the command, like loading the model: not timed)
     t = time.perf_counter()
-    if stage in ("tokenize", "encode"):
+    if stage == "tokenize":
         texts = read_lines(src_path) + read_lines(tgt_path)
         t = time.perf_counter()
-        if stage == "tokenize":
-            batches = [texts[a : a + cfg.batch_size] for a in range(0, len(texts), cfg.batch_size)]
-            items = sum(len(off) for _, off in model.tokenizer.encode_stream(batches))
-        else:
-            items = len(encode(texts, model, config=cfg))
+        batches = [texts[a : a + cfg.batch_size] for a in range(0, len(texts), cfg.batch_size)]
+        items = sum(len(off) for _, off in model.tokenizer.encode_stream(batches))
+    elif stage == "encode":
+        items = 0
+        for side in (src_path, tgt_path):
+            out = os.path.join(emb_dir, "encoded.npy")
+            items += encode_files([side], out, model, config=cfg).count
+            os.remove(out)
+            os.remove(out + ".json")
     else:
         x = np.load(os.path.join(emb_dir, "src.npy"), mmap_mode="r")
         y = np.load(os.path.join(emb_dir, "tgt.npy"), mmap_mode="r")
