@@ -190,6 +190,39 @@ class Encoder:
         """
         return self.embed_flat(*self.model.tokenizer.encode(texts, threads=self.config.threads))
 
+    def encode_all(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Encode a sequence of texts: float32 (len(texts), dim), L2-normalised rows in input order.
+
+        On the CPU, worker processes tokenise and embed batches and write their rows straight into a
+        shared output; the texts reach them through the fork, not a pipe (twice the rate of embedding
+        here what workers tokenised: 290k vs 146k news sentences/s on two cores). ``progress(n)`` is called with each batch's rows.
+        """
+        import multiprocessing as mp
+
+        n = len(texts)
+        if self.device != "cpu" or n == 0 or "fork" not in mp.get_all_start_methods():
+            blocks = []
+            for block in self.encode_iter(texts):
+                blocks.append(block)
+                if progress:
+                    progress(len(block))
+            return np.concatenate(blocks) if blocks else np.zeros((0, self.model.dim), np.float32)
+        import mmap
+
+        out = np.frombuffer(mmap.mmap(-1, n * self.model.dim * 4), np.float32).reshape(n, self.model.dim)
+        size = self.config.batch_size
+        tok = self.model.tokenizer
+        _SHARED.update(texts=texts, out=out)  # before the workers fork: they see both
+        try:
+            for rows in ordered_map(_range_worker, ((a, min(n, a + size)) for a in range(0, n, size)),
+                                    init=_range_worker_init, init_args=(tok.kind, tok.proto, self.embedder),
+                                    workers=self.config.threads):
+                if progress:
+                    progress(rows)
+        finally:
+            _SHARED.clear()
+        return out
+
     def encode_iter(self, texts: Iterable[str]) -> Iterator[np.ndarray]:
         """Yield float32 (<= batch_size, dim) blocks for a stream of texts, in order."""
         yield from self.map_batches(_batches(texts, self.config.batch_size), lambda block, row: block)
@@ -231,12 +264,32 @@ def _batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
         yield batch
 
 
+_SHARED: dict = {}  # the texts and output of Encoder.encode_all, inherited by its forked workers
+
+
+def _range_worker_init(kind: str, proto: bytes, embedder: SentenceEmbedder, child: bool) -> None:
+    import torch
+
+    from .tokenizer import worker_init
+
+    if child:
+        torch.set_num_threads(1)  # as in _file_worker_init
+    worker_init(kind, proto, child)
+    _SHARED["embedder"] = embedder
+
+
+def _range_worker(item: tuple[int, int]) -> int:
+    """Tokenise, embed and store texts a:b of Encoder.encode_all's input; returns b - a."""
+    from .tokenizer import worker_encode
+
+    a, b = item
+    _SHARED["out"][a:b] = _SHARED["embedder"](*worker_encode(_SHARED["texts"][a:b]))
+    return b - a
+
+
 def encode(texts: Sequence[str], model: Model, *, config: EncodeConfig = EncodeConfig()) -> np.ndarray:
-    """Encode texts: float32 (n, dim), L2-normalised rows, in input order."""
-    blocks = list(Encoder(model, config).encode_iter(texts))
-    if not blocks:
-        return np.zeros((0, model.dim), np.float32)
-    return np.concatenate(blocks)
+    """Encode texts: float32 (n, dim), L2-normalised rows, in input order (:meth:`Encoder.encode_all`)."""
+    return Encoder(model, config).encode_all(texts)
 
 
 # --- streaming .npy output -----------------------------------------------------------------------

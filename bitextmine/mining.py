@@ -246,12 +246,7 @@ def mine_files(
             if len(u.first) != len(x) or np.any(u.first != np.arange(len(x))):  # else: stays memory-mapped
                 x = np.asarray(x[u.first], np.float32)
         else:
-            blocks = []
-            for block in Encoder(model, side_config).encode_iter(u.texts):
-                blocks.append(block)
-                if progress:
-                    progress("encode", len(block))
-            x = np.concatenate(blocks) if blocks else np.zeros((0, model.dim), np.float32)
+            x = Encoder(model, side_config).encode_all(u.texts, (lambda n: progress("encode", n)) if progress else None)
         sides.append((u, x))
     (us, xs), (ut, xt) = sides
     pairs = mine_embeddings(xs, xt, config=config, progress=(lambda n: progress("search", n)) if progress else None)

@@ -308,3 +308,19 @@ def test_chunked_encoding_equals_one_file_for_any_chunk_and_block_size(tmp_path,
             a.write_text("".join(t + "\n" for t in src[:lines]))
             with pytest.raises(ConfigError, match=why):
                 encode_chunked([str(a), str(b)], out, toy_model, config=config, chunk_lines=chunk_lines, resume=True)
+
+
+def test_encode_all_in_workers_equals_the_streaming_path(toy_model):
+    """Many batches (so worker processes write into the shared output) give the rows of the streaming
+    path and of encoding each text alone; progress counts every row once."""
+    from conftest import toy_corpus
+
+    texts = toy_corpus(n=500, seed=13)[0] + [""]
+    enc = Encoder(toy_model, EncodeConfig(batch_size=16, device="cpu"))
+    seen = []
+    x = enc.encode_all(texts, seen.append)
+    assert x.dtype == np.float32 and x.shape == (len(texts), toy_model.dim) and sum(seen) == len(texts)
+    np.testing.assert_array_equal(x, np.concatenate(list(enc.encode_iter(texts))))
+    np.testing.assert_allclose(x[:5], np.stack([encode([t], toy_model)[0] for t in texts[:5]]), atol=1e-6)
+    assert not x[-1].any()
+    assert enc.encode_all([]).shape == (0, toy_model.dim)
