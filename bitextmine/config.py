@@ -93,7 +93,10 @@ class MineConfig:
     pq_m: int = 0  # ivfpq: sub-quantizers (0 = the largest divisor of the dimension <= dim / 4)
     recall_check: int = 0  # compare this many sampled queries with exact search and report recall@k
     seed: int = 1  # IVF training sample and recall-check queries
-    shard_rows: int = 0  # search the other side in shards of this many rows (sides larger than memory; 0 = whole)
+    # search the other side in shards of this many rows (sides larger than memory). 0 = automatic: exact
+    # search of both sides holds 64 MiB of rows on a CPU and what fits in half the free memory on a GPU;
+    # other searches take the whole side
+    shard_rows: int = 0
     # exact search: similarity tiles in bf16, candidates rescored in float32 and certified (the result of
     # float32 search), or fp32 throughout; auto: bf16 on GPUs and CPUs with native bf16 dot products
     precision: str = "auto"

@@ -197,6 +197,19 @@ def _precision_holds(x, y, precision: str, device) -> bool:
     return bool(((low - exact).abs() <= bound + 1e-30).all())
 
 
+def _dots(Q: np.ndarray, r: np.ndarray, o: np.ndarray, idx: np.ndarray, chunk: int = 8192) -> np.ndarray:
+    """float32 (len(idx),): the inner products Q[r[i]] . o[idx[i]] (Q float32 (b, d), r and idx int (p,)),
+    computed ``chunk`` pairs at a time in ascending ``idx`` order, so neither the gathered rows of ``o`` nor
+    the repeated rows of Q are ever held whole (a memory map's pages are let go after each chunk)."""
+    order = np.argsort(idx, kind="stable")
+    out = np.empty(len(idx), np.float32)
+    for c in range(0, len(idx), chunk):
+        part = order[c : c + chunk]
+        out[part] = np.einsum("ij,ij->i", Q[r[part]], np.asarray(o[idx[part]], np.float32))
+        _release(o)
+    return out
+
+
 def knn_both(
     x: np.ndarray,
     y: np.ndarray,
@@ -217,7 +230,7 @@ def knn_both(
     Dyx float32 (m, min(k, n)), Iyx int64, info); rows sorted by decreasing similarity, ties by lower index.
     info: precision used, rows searched again (``refined``: [x side, y side]). ``block_rows`` x rows per
     streamed block, tiles of ``tile_rows`` x ``tile_cols`` (0: by device), ``shard_rows`` y rows resident
-    at a time (0 = all on a CPU, what fits on a GPU); ``candidates`` per row (>= k); ``precision`` auto |
+    at a time (0 = 64 MiB of them on a CPU, what fits on a GPU); ``candidates`` per row (>= k); ``precision`` auto |
     bf16 | fp32 for the tiles (:func:`resolve_precision`). ``progress`` gets n + m in all.
     """
     import torch
@@ -238,7 +251,7 @@ def knn_both(
     tile_cols = tile_cols or (4096 if dev.type == "cpu" else 32768)
     tile_rows, tile_cols = (max(G, t - t % G) for t in (tile_rows, tile_cols))
     block_rows = max(tile_rows, block_rows - block_rows % tile_rows)
-    shard = shard_rows if 0 < shard_rows < m else _resident_rows(m, n, d, c, dev)
+    shard = shard_rows if 0 < shard_rows < m else _resident_rows(m, n, d, c, dev, 2 if precision == "bf16" else 4)
     row_v = torch.full((n, c), -torch.inf, device=dev)
     row_i = torch.full((n, c), -1, dtype=torch.int32, device=dev)  # row numbers < 2^31
     col_v = torch.full((m, c), -torch.inf, device=dev)
@@ -329,15 +342,19 @@ def _stable_best(v, i, c: int):
     return v.gather(1, order), i.gather(1, order)
 
 
-def _resident_rows(m: int, n: int, d: int, c: int, dev) -> int:
-    """y rows to hold at once: all on a CPU; on a GPU as many as fit in half its free memory next to the
-    candidates of both sides and two tiles (so a large side is searched in shards under that cap)."""
+CPU_RESIDENT_BYTES = 64 << 20  # y rows held at once on a CPU (re-reading x once per shard costs ~1 % at 1M x 1M)
+
+
+def _resident_rows(m: int, n: int, d: int, c: int, dev, itemsize: int = 2) -> int:
+    """y rows to hold at once (``itemsize`` bytes per value): 64 MiB of them on a CPU; on a GPU as many as
+    fit in half its free memory next to the candidates of both sides and two tiles. A larger side is
+    searched in shards of that many rows, x streamed once per shard."""
     if dev.type != "cuda":
-        return m
+        return max(G, min(m, CPU_RESIDENT_BYTES // (d * itemsize)))
     import torch
 
     free = torch.cuda.mem_get_info(dev)[0] // 2 - (n + m) * c * 8 - 2 * 8192 * 32768 * 6
-    return max(G, min(m, free // (d * 2))) if free > 0 else max(G, min(m, 1 << 20))
+    return max(G, min(m, free // (d * itemsize))) if free > 0 else max(G, min(m, 1 << 20))
 
 
 def _ceil(r: int) -> int:
@@ -365,10 +382,8 @@ def rescore(q: np.ndarray, o: np.ndarray, approx: np.ndarray, cand: np.ndarray, 
         kth = -np.partition(-av, k - 1, axis=1)[:, k - 1]
         need = (ci >= 0) & (av >= (kth - 2 * eps[a:b])[:, None])
         r, j = np.nonzero(need)
-        Q = rows_f32(q, a, b)
-        O = _gather_f32(o, ci[r, j])
         E = np.full(av.shape, -np.inf, np.float32)
-        E[r, j] = np.einsum("ij,ij->i", Q[r], O)
+        E[r, j] = _dots(rows_f32(q, a, b), r, o, ci[r, j])
         D[a:b], I[a:b] = _best(E, np.where(ci >= 0, ci, np.iinfo(np.int64).max), k)
         weakest = av.min(1)
         ok[a:b] = (weakest == -np.inf) | (D[a:b, k - 1] > weakest + eps[a:b])

@@ -145,3 +145,14 @@ def test_many_identical_rows_resolve_to_the_lowest_ones_for_any_tiling():
     for other in runs[1:]:
         for a, b in zip(runs[0][:4], other[:4]):
             np.testing.assert_array_equal(a, b)
+
+
+def test_cpu_holds_64_mib_of_the_other_side():
+    import torch
+
+    from bitextmine.exact import CPU_RESIDENT_BYTES, _resident_rows
+
+    cpu = torch.device("cpu")
+    assert _resident_rows(10**7, 10, 300, 16, cpu, 2) == CPU_RESIDENT_BYTES // 600 == 111_848
+    assert _resident_rows(10**7, 10, 300, 16, cpu, 4) == CPU_RESIDENT_BYTES // 1200
+    assert _resident_rows(5000, 10, 300, 16, cpu, 2) == 5000
