@@ -9,7 +9,6 @@ as a stream, with a JSON sidecar ``OUT.npy.json`` naming the model that made the
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -23,6 +22,7 @@ from .config import TABLE_PRECISIONS, EncodeConfig
 from .corpus import iter_blocks
 from .errors import ConfigError, ModelFormatError
 from .model import Model, read_versioned_json
+from .npyfile import RowWriter, finish_npy, new_npy, npy_header
 from .parallel import ordered_map
 from .tokenizer import RawBlock
 
@@ -195,7 +195,8 @@ class Encoder:
 
         On the CPU, worker processes tokenise and embed batches and write their rows straight into a
         shared output; the texts reach them through the fork, not a pipe (twice the rate of embedding
-        here what workers tokenised: 290k vs 146k news sentences/s on two cores). ``progress(n)`` is called with each batch's rows.
+        here what workers tokenised: 290k vs 146k news sentences/s on two cores). ``progress(n)`` is called
+        with each batch's rows.
         """
         import multiprocessing as mp
 
@@ -292,21 +293,7 @@ def encode(texts: Sequence[str], model: Model, *, config: EncodeConfig = EncodeC
     return Encoder(model, config).encode_all(texts)
 
 
-# --- streaming .npy output -----------------------------------------------------------------------
-
-_COUNT_WIDTH = 20  # digits reserved for the row count so the header can be rewritten in place
-
-
-def _npy_header(count: int, dim: int, dtype: np.dtype) -> bytes:
-    descr = np.lib.format.dtype_to_descr(np.dtype(dtype))
-    shape = f"({str(count).rjust(_COUNT_WIDTH)}, {dim})"
-    d = "{'descr': %r, 'fortran_order': False, 'shape': %s, }" % (descr, shape)
-    body_len = len(d) + 1
-    total = 10 + body_len
-    pad = (64 - total % 64) % 64
-    d = d + " " * pad + "\n"
-    return b"\x93NUMPY\x01\x00" + len(d).to_bytes(2, "little") + d.encode("latin1")
-
+# --- streaming .npy output (written in place by the workers, see bitextmine.npyfile) ---------------
 
 @dataclass
 class EncodeResult:
@@ -339,7 +326,7 @@ def encode_files(
     hasher = hashlib.sha256()
     enc = Encoder(model, config)
     tmp = out_path + ".partial"
-    header_len = _new_npy(tmp, model.dim, dtype)
+    header_len = new_npy(tmp, model.dim, dtype)
 
     def items() -> Iterator[tuple[RawBlock, int, str]]:
         row = 0  # rows of the inputs already read
@@ -353,7 +340,7 @@ def encode_files(
             count += n
             if progress:
                 progress(n)
-        _finish_npy(tmp, count, model.dim, dtype)
+        finish_npy(tmp, count, model.dim, dtype)
         os.replace(tmp, out_path)
     finally:
         if os.path.exists(tmp):
@@ -378,106 +365,16 @@ def _count_lines(data: bytes) -> int:
     return data.count(b"\n") + (len(data) > 0 and not data.endswith(b"\n"))
 
 
-def _new_npy(path: str, dim: int, dtype: np.dtype) -> int:
-    """Create ``path`` with an .npy header for rows of ``dim`` (its count rewritten by :func:`_finish_npy`);
-    returns the header length, where the rows start."""
-    header = _npy_header(0, dim, dtype)
-    with open(path, "wb") as f:
-        f.write(header)
-    return len(header)
-
-
-def _finish_npy(path: str, count: int, dim: int, dtype: np.dtype) -> None:
-    with open(path, "r+b") as f:
-        f.write(_npy_header(count, dim, dtype))
-
-
-_ALIGN = 4096  # O_DIRECT offsets, lengths and buffers: a multiple of the device's block size (4096 covers 512)
-_STAGE_BYTES = 4 << 20  # page-aligned staging buffer for direct writes
-_DIRECT_MIN = 16 * _ALIGN  # shorter writes go through the page cache
-
-
-class RowWriter:
-    """Writes rows of an ``.npy`` body in place (at any row, from any number of processes, each with its
-    own writer), every byte exactly once.
-
-    The page-aligned middle of each write goes straight to the disk (``O_DIRECT``): on a CPU that is
-    also tokenising, copying 1.2 KB per sentence into freshly allocated page-cache pages costs as much as
-    a quarter of the work (measured 2.9 us/sentence buffered vs 0.2 us direct, docs/benchmarks.md). The
-    unaligned ends (at most a page each, shared with the neighbouring rows) go through the page cache,
-    so no page is written both ways. File systems without ``O_DIRECT`` (tmpfs, some network file
-    systems) or with larger blocks are written through the page cache, detected on the first failure.
-    """
-
-    def __init__(self, path: str, header_len: int, *, direct: bool = True):
-        self.header_len = header_len
-        self.fd = os.open(path, os.O_WRONLY)
-        self.dfd = -1
-        if direct and hasattr(os, "O_DIRECT"):
-            try:
-                self.dfd = os.open(path, os.O_WRONLY | os.O_DIRECT)
-            except OSError:
-                self.dfd = -1
-        self._stage: Any = None
-
-    def write(self, row: int, x: np.ndarray) -> int:
-        """Write ``x`` (n, dim) at row ``row``; returns n."""
-        x = np.ascontiguousarray(x)
-        data = memoryview(x).cast("B")
-        start = self.header_len + row * (x.shape[1] * x.itemsize if x.ndim == 2 else 0)
-        end = start + len(data)
-        a, b = -(-start // _ALIGN) * _ALIGN, end // _ALIGN * _ALIGN
-        if self.dfd < 0 or b - a < _DIRECT_MIN:
-            _pwrite_all(self.fd, data, start)
-            return len(x)
-        _pwrite_all(self.fd, data[: a - start], start)
-        _pwrite_all(self.fd, data[b - start :], b)
-        if self._stage is None:
-            import mmap
-
-            self._stage = mmap.mmap(-1, _STAGE_BYTES)  # anonymous maps are page-aligned
-        stage = memoryview(self._stage)
-        pos = a
-        while pos < b:
-            n = min(b - pos, _STAGE_BYTES)
-            stage[:n] = data[pos - start : pos - start + n]
-            try:
-                _pwrite_all(self.dfd, stage[:n], pos)
-            except OSError as e:
-                if e.errno != errno.EINVAL:
-                    raise
-                os.close(self.dfd)  # this file system takes no direct writes of this alignment
-                self.dfd = -1
-                _pwrite_all(self.fd, data[pos - start : b - start], pos)
-                break
-            pos += n
-        return len(x)
-
-    def close(self) -> None:
-        for fd in (self.fd, self.dfd):
-            if fd >= 0:
-                os.close(fd)
-        self.fd = self.dfd = -1
-        if self._stage is not None:
-            self._stage.close()
-            self._stage = None
-
-
-def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
-    while len(data):
-        n = os.pwrite(fd, data, offset)
-        data, offset = data[n:], offset + n
-
-
 def _encode_items(enc: Encoder, items: Iterable[tuple[RawBlock, int, str]], dtype: np.dtype,
-                  header_len: int) -> Iterator[int]:
+                  header_len: int, *, embed_in_workers: bool | None = None) -> Iterator[int]:
     """Encode raw blocks and write their rows: each item is (block, its first row, the .npy file it
     goes to, whose rows start at ``header_len``). Yields the rows of each item, in order.
 
-    On the CPU, worker processes decode, tokenise, embed and write (:func:`_file_worker`); on a GPU,
-    workers tokenise and this process embeds on the device and writes.
+    On the CPU (``embed_in_workers`` None or True), worker processes decode, tokenise, embed and write
+    (:func:`_file_worker`); on a GPU (or False), workers tokenise and this process embeds on the device
+    and writes.
     """
-    if enc.device == "cpu":
+    if embed_in_workers if embed_in_workers is not None else enc.device == "cpu":
         model = enc.model
         args = (model.tokenizer.kind, model.tokenizer.proto, enc.embedder, dtype.str, header_len)
         try:
@@ -611,7 +508,7 @@ def encode_chunked(
 
     hasher = hashlib.sha256()
     chunks = list(done)
-    header_len = len(_npy_header(0, model.dim, dtype))
+    header_len = len(npy_header(0, model.dim, dtype))
     writing: dict[int, list] = {}  # chunks being written, in order: index -> [partial path, blocks sent, done, end]
     owner: deque = deque()  # the chunk of each block handed out, in order
     state = {"rows": 0, "checked": 0, "stopped": False}  # done chunks' rows and number checked; max_chunks reached
@@ -635,7 +532,7 @@ def encode_chunked(
                     state["stopped"] = True
                     return
                 path = os.path.join(out_dir, name + ".partial")
-                _new_npy(path, model.dim, dtype)
+                new_npy(path, model.dim, dtype)
                 writing[index] = [path, 0, 0, None]
             chunk = writing[index]
             if end is not None:
@@ -653,7 +550,7 @@ def encode_chunked(
                 return
             del writing[index]
             rows, digest = end
-            _finish_npy(path, rows, model.dim, dtype)
+            finish_npy(path, rows, model.dim, dtype)
             name = f"chunk-{index:06d}.npy"
             os.replace(path, os.path.join(out_dir, name))
             first = sum(c["rows"] for c in chunks)

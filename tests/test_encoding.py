@@ -106,7 +106,7 @@ def test_main_process_embedding_path_writes_the_same_rows(tmp_path, toy_model):
     from conftest import toy_corpus, write_lines
 
     from bitextmine.corpus import iter_blocks
-    from bitextmine.encoding import RowWriter
+    from bitextmine.npyfile import RowWriter
     from bitextmine.tokenizer import RawBlock
 
     texts = toy_corpus(n=300, seed=12)[0]
@@ -223,7 +223,7 @@ def test_batch_tokens_in_the_file_workers(tmp_path, toy_model):
 def test_row_writer_writes_every_byte_once_in_any_order(tmp_path, dtype, direct):
     """Blocks of random sizes (some long enough for direct writes, some inside one page) written in a
     shuffled order by two writers of the same file give exactly the rows, after an untouched header."""
-    from bitextmine.encoding import RowWriter
+    from bitextmine.npyfile import RowWriter
 
     rng = np.random.default_rng(5)
     x = rng.standard_normal((3000, 300)).astype(dtype)
@@ -245,7 +245,7 @@ def test_row_writer_falls_back_to_the_page_cache(tmp_path, monkeypatch):
     """A file system that refuses a direct write (EINVAL) gets the rows through the page cache."""
     import errno
 
-    import bitextmine.encoding as E
+    import bitextmine.npyfile as E
 
     x = np.random.default_rng(6).standard_normal((500, 300)).astype(np.float32)
     out = tmp_path / "rows.npy"
@@ -324,3 +324,37 @@ def test_encode_all_in_workers_equals_the_streaming_path(toy_model):
     np.testing.assert_allclose(x[:5], np.stack([encode([t], toy_model)[0] for t in texts[:5]]), atol=1e-6)
     assert not x[-1].any()
     assert enc.encode_all([]).shape == (0, toy_model.dim)
+
+
+def test_device_path_writes_chunks_like_the_workers(tmp_path, toy_model):
+    """The path a GPU takes (workers tokenise, this process embeds and writes, switching files between
+    chunks), run on the CPU: the same bytes as the worker path, for blocks spread over three files."""
+    from conftest import toy_corpus
+
+    from bitextmine.encoding import _encode_items, _raw_blocks
+    from bitextmine.npyfile import finish_npy, new_npy
+
+    texts = toy_corpus(n=200, seed=14)[0]
+    p = tmp_path / "t.txt"
+    p.write_text("".join(t + "\n" for t in texts))
+    config = EncodeConfig(batch_size=4, device="cpu")
+    enc = Encoder(toy_model, config)
+    dtype = np.dtype(np.float32)
+    outs = {}
+    for in_workers in (True, False):
+        paths = [str(tmp_path / f"{in_workers}.{i}.npy") for i in range(3)]
+        header_len = [new_npy(q, toy_model.dim, dtype) for q in paths][0]
+        blocks = list(_raw_blocks([str(p)], None, config))
+        third = -(-len(blocks) // 3)
+        items, rows = [], [0, 0, 0]
+        for i, b in enumerate(blocks):
+            f = i // third
+            items.append((b, rows[f], paths[f]))
+            rows[f] += b.data.count(b"\n")
+        assert len(blocks) > 6 and sum(_encode_items(enc, items, dtype, header_len, embed_in_workers=in_workers)) == 200
+        for q, r in zip(paths, rows):
+            finish_npy(q, r, toy_model.dim, dtype)
+        outs[in_workers] = [open(q, "rb").read() for q in paths]
+    assert outs[True] == outs[False]
+    got = np.concatenate([np.load(q) for q in [str(tmp_path / f"False.{i}.npy") for i in range(3)]])
+    np.testing.assert_allclose(got, encode(texts, toy_model), atol=1e-6)
