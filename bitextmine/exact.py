@@ -230,8 +230,9 @@ def knn_both(
     Dyx float32 (m, min(k, n)), Iyx int64, info); rows sorted by decreasing similarity, ties by lower index.
     info: precision used, rows searched again (``refined``: [x side, y side]). ``block_rows`` x rows per
     streamed block, tiles of ``tile_rows`` x ``tile_cols`` (0: by device), ``shard_rows`` y rows resident
-    at a time (0 = 64 MiB of them on a CPU, what fits on a GPU); ``candidates`` per row (>= k); ``precision`` auto |
-    bf16 | fp32 for the tiles (:func:`resolve_precision`). ``progress`` gets n + m in all.
+    at a time (0 = 64 MiB of them on a CPU, what fits on a GPU); ``candidates`` per row (>= k);
+    ``precision`` auto | bf16 | fp32 for the tiles (:func:`resolve_precision`). ``progress`` gets n + m
+    in all.
     """
     import torch
 

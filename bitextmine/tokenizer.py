@@ -255,7 +255,7 @@ def _texts(batch: "Sequence[str] | RawBlock") -> list[str]:
 
 
 def _flatten32(pieces: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """As :func:`flatten`, in int32 (the pieces are SentencePiece's int32 arrays: no conversion)."""
+    """As :func:`flatten`, in int32 (the pieces are int32 arrays already: no round trip through int64)."""
     n = len(pieces)
     if n == 0:
         return np.zeros(0, np.int32), np.zeros(0, np.int32)
