@@ -49,8 +49,9 @@ class TrainConfig:
     max_steps: int = 0  # stop after N mini-batches (0 = run all epochs); resumable with --resume
     init_scale: float = 0.1  # piece embeddings start as uniform(-s, s)
     device: str = "auto"  # auto | cpu | cuda
-    # bf16 autocast of the forward passes and the mega-batch similarity product; auto = on for CUDA GPUs
-    # with bf16 (compute capability >= 8), off on CPU. Weights, Adam state and the loss stay float32.
+    # bf16 autocast of the forward passes (the mega-batch negatives are searched on their float32 outputs);
+    # auto = on for CUDA GPUs with bf16 (compute capability >= 8), off on CPU. Weights, Adam state and the
+    # loss stay float32.
     amp: str = "auto"
     threads: int = 0  # torch CPU threads (0 = torch's default)
     fp16: bool = True  # store the model's embeddings as float16 (half the size)

@@ -216,7 +216,7 @@ class Encoder:
         _SHARED.update(texts=texts, out=out)  # before the workers fork: they see both
         try:
             for rows in ordered_map(_range_worker, ((a, min(n, a + size)) for a in range(0, n, size)),
-                                    init=_range_worker_init, init_args=(tok.kind, tok.proto, self.embedder),
+                                    init=_embed_worker_init, init_args=(tok.kind, tok.proto, self.embedder),
                                     workers=self.config.threads):
                 if progress:
                     progress(rows)
@@ -268,23 +268,12 @@ def _batches(texts: Iterable[str], size: int) -> Iterator[list[str]]:
 _SHARED: dict = {}  # the texts and output of Encoder.encode_all, inherited by its forked workers
 
 
-def _range_worker_init(kind: str, proto: bytes, embedder: SentenceEmbedder, child: bool) -> None:
-    import torch
-
-    from .tokenizer import worker_init
-
-    if child:
-        torch.set_num_threads(1)  # as in _file_worker_init
-    worker_init(kind, proto, child)
-    _SHARED["embedder"] = embedder
-
-
 def _range_worker(item: tuple[int, int]) -> int:
     """Tokenise, embed and store texts a:b of Encoder.encode_all's input; returns b - a."""
     from .tokenizer import worker_encode
 
     a, b = item
-    _SHARED["out"][a:b] = _SHARED["embedder"](*worker_encode(_SHARED["texts"][a:b]))
+    _SHARED["out"][a:b] = _WORKER["embedder"](*worker_encode(_SHARED["texts"][a:b]))
     return b - a
 
 
@@ -407,11 +396,11 @@ def _encode_items(enc: Encoder, items: Iterable[tuple[RawBlock, int, str]], dtyp
             w.close()
 
 
-_FILE_WORKER: dict = {}
+_WORKER: dict = {}  # this process's embedder (and, encoding files, the output it writes) in an ordered_map
 
 
-def _file_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", dtype: str, header_len: int,
-                      child: bool) -> None:
+def _embed_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", child: bool) -> None:
+    """Set up a process that tokenises and embeds (an ``ordered_map`` init)."""
     import torch
 
     from .tokenizer import worker_init
@@ -421,7 +410,13 @@ def _file_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", dty
         # DataLoader workers); the processes are the parallelism
         torch.set_num_threads(1)
     worker_init(kind, proto, child)
-    _FILE_WORKER.update(embedder=embedder, dtype=np.dtype(dtype), header_len=header_len, path=None, writer=None)
+    _WORKER["embedder"] = embedder
+
+
+def _file_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", dtype: str, header_len: int,
+                      child: bool) -> None:
+    _embed_worker_init(kind, proto, embedder, child)
+    _WORKER.update(dtype=np.dtype(dtype), header_len=header_len, path=None, writer=None)
 
 
 def _file_worker(item: tuple[RawBlock, int, str]) -> int:
@@ -429,7 +424,7 @@ def _file_worker(item: tuple[RawBlock, int, str]) -> int:
     from .tokenizer import worker_encode
 
     block, row, path = item
-    w = _FILE_WORKER
+    w = _WORKER
     x = w["embedder"](*worker_encode(block)).astype(w["dtype"], copy=False)
     if w["path"] != path:  # blocks come file after file: one writer open at a time
         _close_file_writer()
@@ -438,10 +433,10 @@ def _file_worker(item: tuple[RawBlock, int, str]) -> int:
 
 
 def _close_file_writer() -> None:
-    writer = _FILE_WORKER.pop("writer", None)
+    writer = _WORKER.pop("writer", None)
     if writer is not None:
         writer.close()
-    _FILE_WORKER["path"] = None
+    _WORKER["path"] = None
 
 
 # --- chunked, resumable output --------------------------------------------------------------------

@@ -56,15 +56,23 @@ def rows_f32(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return out
 
 
-def _gather_f32(a: np.ndarray, idx: np.ndarray, chunk: int = 8192) -> np.ndarray:
-    """Rows ``idx`` int (r,) of ``a`` as float32 (r, d), read in ascending order, ``chunk`` rows at a time
-    (a memory map's pages are let go after each chunk: random rows touch a page each)."""
+def _in_order(a: np.ndarray, idx: np.ndarray, chunk: int = 8192):
+    """Yield (positions int64 (<= chunk,), rows float32 (<= chunk, d)): the rows ``idx`` int (r,) of ``a``,
+    read ``chunk`` at a time in ascending order, ``rows[i]`` being ``a[idx[positions[i]]]`` (a memory
+    map's pages are let go after each chunk: random rows touch a page each)."""
     order = np.argsort(idx, kind="stable")
-    out = np.empty((len(idx), a.shape[1]), np.float32)
     for c in range(0, len(idx), chunk):
         part = order[c : c + chunk]
-        out[part] = a[idx[part]]
+        rows = np.asarray(a[idx[part]], np.float32)
         _release(a)
+        yield part, rows
+
+
+def _gather_f32(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Rows ``idx`` int (r,) of ``a`` as float32 (r, d), read in ascending order (:func:`_in_order`)."""
+    out = np.empty((len(idx), a.shape[1]), np.float32)
+    for part, rows in _in_order(a, idx):
+        out[part] = rows
     return out
 
 
@@ -197,16 +205,13 @@ def _precision_holds(x, y, precision: str, device) -> bool:
     return bool(((low - exact).abs() <= bound + 1e-30).all())
 
 
-def _dots(Q: np.ndarray, r: np.ndarray, o: np.ndarray, idx: np.ndarray, chunk: int = 8192) -> np.ndarray:
+def _dots(Q: np.ndarray, r: np.ndarray, o: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """float32 (len(idx),): the inner products Q[r[i]] . o[idx[i]] (Q float32 (b, d), r and idx int (p,)),
-    computed ``chunk`` pairs at a time in ascending ``idx`` order, so neither the gathered rows of ``o`` nor
-    the repeated rows of Q are ever held whole (a memory map's pages are let go after each chunk)."""
-    order = np.argsort(idx, kind="stable")
+    computed chunk by chunk as :func:`_in_order` reads o, so neither the gathered rows of ``o`` nor the
+    repeated rows of Q are ever held whole."""
     out = np.empty(len(idx), np.float32)
-    for c in range(0, len(idx), chunk):
-        part = order[c : c + chunk]
-        out[part] = np.einsum("ij,ij->i", Q[r[part]], np.asarray(o[idx[part]], np.float32))
-        _release(o)
+    for part, rows in _in_order(o, idx):
+        out[part] = np.einsum("ij,ij->i", Q[r[part]], rows)
     return out
 
 
