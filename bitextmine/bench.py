@@ -54,7 +54,7 @@ class BenchReport:
                             "peak_gb": r.peak_gb} for r in self.results]}
 
     def to_table(self) -> str:
-        from .benchmarks import table
+        from .report import table
 
         rows = [[r.stage, r.items, f"{r.seconds:.2f}", f"{r.per_second:,.0f}", f"{r.peak_gb:.2f}"] for r in self.results]
         return (f"device {self.device}; {self.lines[0]:,} source and {self.lines[1]:,} target lines; {os.cpu_count()} cores\n"
@@ -81,8 +81,8 @@ def _stage(stage: str, model_path: str, src_path: str, tgt_path: str, emb_dir: s
     import json
     import resource
 
-    from .encoding import encode_files
-    from .mining import mine_embeddings, neighbours
+    from .encoding.pipeline import encode_files
+    from .mining.mine import mine_embeddings, neighbours
     from .model import load_model
 
     mine = MineConfig(**json.loads(mine_json))
@@ -126,8 +126,9 @@ def run_bench(paths: Sequence[str], model, *, device: str = "auto", mine: MineCo
     import tempfile
     from dataclasses import asdict, replace
 
-    from .encoding import encode, resolve_device
-    from .index import resolve_index
+    from .device import resolve_device
+    from .encoding.pipeline import encode
+    from .search.index import resolve_index
 
     if len(paths) not in (1, 2):
         raise ConfigError("expected one corpus file (split in halves) or two (source and target)")

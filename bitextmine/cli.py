@@ -209,7 +209,7 @@ def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sa
     """
     from .corpus import CorpusSpec
     from .errors import ConfigError
-    from .training import train as run_train
+    from .training.loop import train as run_train
 
     if len(src) != len(tgt):
         raise ConfigError(f"{len(src)} --src but {len(tgt)} --tgt; expected them in pairs")
@@ -296,7 +296,7 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, p
       bitextmine encode examples/de.txt -o de.npy
       bitextmine encode big.txt.gz -o big.emb --chunk-lines 1000000 --fp16   # rerun with --resume if stopped
     """
-    from .encoding import encode_chunked, encode_files
+    from .encoding.pipeline import encode_chunked, encode_files
     from .errors import ConfigError
     from .model import load_model
 
@@ -390,7 +390,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, i
     Example:
       bitextmine mine examples/de.txt examples/en.txt --ids
     """
-    from .mining import mine_files
+    from .mining.mine import mine_files
     from .model import load_model
 
     rules = _rules_from(kw)
@@ -500,7 +500,7 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
     """
     from contextlib import nullcontext
 
-    from .filtering import filter_tsv, write_stats
+    from .filtering.pipeline import filter_tsv, write_stats
     from .model import load_model
 
     rules = _rules_from(rule_kw)
@@ -549,7 +549,7 @@ def calibrate(gold, src, tgt, scol, tcol, score, k, plot, seed, model_dir, sif, 
     Example:
       bitextmine calibrate gold.tsv --plot scores.png
     """
-    from .calibration import calibrate as run, plot_calibration
+    from .evaluation.calibration import calibrate as run, plot_calibration
     from .corpus import read_parallel, read_tsv
     from .errors import ConfigError
     from .model import load_model
@@ -660,7 +660,7 @@ def eval_sts(files, pairs, model_dir, emb1, emb2, sif, marked, device, as_json):
       bitextmine eval sts sts12-16_en/STS12-en-test/STS.input.*.txt stsbenchmark/sts-test.csv
       bitextmine eval sts --pair stsb_multi_mt/stsb-en-test.csv stsb_multi_mt/stsb-de-test.csv
     """
-    from .benchmarks import run_sts
+    from .evaluation.runners import run_sts
     from .model import load_model
 
     report = run_sts(files, pairs, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
@@ -685,7 +685,7 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
       bitextmine eval tatoeba tatoeba.deu-eng.deu tatoeba.deu-eng.eng
       bitextmine eval tatoeba --all tatoeba/v1 --lang deu --lang fra
     """
-    from .benchmarks import run_tatoeba
+    from .evaluation.runners import run_tatoeba
     from .errors import ConfigError
     from .model import load_model
 
@@ -722,7 +722,7 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
       bitextmine eval bucc de-en.test.de de-en.test.en de-en.test.gold \\
           --tune-on de-en.training.de de-en.training.en de-en.training.gold --plot bucc.png
     """
-    from .benchmarks import plot_bucc, run_bucc
+    from .evaluation.runners import plot_bucc, run_bucc
     from .model import load_model
 
     bars: dict = {}

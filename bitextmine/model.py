@@ -77,6 +77,11 @@ class Model:
         return self.tokenizer.vocab_size if self.config.get("separate_vocab") else 0
 
     @property
+    def stored_dtype(self) -> str:
+        """The dtype the token table is stored in (float16 or float32; it is loaded as float32)."""
+        return str(self.config.get("dtype", "float32"))
+
+    @property
     def dim(self) -> int:
         """Dimension of the sentence embeddings."""
         if self.is_bag:

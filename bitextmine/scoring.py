@@ -11,7 +11,7 @@ import numpy as np
 
 from .config import EncodeConfig
 from .corpus import iter_lines, parse_tsv_line
-from .encoding import Encoder
+from .encoding.pipeline import Encoder
 from .model import Model
 
 

@@ -51,7 +51,7 @@ def toy_model_dir(tmp_path_factory, toy_files):
     """A tiny SP model (vocabulary 1000, dimension 32) trained for 2 epochs on the toy corpus."""
     from bitextmine.config import TokenizerConfig, TrainConfig
     from bitextmine.corpus import CorpusSpec
-    from bitextmine.training import train
+    from bitextmine.training.loop import train
 
     out = str(tmp_path_factory.mktemp("model") / "m")
     train([CorpusSpec(src=toy_files[0], tgt=toy_files[1])], out,

@@ -64,7 +64,7 @@ def test_score_line_without_tab(tmp_path, toy_model_dir):
 
 
 def test_score_appends_cosine_and_keeps_lines(tmp_path, toy_model_dir, toy_model):
-    from bitextmine.encoding import encode
+    from bitextmine.encoding.pipeline import encode
 
     lines = ["kalo mire\tolakx erimx\textra", "tusa\tasutx"]
     r = run("score", "--model", toy_model_dir, "-q", input="\n".join(lines) + "\n")

@@ -8,13 +8,13 @@ import torch
 
 from bitextmine.config import EncodeConfig, TokenizerConfig, TrainConfig
 from bitextmine.corpus import CorpusSpec
-from bitextmine.encoding import encode
+from bitextmine.encoding.pipeline import encode
 from bitextmine.errors import ConfigError, ModelFormatError
-from bitextmine.evaluation import retrieval_accuracy
+from bitextmine.evaluation.metrics import retrieval_accuracy
 from bitextmine.model import load_model, shuffle_words
 from bitextmine.sif import first_component, sif_weights
 from bitextmine.tokenizer import VocabTokenizer
-from bitextmine.training import train
+from bitextmine.training.loop import train
 
 from conftest import toy_corpus
 
@@ -151,7 +151,7 @@ def test_paraphrase_training(tmp_path):
 
 
 def test_paraphrase_negatives_never_pick_the_pair_itself():
-    from bitextmine.training import _paraphrase_negatives
+    from bitextmine.training.loop import _paraphrase_negatives
 
     g = torch.Generator().manual_seed(0)
     es = torch.nn.functional.normalize(torch.randn(6, 4, generator=g), dim=1)
@@ -274,7 +274,7 @@ def test_blstm_resume_gives_the_same_model(tmp_path, small_files):
 
 def test_bf16_autocast_training_runs_and_learns(toy_files, tmp_path):
     """--amp bf16 (the CUDA default; CPU autocast here) trains every kind of encoder to a working model."""
-    from bitextmine.training import amp_enabled
+    from bitextmine.training.loop import amp_enabled
 
     assert not amp_enabled("auto", "cpu") and amp_enabled("bf16", "cpu") and not amp_enabled("off", "cuda")
     src, tgt = toy_corpus(300, seed=9)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bitextmine.config import EncodeConfig
-from bitextmine.encoding import Encoder, encode, encode_files, load_embeddings
+from bitextmine.encoding.pipeline import Encoder, encode, encode_files, load_embeddings
 from bitextmine.errors import ConfigError, ModelFormatError
 
 
@@ -106,7 +106,7 @@ def test_main_process_embedding_path_writes_the_same_rows(tmp_path, toy_model):
     from conftest import toy_corpus, write_lines
 
     from bitextmine.corpus import iter_blocks
-    from bitextmine.npyfile import RowWriter
+    from bitextmine.encoding.npyfile import RowWriter
     from bitextmine.tokenizer import RawBlock
 
     texts = toy_corpus(n=300, seed=12)[0]
@@ -133,7 +133,7 @@ def test_chunked_encoding_resumes_to_the_same_bytes(tmp_path, toy_model_dir, toy
     from click.testing import CliRunner
 
     from bitextmine.cli import main
-    from bitextmine.encoding import encode, load_embeddings
+    from bitextmine.encoding.pipeline import encode, load_embeddings
     from conftest import toy_corpus
 
     src, _ = toy_corpus(230, seed=51)
@@ -191,7 +191,7 @@ def test_mine_reads_chunked_embeddings(tmp_path, toy_model_dir):
 def test_batch_tokens_and_table_precision(toy_model):
     """--batch-tokens splits embedding calls by pieces (same rows); half-precision tables stay close."""
     from bitextmine.config import EncodeConfig
-    from bitextmine.encoding import Encoder, table_precision
+    from bitextmine.encoding.pipeline import Encoder
     from conftest import toy_corpus
 
     src, _ = toy_corpus(300, seed=12)
@@ -199,7 +199,6 @@ def test_batch_tokens_and_table_precision(toy_model):
     base = Encoder(toy_model, EncodeConfig(device="cpu", threads=1)).encode_batch(texts)
     budgeted = Encoder(toy_model, EncodeConfig(device="cpu", threads=1, batch_tokens=7)).encode_batch(texts)
     np.testing.assert_allclose(budgeted, base, atol=1e-6)
-    assert table_precision("auto", toy_model, "cpu") == "fp32"
     for precision, tol in (("fp16", 2e-3), ("bf16", 2e-2)):
         enc = Encoder(toy_model, EncodeConfig(device="cpu", threads=1, precision=precision))
         half = enc.encode_batch(texts)
@@ -223,7 +222,7 @@ def test_batch_tokens_in_the_file_workers(tmp_path, toy_model):
 def test_row_writer_writes_every_byte_once_in_any_order(tmp_path, dtype, direct):
     """Blocks of random sizes (some long enough for direct writes, some inside one page) written in a
     shuffled order by two writers of the same file give exactly the rows, after an untouched header."""
-    from bitextmine.npyfile import RowWriter
+    from bitextmine.encoding.npyfile import RowWriter
 
     rng = np.random.default_rng(5)
     x = rng.standard_normal((3000, 300)).astype(dtype)
@@ -245,7 +244,7 @@ def test_row_writer_falls_back_to_the_page_cache(tmp_path, monkeypatch):
     """A file system that refuses a direct write (EINVAL) gets the rows through the page cache."""
     import errno
 
-    import bitextmine.npyfile as E
+    import bitextmine.encoding.npyfile as E
 
     x = np.random.default_rng(6).standard_normal((500, 300)).astype(np.float32)
     out = tmp_path / "rows.npy"
@@ -277,7 +276,7 @@ def test_chunked_encoding_equals_one_file_for_any_chunk_and_block_size(tmp_path,
     is that of the chunk's lines; a shorter input is refused on resume."""
     import hashlib
 
-    from bitextmine.encoding import MANIFEST_FILE, encode_chunked
+    from bitextmine.encoding.pipeline import MANIFEST_FILE, encode_chunked
     from conftest import toy_corpus
 
     src, tgt = toy_corpus(120, seed=52)
@@ -331,8 +330,8 @@ def test_device_path_writes_chunks_like_the_workers(tmp_path, toy_model):
     chunks), run on the CPU: the same bytes as the worker path, for blocks spread over three files."""
     from conftest import toy_corpus
 
-    from bitextmine.encoding import _encode_items, _raw_blocks
-    from bitextmine.npyfile import finish_npy, new_npy
+    from bitextmine.encoding.pipeline import _encode_items, _raw_blocks
+    from bitextmine.encoding.npyfile import finish_npy, new_npy
 
     texts = toy_corpus(n=200, seed=14)[0]
     p = tmp_path / "t.txt"

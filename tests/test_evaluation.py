@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from bitextmine.cli import main
 from bitextmine.errors import CorpusError
-from bitextmine.evaluation import (best_threshold, bucc_candidates, evaluate_threshold, pearson, read_sts,
+from bitextmine.evaluation.metrics import (best_threshold, bucc_candidates, evaluate_threshold, pearson, read_sts,
                                    read_sts_crosslingual, spearman, sts_eval, tatoeba_eval, year_averages)
 
 from conftest import toy_corpus, write_lines

@@ -1,16 +1,16 @@
-"""The one-pass exact k-NN in both directions (bitextmine.exact) against brute force."""
+"""The one-pass exact k-NN in both directions (bitextmine.search.exact) against brute force."""
 
 import numpy as np
 import pytest
 import torch
 
-from bitextmine import exact
+from bitextmine.search import exact
 from bitextmine.errors import ConfigError
-from bitextmine.exact import G, resolve_precision
+from bitextmine.search.exact import G
 
 
 def knn_both(*args, **kw):
-    """bitextmine.exact.knn_both with bf16 tiles unless a test asks otherwise (auto could pick fp32)."""
+    """bitextmine.search.exact.knn_both with bf16 tiles unless a test asks otherwise (auto could pick fp32)."""
     kw.setdefault("precision", "bf16")
     return exact.knn_both(*args, **kw)
 
@@ -116,14 +116,6 @@ def test_merge_keeps_each_keys_best_sorted():
         assert set(I2[r][V2[r] > -torch.inf].tolist()) == {i for v, i in pool[:c] if v > -np.inf}
 
 
-def test_precision_choice():
-    assert resolve_precision("fp32", "cpu") == "fp32"
-    assert resolve_precision("bf16", "cpu") == "bf16"
-    assert resolve_precision("auto", "cpu") in ("bf16", "fp32")
-    with pytest.raises(ConfigError, match="expected auto, bf16 or fp32"):
-        resolve_precision("fp8", "cpu")
-
-
 def test_the_rounding_bound_holds_on_this_machine():
     rng = np.random.default_rng(9)
     x, y = unit(rng, 64, 300), unit(rng, 256, 300)
@@ -145,14 +137,3 @@ def test_many_identical_rows_resolve_to_the_lowest_ones_for_any_tiling():
     for other in runs[1:]:
         for a, b in zip(runs[0][:4], other[:4]):
             np.testing.assert_array_equal(a, b)
-
-
-def test_cpu_holds_64_mib_of_the_other_side():
-    import torch
-
-    from bitextmine.exact import CPU_RESIDENT_BYTES, _resident_rows
-
-    cpu = torch.device("cpu")
-    assert _resident_rows(10**7, 10, 300, 16, cpu, 2) == CPU_RESIDENT_BYTES // 600 == 111_848
-    assert _resident_rows(10**7, 10, 300, 16, cpu, 4) == CPU_RESIDENT_BYTES // 1200
-    assert _resident_rows(5000, 10, 300, 16, cpu, 2) == 5000

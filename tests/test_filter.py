@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from bitextmine.cli import main
 from bitextmine.config import FilterConfig, RuleConfig
 from bitextmine.errors import ConfigError, CorpusError
-from bitextmine.filtering import filter_tsv
-from bitextmine.rules import Deduplicator, check_pair, text_key
+from bitextmine.filtering.pipeline import filter_tsv
+from bitextmine.filtering.rules import Deduplicator, check_pair, text_key
 
 from conftest import toy_corpus
 
@@ -139,7 +139,7 @@ def test_output_is_the_same_for_any_worker_count_and_margin_uses_the_chunk(tmp_p
     good = np.array([i % 3 != 0 for i in range(300)])
     assert np.median(scores[good]) > np.median(scores[~good])
     # reference: the first chunk's margins from brute force
-    from bitextmine.encoding import encode
+    from bitextmine.encoding.pipeline import encode
 
     x = encode(src[:64], toy_model)
     y = encode([lines[i].split("\t")[1] for i in range(64)], toy_model)
@@ -156,7 +156,7 @@ def test_cosine_scores_and_min_score(tmp_path, toy_model):
     data = ("\n".join(lines) + "\n").encode()
     out, _, _ = run_filter(data, tmp_path, model=toy_model, rules=RuleConfig(max_ratio=0))
     scores = [float(line.rsplit(b"\t", 1)[1]) for line in out.splitlines()]
-    from bitextmine.encoding import encode
+    from bitextmine.encoding.pipeline import encode
 
     x = encode([l.split("\t")[0] for l in lines], toy_model)
     y = encode([l.split("\t")[1] for l in lines], toy_model)
@@ -282,8 +282,8 @@ def test_calibrate_on_toy_gold(tmp_path, toy_model_dir):
     assert res["pairs"] == {"good": 200, "shuffled": 200, "near-miss": 200}
     assert res["at_suggested"]["f1"] > 0.8 and png.read_bytes()[:4] == b"\x89PNG"
     # the suggested threshold is the F1-best cut over all scores
-    from bitextmine.calibration import calibrate
-    from bitextmine.evaluation import evaluate_threshold
+    from bitextmine.evaluation.calibration import calibrate
+    from bitextmine.evaluation.metrics import evaluate_threshold
     from bitextmine.model import load_model
 
     rep = calibrate(src, tgt, load_model(toy_model_dir))

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from bitextmine.index import knn
-from bitextmine.margin import candidate_scores, margin_scores
+from bitextmine.search.index import knn
+from bitextmine.mining.margin import candidate_scores, margin_scores
 
 
 def unit(rng, n, d=8):
@@ -53,7 +53,7 @@ def _clustered(n, d, seed):
 
 
 def test_ivf_visiting_every_cell_is_exact_and_recall_is_measured():
-    from bitextmine.index import recall_at_k
+    from bitextmine.search.index import recall_at_k
 
     x, y = _clustered(500, 16, 1), _clustered(3000, 16, 2)
     D, I = knn(x, y, 4, device="cpu", index="flat")
@@ -70,7 +70,7 @@ def test_ivf_visiting_every_cell_is_exact_and_recall_is_measured():
 
 
 def test_auto_index_by_size():
-    from bitextmine.index import resolve_index
+    from bitextmine.search.index import resolve_index
 
     assert resolve_index("auto", 1000, 200_000) == "flat" and resolve_index("auto", 300_000, 200_000) == "ivf"
     assert resolve_index("ivfpq", 10, 200_000) == "ivfpq"

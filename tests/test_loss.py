@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from bitextmine.loss import hardest_negatives, hinge_loss
+from bitextmine.training.negatives import hardest_negatives, hinge_loss
 
 
 def brute_force_negatives(s, t, sid, tid):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bitextmine.config import MODES, MineConfig
-from bitextmine.mining import UniqueLines, greedy_one_to_one, mine_embeddings, mine_files
+from bitextmine.mining.mine import UniqueLines, greedy_one_to_one, mine_embeddings, mine_files
 
 
 def unit(x):

@@ -7,9 +7,9 @@ import pytest
 
 from bitextmine.config import MineConfig, TokenizerConfig, TrainConfig
 from bitextmine.corpus import CorpusSpec, read_lines, read_parallel
-from bitextmine.encoding import encode
-from bitextmine.evaluation import read_stsbenchmark, retrieval_accuracy, sts_pearson
-from bitextmine.mining import mine_embeddings, mine_files
+from bitextmine.encoding.pipeline import encode
+from bitextmine.evaluation.metrics import read_stsbenchmark, retrieval_accuracy, sts_pearson
+from bitextmine.mining.mine import mine_embeddings, mine_files
 from bitextmine.model import load_model
 from conftest import shared_path, write_lines
 from test_mining import reference_mine
@@ -23,7 +23,7 @@ def tatoeba(lang):
 
 
 def test_brief_training_on_20k_real_pairs_reaches_a_tatoeba_floor(tmp_path):
-    from bitextmine.training import train
+    from bitextmine.training.loop import train
 
     en = read_lines(shared_path("train", "tatoeba_anki", "en-de.en.gz"))
     de = read_lines(shared_path("train", "tatoeba_anki", "en-de.de.gz"))
@@ -92,7 +92,7 @@ def test_eval_sts_on_every_real_sts_file_agrees_with_an_independent_computation(
     import glob
     import os
 
-    from bitextmine.benchmarks import find_sts_files, run_sts
+    from bitextmine.evaluation.runners import find_sts_files, run_sts
 
     folder = shared_path("dev", "sts12-16_en")
     files = find_sts_files(folder)
@@ -115,7 +115,7 @@ def test_eval_sts_on_every_real_sts_file_agrees_with_an_independent_computation(
     if len(set(cos.tolist())) == len(cos):
         g = np.array([k[2] for k in keep])
         # Spearman with tied gold scores: compare with the mean-rank definition computed by scipy-free code
-        from bitextmine.evaluation import _ranks
+        from bitextmine.evaluation.metrics import _ranks
 
         assert r.spearman == pytest.approx(100 * np.corrcoef(ranks(cos), _ranks(g))[0, 1], abs=1e-6)
     # cross-lingual: English s1 with German s2, gold of the English file
@@ -129,7 +129,7 @@ def test_eval_sts_on_every_real_sts_file_agrees_with_an_independent_computation(
 
 
 def test_eval_tatoeba_all_matches_retrieval_accuracy(default_model):
-    from bitextmine.benchmarks import run_tatoeba
+    from bitextmine.evaluation.runners import run_tatoeba
 
     rep = run_tatoeba(folder=shared_path("dev", "tatoeba", "v1"), languages=["deu", "ara"], model=default_model)
     for r in rep.results:
@@ -141,7 +141,7 @@ def test_eval_tatoeba_all_matches_retrieval_accuracy(default_model):
 
 @pytest.mark.parametrize("encoder", ["word", "trigram", "blstm-sp"])
 def test_baseline_encoders_train_on_real_pairs(tmp_path, encoder):
-    from bitextmine.training import train
+    from bitextmine.training.loop import train
 
     en = read_lines(shared_path("train", "wmt_newstest", "en-de.en.gz"))[:3000]
     de = read_lines(shared_path("train", "wmt_newstest", "en-de.de.gz"))[:3000]
@@ -160,7 +160,7 @@ def test_filter_on_real_pairs_with_planted_shuffled_swapped_and_wrong_script_pai
     import io
 
     from bitextmine.config import FilterConfig, RuleConfig
-    from bitextmine.filtering import filter_tsv
+    from bitextmine.filtering.pipeline import filter_tsv
 
     de, en = tatoeba("deu")
     ru, _ = tatoeba("rus")
@@ -203,7 +203,7 @@ def test_one_pass_exact_search_on_real_sentences_equals_float64_brute_force(defa
     """Real embeddings (Tatoeba, 3,000 sentences of three languages against their 3,000 English ones) are
     dense in places: the bfloat16 tiles must still give the exact float32 neighbours in both directions,
     with small tiles to exercise the floors."""
-    from bitextmine.exact import knn_both
+    from bitextmine.search.exact import knn_both
 
     pairs = [tatoeba(lang) for lang in ("deu", "fra", "spa")]
     ex = encode([s for x, _ in pairs for s in x], default_model)

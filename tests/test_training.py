@@ -9,7 +9,7 @@ from bitextmine.config import TokenizerConfig, TrainConfig
 from bitextmine.corpus import CorpusSpec
 from bitextmine.errors import ConfigError
 from bitextmine.model import load_model, piece_dropout
-from bitextmine.training import Side, train
+from bitextmine.training.loop import Side, train
 
 SMALL = dict(dim=16, epochs=2, batch_size=16, megabatch_max=3, megabatch_every=5, dev_pairs=100, device="cpu",
              checkpoint_every=0)

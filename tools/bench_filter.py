@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bitextmine.config import FilterConfig, RuleConfig  # noqa: E402
 from bitextmine.corpus import read_parallel  # noqa: E402
-from bitextmine.filtering import filter_tsv  # noqa: E402
+from bitextmine.filtering.pipeline import filter_tsv  # noqa: E402
 from bitextmine.model import load_model  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "train")

@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def prepare(work: str, n: int) -> tuple[str, str]:
     from bitextmine.config import EncodeConfig
     from bitextmine.corpus import load_corpora
-    from bitextmine.encoding import encode_files
+    from bitextmine.encoding.pipeline import encode_files
     from bitextmine.model import load_model
     from train_default import DATA, corpora
 
@@ -80,7 +80,7 @@ def prepare(work: str, n: int) -> tuple[str, str]:
 
 def run_ours(src: str, tgt: str, out: str, index: str, nprobe: int, recall_check: int) -> None:
     from bitextmine.config import MineConfig
-    from bitextmine.mining import mine_embeddings
+    from bitextmine.mining.mine import mine_embeddings
 
     t = time.perf_counter()
     x = np.load(src, mmap_mode="r")

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from bitextmine.config import TrainConfig  # noqa: E402
 from bitextmine.corpus import CorpusSpec, load_corpora  # noqa: E402
 from bitextmine.model import default_model_dir  # noqa: E402
-from bitextmine.training import train  # noqa: E402
+from bitextmine.training.loop import train  # noqa: E402
 from train_default import DATA, corpora  # noqa: E402
 
 

@@ -3,7 +3,7 @@
     python tools/ivf_coverage.py --work DIR [--n 200000] [--nlist 256 1024] [--nprobe 8 16 32 64] [--center]
 
 Uses the embeddings that tools/bench_mine.py caches in DIR (src.N.npy, tgt.N.npy). Finds the exact 4
-nearest targets of every source (bitextmine.exact.knn_both), clusters both sides with spherical k-means
+nearest targets of every source (bitextmine.search.exact.knn_both), clusters both sides with spherical k-means
 (seeded sample of 64 rows per cell), assigns each target to its nearest centroid and lets each source
 probe its nprobe nearest centroids. Prints, per setting, recall@4 of that probing (the share of the exact
 4 neighbours that lie in a probed cell: what an IVF index with exact in-cell search finds) and the share
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from bitextmine.exact import knn_both  # noqa: E402
+from bitextmine.search.exact import knn_both  # noqa: E402
 
 
 def kmeans(data: torch.Tensor, nlist: int, iters: int = 10, seed: int = 0) -> torch.Tensor:

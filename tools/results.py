@@ -13,7 +13,7 @@ the same models saved untrained (normal(0, 1) vectors; SIF statistics from the s
 Measured for each model, with and without SIF: STS12-16 (mean Pearson r x 100 per year over its
 datasets), STS Benchmark test, cross-lingual STSb test en-de and en-es (stsb_multi_mt, English s1 and
 the translated s2), Tatoeba v1 accuracy for the 8 languages of the default model, encoding speed
-(sentences/s through ``bitextmine.encoding.encode`` on 20,000 news sentences, this machine), model size.
+(sentences/s through ``bitextmine.encoding.pipeline.encode`` on 20,000 news sentences, this machine), model size.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import numpy as np  # noqa: E402
 
-from bitextmine.benchmarks import find_sts_files, run_sts, run_tatoeba  # noqa: E402
+from bitextmine.evaluation.runners import find_sts_files, run_sts, run_tatoeba  # noqa: E402
 from bitextmine.config import EncodeConfig, TokenizerConfig, TrainConfig  # noqa: E402
 from bitextmine.corpus import CorpusSpec, load_corpora, read_lines  # noqa: E402
-from bitextmine.encoding import encode  # noqa: E402
+from bitextmine.encoding.pipeline import encode  # noqa: E402
 from bitextmine.model import default_model_dir, load_model  # noqa: E402
-from bitextmine.training import train  # noqa: E402
+from bitextmine.training.loop import train  # noqa: E402
 from train_default import corpora  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
@@ -266,7 +266,7 @@ per-dataset STS scores (a copy is `docs/results.json`). Seeds are fixed; the qua
 - **Tatoeba**: `bitextmine eval tatoeba --all`: Tatoeba v1, accuracy % of cosine nearest-neighbour
   retrieval (100 - xsim error), mean of both directions. The models here saw only en, de, es: the other
   six languages measure transfer through shared pieces, not trained ability.
-- **sent/s**: `bitextmine.encoding.encode` on 20,000 English news sentences (WMT newstest), in memory,
+- **sent/s**: `bitextmine.encoding.pipeline.encode` on 20,000 English news sentences (WMT newstest), in memory,
   2 worker processes; median of 3 runs, measured for all models in one later pass with nothing else
   running (`--remeasure-speed`). sp, sp-random and sp-separate do the same work per sentence and
   measured 94k-110k: differences of that size are this machine's noise.

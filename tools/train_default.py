@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bitextmine.config import TokenizerConfig, TrainConfig  # noqa: E402
 from bitextmine.corpus import CorpusSpec, read_lines, read_parallel  # noqa: E402
-from bitextmine.training import train  # noqa: E402
+from bitextmine.training.loop import train  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 LANGS = {"de": "deu", "fr": "fra", "es": "spa", "cs": "ces", "ru": "rus", "zh": "cmn", "tr": "tur", "ar": "ara"}

@@ -28,14 +28,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import __version__
-from .config import AMP_MODES, NEGATIVES, TokenizerConfig, TrainConfig
-from .corpus import CorpusSpec, load_corpora, read_parallel
-from .errors import ConfigError, ModelFormatError
-from .evaluation import read_sts, retrieval_accuracy, sts_pearson
-from .loss import hardest_negatives
-from .model import Model, make_encoder, piece_dropout, shuffle_words, tensors_from_module
-from .tokenizer import Tokenizer, ragged_gather, sample_sentences, train_sentencepiece
+from .. import __version__
+from ..config import AMP_MODES, NEGATIVES, TokenizerConfig, TrainConfig
+from ..corpus import CorpusSpec, load_corpora, read_parallel
+from ..errors import ConfigError, ModelFormatError
+from ..evaluation.metrics import read_sts, retrieval_accuracy, sts_pearson
+from .negatives import hardest_negatives
+from ..model import Model, make_encoder, piece_dropout, shuffle_words, tensors_from_module
+from ..tokenizer import Tokenizer, ragged_gather, sample_sentences, train_sentencepiece
 
 CHECKPOINT_DIR = "checkpoint"
 CHECKPOINT_VERSION = 2
@@ -145,7 +145,7 @@ def _embed_no_grad(enc, ids: np.ndarray, offsets: np.ndarray, *, normalize: bool
     """Sentence embeddings (torch float (n, dim) on the module's device) of flat (ids, offsets)."""
     import torch.nn.functional as F
 
-    from .model import embed_in_chunks
+    from ..model import embed_in_chunks
 
     return embed_in_chunks(enc, ids, offsets, token_weights=token_weights,
                            post=(lambda x: F.normalize(x, dim=1)) if normalize else None)
@@ -195,9 +195,9 @@ def train(
     """
     import torch
 
-    from .encoding import resolve_device
-    from .model import ENCODERS, TOKENIZER_OF, load_model, module_from_model
-    from .tokenizer import VocabTokenizer, make_tokenizer
+    from ..device import resolve_device
+    from ..model import ENCODERS, TOKENIZER_OF, load_model, module_from_model
+    from ..tokenizer import VocabTokenizer, make_tokenizer
 
     emit = progress or (lambda e: None)
     log = lambda m: emit({"event": "log", "message": m})  # noqa: E731
@@ -439,7 +439,7 @@ def _sif_component(enc, S: Side, T: Side, counts: np.ndarray, config: TrainConfi
     with the weights as they will be stored (rounded to float16 when the model is stored so)."""
     import torch
 
-    from .sif import first_component, sif_weights
+    from ..sif import first_component, sif_weights
 
     with torch.no_grad():
         saved = None
@@ -541,7 +541,7 @@ def _train_megabatch(ctx: _StepContext, idx: np.ndarray) -> tuple[float, int]:
     """Find the negatives for the pairs ``idx`` and take one Adam step per mini-batch."""
     import torch
 
-    from .loss import hinge_loss
+    from .negatives import hinge_loss
 
     config, device, S, T, P, enc = ctx.config, ctx.device, ctx.S, ctx.T, ctx.P, ctx.enc
     amp = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=ctx.amp)

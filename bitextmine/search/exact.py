@@ -33,7 +33,8 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import ConfigError
+from ..device import resident_rows, search_precision
+from ..errors import ConfigError
 
 G = 16  # entries per group in the in-tile selection
 UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp32": 2.0**-24}
@@ -74,25 +75,6 @@ def _gather_f32(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
     for part, rows in _in_order(a, idx):
         out[part] = rows
     return out
-
-
-def resolve_precision(precision: str, device: str) -> str:
-    """bf16 | fp32 for ``precision`` auto | bf16 | fp32 on ``device`` (cpu | cuda): auto picks bf16 on CUDA
-    GPUs of compute capability 8 or more and on CPUs with native bf16 dot products (AVX512-BF16, AMX)."""
-    if precision != "auto":
-        if precision not in UNIT_ROUNDOFF:
-            raise ConfigError(f"precision {precision!r}: expected auto, bf16 or fp32")
-        return precision
-    if device.startswith("cuda"):
-        import torch
-
-        return "bf16" if torch.cuda.get_device_capability()[0] >= 8 else "fp32"
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:
-        flags = []
-    return "bf16" if {"avx512_bf16", "amx_bf16"} & set(flags) else "fp32"
 
 
 def eps_factor(precision: str, d: int) -> float:
@@ -236,7 +218,7 @@ def knn_both(
     info: precision used, rows searched again (``refined``: [x side, y side]). ``block_rows`` x rows per
     streamed block, tiles of ``tile_rows`` x ``tile_cols`` (0: by device), ``shard_rows`` y rows resident
     at a time (0 = 64 MiB of them on a CPU, what fits on a GPU); ``candidates`` per row (>= k);
-    ``precision`` auto | bf16 | fp32 for the tiles (:func:`resolve_precision`). ``progress`` gets n + m
+    ``precision`` auto | bf16 | fp32 for the tiles (:func:`bitextmine.device.search_precision`). ``progress`` gets n + m
     in all.
     """
     import torch
@@ -248,7 +230,7 @@ def knn_both(
     kx, ky = min(k, m), min(k, n)
     c = max(candidates, k)
     dev = torch.device(device)
-    precision = resolve_precision(precision, dev.type)
+    precision = search_precision(precision, dev.type)
     if not _precision_holds(x, y, precision, dev):
         precision = "fp32"
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
@@ -257,7 +239,7 @@ def knn_both(
     tile_cols = tile_cols or (4096 if dev.type == "cpu" else 32768)
     tile_rows, tile_cols = (max(G, t - t % G) for t in (tile_rows, tile_cols))
     block_rows = max(tile_rows, block_rows - block_rows % tile_rows)
-    shard = shard_rows if 0 < shard_rows < m else _resident_rows(m, n, d, c, dev, 2 if precision == "bf16" else 4)
+    shard = shard_rows if 0 < shard_rows < m else resident_rows(m, n, d, c, str(dev), 2 if precision == "bf16" else 4, align=G)
     row_v = torch.full((n, c), -torch.inf, device=dev)
     row_i = torch.full((n, c), -1, dtype=torch.int32, device=dev)  # row numbers < 2^31
     col_v = torch.full((m, c), -torch.inf, device=dev)
@@ -346,21 +328,6 @@ def _stable_best(v, i, c: int):
 
     order = torch.sort(v, dim=1, descending=True, stable=True).indices[:, :c]
     return v.gather(1, order), i.gather(1, order)
-
-
-CPU_RESIDENT_BYTES = 64 << 20  # y rows held at once on a CPU (re-reading x once per shard costs ~1 % at 1M x 1M)
-
-
-def _resident_rows(m: int, n: int, d: int, c: int, dev, itemsize: int = 2) -> int:
-    """y rows to hold at once (``itemsize`` bytes per value): 64 MiB of them on a CPU; on a GPU as many as
-    fit in half its free memory next to the candidates of both sides and two tiles. A larger side is
-    searched in shards of that many rows, x streamed once per shard."""
-    if dev.type != "cuda":
-        return max(G, min(m, CPU_RESIDENT_BYTES // (d * itemsize)))
-    import torch
-
-    free = torch.cuda.mem_get_info(dev)[0] // 2 - (n + m) * c * 8 - 2 * 8192 * 32768 * 6
-    return max(G, min(m, free // (d * itemsize))) if free > 0 else max(G, min(m, 1 << 20))
 
 
 def _ceil(r: int) -> int:

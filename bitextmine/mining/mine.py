@@ -17,14 +17,14 @@ from typing import Callable, Sequence, TextIO
 
 import numpy as np
 
-from . import __version__
-from .config import MODES, EncodeConfig, MineConfig
-from .corpus import file_checksum, read_lines
-from .errors import ConfigError
-from .exact import knn_both
-from .index import knn, recall_at_k, resolve_index
+from .. import __version__
+from ..config import MODES, EncodeConfig, MineConfig
+from ..corpus import file_checksum, read_lines
+from ..errors import ConfigError
+from ..search.exact import knn_both
+from ..search.index import knn, recall_at_k, resolve_index
 from .margin import candidate_scores
-from .rules import check_pair
+from ..filtering.rules import check_pair
 
 
 @dataclass
@@ -139,7 +139,7 @@ def neighbours(x: np.ndarray, y: np.ndarray, config: MineConfig = MineConfig(), 
     info: dict = {"index": [resolve_index(config.index, len(y), config.auto_flat_max),
                             resolve_index(config.index, len(x), config.auto_flat_max)]}
     if info["index"] == ["flat", "flat"]:
-        from .encoding import resolve_device
+        from ..device import resolve_device
 
         Dxy, Ixy, Dyx, Iyx, more = knn_both(
             x, y, config.k, candidates=config.candidates, block_rows=config.block_size, shard_rows=config.shard_rows,
@@ -231,8 +231,8 @@ def mine_files(
     drops candidates that break a rule of :func:`bitextmine.rules.check_pair` (with the languages for
     the script and langdetect rules); the drops are counted per reason in the stats.
     """
-    from .encoding import Encoder, load_embeddings, side_configs, vectors_fingerprint
-    from .model import load_model
+    from ..encoding.pipeline import Encoder, load_embeddings, side_configs, vectors_fingerprint
+    from ..model import load_model
 
     side_cfgs = side_configs(encode_config, marked, ("src", "tgt"))
     model = model or load_model(None)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import MARGINS
-from .errors import ConfigError
+from ..config import MARGINS
+from ..errors import ConfigError
 
 
 def margin_scores(cos: np.ndarray, mean_x: np.ndarray, mean_y: np.ndarray, kind: str = "ratio") -> np.ndarray:

@@ -18,26 +18,16 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .config import TABLE_PRECISIONS, EncodeConfig
-from .corpus import iter_blocks
-from .errors import ConfigError, ModelFormatError
-from .model import Model, read_versioned_json
+from ..config import EncodeConfig
+from ..device import resolve_device, table_precision
+from ..corpus import iter_blocks
+from ..errors import ConfigError, ModelFormatError
+from ..model import Model, read_versioned_json
 from .npyfile import RowWriter, finish_npy, new_npy, npy_header
-from .parallel import ordered_map
-from .tokenizer import RawBlock
+from ..parallel import ordered_map
+from ..tokenizer import RawBlock
 
 SIDECAR_VERSION = 1
-
-
-def resolve_device(device: str) -> str:
-    """'auto' -> 'cuda' when torch sees a GPU, else 'cpu'."""
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda: torch sees no CUDA GPU; use --device cpu or auto")
-    return device
 
 
 def embed_pieces(weight, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -80,7 +70,7 @@ class SentenceEmbedder:
 
     Averaging encoders go through :func:`embed_pieces` with the token table (with ``sif``, the SIF
     table of :func:`bitextmine.sif.sif_table`), held on the device at ``precision`` (fp32 | fp16 | bf16;
-    see :func:`table_precision`); the BiLSTM runs its torch module in chunks of
+    see :func:`bitextmine.device.table_precision`); the BiLSTM runs its torch module in chunks of
     ``chunk`` sentences, weighting states and removing the common component when ``sif`` is set.
     """
 
@@ -88,8 +78,8 @@ class SentenceEmbedder:
                  marked: bool = False, precision: str = "fp32", batch_tokens: int = 0):
         import torch
 
-        from .model import module_from_model
-        from .sif import sif_parts, sif_table
+        from ..model import module_from_model
+        from ..sif import sif_parts, sif_table
 
         self.dim = model.dim
         self.offset = 0
@@ -139,7 +129,7 @@ class SentenceEmbedder:
             return embed_pieces(self.weight, ids, offsets)
         import torch
 
-        from .model import embed_in_chunks
+        from ..model import embed_in_chunks
 
         def post(x):
             if self.pc is not None:
@@ -150,17 +140,6 @@ class SentenceEmbedder:
         return x.float().cpu().numpy()
 
 
-def table_precision(precision: str, model: Model, device: str) -> str:
-    """fp32 | fp16 | bf16 for EncodeConfig.precision on ``device``: auto is the model's stored dtype
-    (fp16 or fp32) on CUDA, fp32 on CPU."""
-    if precision not in TABLE_PRECISIONS:
-        raise ConfigError(f"precision {precision!r}: expected {', '.join(TABLE_PRECISIONS)}")
-    if precision == "auto":
-        stored = str(model.embeddings.dtype)
-        return ("fp16" if stored == "float16" else "fp32") if device.startswith("cuda") else "fp32"
-    return precision
-
-
 class Encoder:
     """Encodes batches of text with one model on one device; keeps the weights resident."""
 
@@ -168,7 +147,7 @@ class Encoder:
         self.model = model
         self.config = config
         self.device = resolve_device(config.device)
-        self.precision = table_precision(config.precision, model, self.device)
+        self.precision = table_precision(config.precision, model.stored_dtype, self.device)
         self.embedder = SentenceEmbedder(model, sif=config.sif, device=self.device, marked=config.marked,
                                          precision=self.precision, batch_tokens=config.batch_tokens)
         self.weight = self.embedder.weight
@@ -270,7 +249,7 @@ _SHARED: dict = {}  # the texts and output of Encoder.encode_all, inherited by i
 
 def _range_worker(item: tuple[int, int]) -> int:
     """Tokenise, embed and store texts a:b of Encoder.encode_all's input; returns b - a."""
-    from .tokenizer import worker_encode
+    from ..tokenizer import worker_encode
 
     a, b = item
     _SHARED["out"][a:b] = _WORKER["embedder"](*worker_encode(_SHARED["texts"][a:b]))
@@ -403,7 +382,7 @@ def _embed_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", ch
     """Set up a process that tokenises and embeds (an ``ordered_map`` init)."""
     import torch
 
-    from .tokenizer import worker_init
+    from ..tokenizer import worker_init
 
     if child:
         # one thread: ATen then never enters OpenMP, which a forked child must not (as in torch's
@@ -421,7 +400,7 @@ def _file_worker_init(kind: str, proto: bytes, embedder: "SentenceEmbedder", dty
 
 def _file_worker(item: tuple[RawBlock, int, str]) -> int:
     """Decode, tokenise, embed and write one block's rows in place; returns the number of rows."""
-    from .tokenizer import worker_encode
+    from ..tokenizer import worker_encode
 
     block, row, path = item
     w = _WORKER

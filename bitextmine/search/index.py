@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import ConfigError, MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError
 
 
 def _faiss():
@@ -37,7 +37,7 @@ def choose_backend(device: str) -> str:
         n_gpu = 0
     if n_gpu > 0:
         return "faiss-gpu"
-    from .encoding import resolve_device
+    from ..device import resolve_device
 
     return "torch-cuda" if resolve_device(device) == "cuda" else "faiss-cpu"
 

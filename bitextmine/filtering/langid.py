@@ -66,7 +66,7 @@ def _factory(candidates: tuple[str, ...] | None):
     try:
         from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
     except ImportError:
-        from .errors import MissingDependencyError
+        from ..errors import MissingDependencyError
 
         raise MissingDependencyError("language identification needs langdetect: pip install langdetect") from None
     names = sorted(os.listdir(PROFILES_DIRECTORY)) if candidates is None else \

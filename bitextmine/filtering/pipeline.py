@@ -25,10 +25,10 @@ from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 
-from .config import FilterConfig, RuleConfig, SCORES
-from .corpus import open_binary
-from .errors import ConfigError, CorpusError
-from .parallel import ordered_map
+from ..config import FilterConfig, RuleConfig, SCORES
+from ..corpus import open_binary
+from ..errors import ConfigError, CorpusError
+from ..parallel import ordered_map
 from .rules import Deduplicator, check_pair, text_key
 
 BOM = b"\xef\xbb\xbf"
@@ -131,7 +131,7 @@ def _worker_init(model, rules: RuleConfig, config: FilterConfig, src_lang, tgt_l
         torch.set_num_threads(1)  # the processes are the parallelism (see parallel.ordered_map)
     embedder = None
     if config.score != "none":
-        from .encoding import SentenceEmbedder
+        from ..encoding.pipeline import SentenceEmbedder
 
         embedder = SentenceEmbedder(model, sif=sif, device="cpu")
     _W.update(model=model, rules=rules, config=config, langs=(src_lang, tgt_lang), embedder=embedder)
@@ -186,7 +186,7 @@ def _score(src: list[str], tgt: list[str]) -> np.ndarray:
     cos = (x * y).sum(1)
     if config.score == "cosine":
         return cos
-    from .margin import margin_scores
+    from ..mining.margin import margin_scores
 
     return margin_scores(cos, _knn_mean(x, y, config.k), _knn_mean(y, x, config.k), "ratio")
 
@@ -267,7 +267,7 @@ def filter_tsv(
             raise ConfigError(f"language {lang!r}: no script known for it; use an ISO 639-1 code such as de, ru, zh "
                               "(or switch the script rule off)")
     if config.score != "none" and model is None:
-        from .model import load_model
+        from ..model import load_model
 
         model = load_model(None)
     if score_column is None:

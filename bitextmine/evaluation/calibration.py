@@ -14,9 +14,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .config import EncodeConfig
-from .errors import ConfigError
-from .evaluation import best_threshold, evaluate_threshold
+from ..config import EncodeConfig
+from ..errors import ConfigError
+from .metrics import best_threshold, evaluate_threshold
 
 
 @dataclass
@@ -32,7 +32,7 @@ class CalibrationReport:
                 "pairs": {k: int(len(v)) for k, v in self.scores.items()}, "grid": self.rows}
 
     def to_table(self) -> str:
-        from .benchmarks import table
+        from ..report import table
 
         rows = [[f"{r['threshold']:.3f}", 100 * r["precision"], 100 * r["recall"], 100 * r["f1"]] for r in self.rows]
         n = {k: len(v) for k, v in self.scores.items()}
@@ -45,8 +45,8 @@ class CalibrationReport:
 def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "cosine", k: int = 4, seed: int = 1,
               grid: int = 21, config: EncodeConfig = EncodeConfig()) -> CalibrationReport:
     """Calibrate on gold pairs (src[i], tgt[i]). Returns a CalibrationReport (see module docstring)."""
-    from .encoding import encode
-    from .margin import margin_scores
+    from ..encoding.pipeline import encode
+    from ..mining.margin import margin_scores
 
     n = len(src)
     if n < 3 or len(tgt) != n:
@@ -87,7 +87,7 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
 
 def plot_calibration(report: CalibrationReport, path: str) -> None:
     """PNG of the score distributions of good and bad pairs, with the suggested threshold (matplotlib)."""
-    from .benchmarks import pyplot
+    from ..report import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))

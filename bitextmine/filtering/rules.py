@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from .config import RuleConfig
+from ..config import RuleConfig
 from .langid import detect, has_profile, known_language, script_share
 
 REASONS = (

@@ -10,32 +10,25 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .config import EncodeConfig, MineConfig
-from .encoding import side_configs
-from .errors import ConfigError, CorpusError
-from .evaluation import (PRF, BuccCandidates, STSData, STSResult, TatoebaResult, best_threshold, bucc_candidates,
+from ..report import pyplot, table
+from ..config import EncodeConfig, MineConfig
+from ..encoding.pipeline import side_configs
+from ..errors import ConfigError, CorpusError
+from .metrics import (PRF, BuccCandidates, STSData, STSResult, TatoebaResult, best_threshold, bucc_candidates,
                          evaluate_threshold, find_tatoeba, prf_curve, read_bucc_gold, read_bucc_sentences, read_sts,
                          read_sts_crosslingual, sts_eval, tatoeba_eval, year_averages)
 
 
 def _encode(texts: Sequence[str], model, config: EncodeConfig) -> np.ndarray:
-    from .encoding import encode
+    from ..encoding.pipeline import encode
 
     return encode(list(texts), model, config=config)
 
 
 def _embeddings(path: str, model, count: int, config: EncodeConfig) -> np.ndarray:
-    from .encoding import load_embeddings
+    from ..encoding.pipeline import load_embeddings
 
     return np.asarray(load_embeddings(path, model=model, count=count, sif=config.sif, marked=config.marked), np.float32)
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain text table, columns aligned; floats with 2 decimals."""
-    cells = [[f"{c:.2f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
-    fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
-    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in cells])
 
 
 # --- STS -----------------------------------------------------------------------------------------
@@ -118,7 +111,7 @@ def run_tatoeba(src: str | None = None, tgt: str | None = None, *, folder: str |
     """Tatoeba xsim error rates for two aligned files, or for every language of a Tatoeba v1
     ``folder`` (optionally only ``languages``); ``marked`` = "src" or "tgt" (separate vocabularies)."""
     cs, ct = side_configs(config, marked, ("src", "tgt"))
-    from .corpus import read_parallel
+    from ..corpus import read_parallel
 
     if folder:
         sets = [(lang, a, b) for lang, a, b in find_tatoeba(folder) if not languages or lang in languages]
@@ -213,20 +206,6 @@ def run_bucc(files: tuple[str, str, str], *, tune_on: tuple[str, str, str] | Non
     p, r, f = prf_curve(cand.scores[order], cand.correct[order], cand.n_gold)
     curve = {"threshold": cand.scores[order], "precision": p, "recall": r, "f1": f}
     return BuccReport(result, oracle, os.path.basename(tune_on[0]) if tune_on else None, tune_result, curve)
-
-
-def pyplot():
-    """matplotlib.pyplot with the file-only Agg backend; MissingDependencyError without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        from .errors import MissingDependencyError
-
-        raise MissingDependencyError("the plot needs matplotlib: pip install 'bitextmine[plot]'") from None
-    return plt
 
 
 def plot_bucc(report: BuccReport, path: str) -> None:

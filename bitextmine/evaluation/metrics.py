@@ -21,8 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .corpus import iter_lines, read_lines
-from .errors import CorpusError
+from ..corpus import iter_lines, read_lines
+from ..errors import CorpusError
 
 
 # --- Tatoeba -------------------------------------------------------------------------------------
@@ -361,8 +361,8 @@ def bucc_candidates(x: np.ndarray, y: np.ndarray, src_ids: Sequence[str], tgt_id
     is called as k-NN query rows are searched (both directions: n + m in all)."""
     from dataclasses import replace
 
-    from .config import MineConfig
-    from .mining import mine_embeddings
+    from ..config import MineConfig
+    from ..mining.mine import mine_embeddings
 
     config = replace(config or MineConfig(), threshold=-np.inf, min_cosine=-np.inf)
     pairs = mine_embeddings(np.asarray(x, np.float32), np.asarray(y, np.float32), config=config, progress=progress)

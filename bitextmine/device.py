@@ -1,0 +1,170 @@
+"""Device and precision decisions, in one place: which device, which dtype for the piece table, the
+similarity tiles and training's autocast, which k-NN backend, how much of a side fits on the device,
+and the matrix-product settings under which float32 results can be trusted.
+
+Every decision is a small function of the request (``auto`` or an explicit choice) and of what the
+machine reports (CUDA capability, CPU flags, FAISS GPUs), so each can be tested on a CPU by faking
+those reports.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+from .config import AMP_MODES, PRECISIONS, TABLE_PRECISIONS
+from .errors import ConfigError, MissingDependencyError
+
+CPU_RESIDENT_BYTES = 64 << 20  # exact search: y rows held at once on a CPU (re-reading x per shard costs ~1 % at 1M)
+GPU_TILE_BYTES = 2 * 8192 * 32768 * 6  # exact search: two CUDA tiles (bf16 products and their float32 copies)
+
+
+def resolve_device(device: str) -> str:
+    """'auto' -> 'cuda' when torch sees a GPU, else 'cpu'; 'cuda' without a GPU is a ConfigError."""
+    import torch
+
+    if device not in ("auto", "cpu", "cuda") and not device.startswith("cuda:"):
+        raise ConfigError(f"device {device!r}: expected auto, cpu or cuda")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: torch sees no CUDA GPU; use --device cpu or auto")
+    return device
+
+
+def is_cuda(device: str) -> bool:
+    return str(device).startswith("cuda")
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset:
+    """The CPU's feature flags from /proc/cpuinfo (empty where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return frozenset(next((line for line in f if line.startswith("flags")), "").split())
+    except OSError:
+        return frozenset()
+
+
+def cpu_native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX): bf16 products then beat float32;
+    without them (AVX2 only) they are ~8x slower."""
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+
+
+def cuda_capability(device: str = "cuda") -> tuple[int, int]:
+    import torch
+
+    return tuple(torch.cuda.get_device_capability(device))
+
+
+def table_precision(precision: str, stored_dtype: str, device: str) -> str:
+    """fp32 | fp16 | bf16: the dtype of the piece table on ``device`` for EncodeConfig.precision.
+
+    auto = the dtype the model is stored in (``stored_dtype``, "float16" or "float32", from the model
+    directory, not the float32 table it is loaded as) on CUDA, where half the memory traffic is the
+    gain and fp16 holds a stored fp16 table exactly; float32 on a CPU (its embedding_bag is fastest there).
+    """
+    if precision not in TABLE_PRECISIONS:
+        raise ConfigError(f"precision {precision!r}: expected {', '.join(TABLE_PRECISIONS)}")
+    if precision != "auto":
+        return precision
+    if is_cuda(device):
+        return "fp16" if str(stored_dtype) in ("float16", "fp16") else "fp32"
+    return "fp32"
+
+
+def search_precision(precision: str, device: str) -> str:
+    """bf16 | fp32 for exact search's similarity tiles (MineConfig.precision auto | bf16 | fp32): auto picks
+    bf16 on CUDA GPUs of compute capability 8 or more and on CPUs with native bf16 dot products."""
+    if precision not in PRECISIONS:
+        raise ConfigError(f"precision {precision!r}: expected {', '.join(PRECISIONS)}")
+    if precision != "auto":
+        return precision
+    if is_cuda(device):
+        return "bf16" if cuda_capability(device)[0] >= 8 else "fp32"
+    return "bf16" if cpu_native_bf16() else "fp32"
+
+
+def amp_dtype(amp: str, device: str):
+    """The autocast dtype of training's forward passes for TrainConfig.amp (auto | off | bf16), or None.
+
+    bf16 only: it needs no gradient scaler (float16 would). auto = bf16 on CUDA GPUs with native bf16
+    (compute capability >= 8), off on a CPU, where bf16 autocast is no faster for these models."""
+    import torch
+
+    if amp not in AMP_MODES:
+        raise ConfigError(f"amp {amp!r}: expected {', '.join(AMP_MODES)}")
+    if amp == "off" or (amp == "auto" and not (is_cuda(device) and cuda_capability(device)[0] >= 8)):
+        return None
+    return torch.bfloat16
+
+
+def faiss_gpus() -> int:
+    """GPUs FAISS can use (0 with faiss-cpu or without FAISS)."""
+    try:
+        import faiss
+    except ImportError:
+        return 0
+    return faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+
+
+def faiss_module():
+    """The faiss module, or MissingDependencyError with the pip command."""
+    try:
+        import faiss
+    except ImportError:
+        raise MissingDependencyError(
+            "FAISS is not installed; run: pip install faiss-cpu   (or: pip install 'bitextmine[gpu]' for faiss-gpu)"
+        ) from None
+    return faiss
+
+
+def index_device(index: str, device: str) -> str:
+    """cpu | cuda: where a FAISS index (flat, ivf, ivfpq) is trained and searched for ``device``.
+
+    An explicit ``--device cuda`` with no FAISS GPU is a ConfigError naming the fix (it must not run on
+    the CPU unannounced); ``auto`` uses the GPU only when FAISS has one."""
+    if device == "cpu":
+        return "cpu"
+    if faiss_gpus() > 0:
+        return "cuda"
+    if is_cuda(device):
+        raise ConfigError(f"--device cuda with --index {index}: this FAISS has no GPU support; "
+                          "run: pip uninstall -y faiss-cpu && pip install 'bitextmine[gpu]', or use --device cpu "
+                          "(--index flat searches on the GPU with torch)")
+    return "cpu"
+
+
+def resident_rows(m: int, n: int, d: int, c: int, device: str, itemsize: int = 2, *, align: int = 16) -> int:
+    """Exact search: rows of the searched side (m rows of d values of ``itemsize`` bytes) to hold on
+    ``device`` at once. On a CPU, 64 MiB of them; on a GPU, as many as fit in half its free memory beside
+    both sides' candidates (n + m rows of c float32 values and int32 ids) and two tiles. At least
+    ``align`` rows."""
+    if not is_cuda(device):
+        return max(align, min(m, CPU_RESIDENT_BYTES // (d * itemsize)))
+    import torch
+
+    free = torch.cuda.mem_get_info(device)[0] // 2 - (n + m) * c * 8 - GPU_TILE_BYTES
+    return max(align, min(m, free // (d * itemsize))) if free > 0 else max(align, min(m, 1 << 20))
+
+
+@contextlib.contextmanager
+def exact_matmul():
+    """Matrix products as the float32 certification assumes them, restored afterwards: no TF32 and
+    float32 ("highest") precision for float32 products (a caller's ``set_float32_matmul_precision("high")``
+    would otherwise let them round to TF32 or bf16), and float32 accumulation of bf16 products on CUDA."""
+    import torch
+
+    cuda = torch.backends.cuda.matmul
+    saved = (torch.get_float32_matmul_precision(), cuda.allow_tf32, cuda.allow_bf16_reduced_precision_reduction,
+             torch.backends.cudnn.allow_tf32)
+    torch.set_float32_matmul_precision("highest")
+    cuda.allow_tf32 = False
+    cuda.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(saved[0])
+        cuda.allow_tf32, cuda.allow_bf16_reduced_precision_reduction, torch.backends.cudnn.allow_tf32 = saved[1:]

@@ -1,0 +1,1 @@
+"""Evaluation: metrics and benchmark readers, the ``eval`` runners, and threshold calibration."""
