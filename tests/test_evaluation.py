@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from bitextmine.cli import main
 from bitextmine.errors import CorpusError
-from bitextmine.evaluation.metrics import (best_threshold, bucc_candidates, evaluate_threshold, pearson, read_sts,
-                                   read_sts_crosslingual, spearman, sts_eval, tatoeba_eval, year_averages)
+from bitextmine.evaluation.metrics import (best_threshold, bucc_candidates, evaluate_threshold, pearson, spearman, sts_eval, tatoeba_eval, year_averages)
+from bitextmine.evaluation.readers import read_sts, read_sts_crosslingual
 
 from conftest import toy_corpus, write_lines
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -14,9 +14,8 @@ from ..report import pyplot, table
 from ..config import EncodeConfig, MineConfig
 from ..encoding.pipeline import side_configs
 from ..errors import ConfigError, CorpusError
-from .metrics import (PRF, BuccCandidates, STSData, STSResult, TatoebaResult, best_threshold, bucc_candidates,
-                         evaluate_threshold, find_tatoeba, prf_curve, read_bucc_gold, read_bucc_sentences, read_sts,
-                         read_sts_crosslingual, sts_eval, tatoeba_eval, year_averages)
+from .metrics import (PRF, BuccCandidates, STSResult, TatoebaResult, best_threshold, bucc_candidates, evaluate_threshold, prf_curve, sts_eval, tatoeba_eval, year_averages)
+from .readers import STSData, find_tatoeba, read_bucc_gold, read_bucc_sentences, read_sts, read_sts_crosslingual
 
 
 def _encode(texts: Sequence[str], model, config: EncodeConfig) -> np.ndarray:

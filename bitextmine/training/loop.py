@@ -32,7 +32,8 @@ from .. import __version__
 from ..config import AMP_MODES, NEGATIVES, TokenizerConfig, TrainConfig
 from ..corpus import CorpusSpec, load_corpora, read_parallel
 from ..errors import ConfigError, ModelFormatError
-from ..evaluation.metrics import read_sts, retrieval_accuracy, sts_pearson
+from ..evaluation.metrics import retrieval_accuracy, sts_pearson
+from ..evaluation.readers import read_sts
 from .negatives import hardest_negatives
 from ..model import Model, make_encoder, piece_dropout, shuffle_words, tensors_from_module
 from ..tokenizer import Tokenizer, ragged_gather, sample_sentences, train_sentencepiece

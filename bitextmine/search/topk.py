@@ -1,0 +1,114 @@
+"""The blockwise top-k by inner product behind every small exact search: the filter's margins, the
+evaluators' retrieval, calibration's near misses and training's hardest negatives.
+
+The product x @ y.T is computed ``block`` rows of x at a time (memory: block x m values), and each
+block serves both directions: the k best columns of each row and, with ``columns``, the k best rows of
+each column, merged over the blocks. Equal values go to the lower index, as one argmax would. Entries
+can be excluded by keys: (a, b) excludes entry (i, j) where a[i] == b[j] (e.g. equal texts).
+
+Mining's large exact search (both directions, bf16 tiles with certified float32 rescoring) is
+:mod:`bitextmine.search.exact`; FAISS indexes are :mod:`bitextmine.search.index`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+
+class TopK(NamedTuple):
+    """D float32 (n, k) and I int64 (n, k) per row of x; Dc (m, kc) and Ic per row of y (columns=True),
+    else None. Rows sorted by decreasing value, ties by lower index; an entry with nothing left to
+    choose (all excluded) has value -inf and index 0. numpy arrays for numpy inputs, else torch tensors."""
+
+    D: object
+    I: object
+    Dc: object = None
+    Ic: object = None
+
+
+def topk(x, y, k: int, *, block: int = 4096, exclude: Sequence = (), columns: bool = False,
+         col_exclude: Sequence = (), col_k: int | None = None) -> TopK:
+    """The k largest x_i . y_j for each row i of x (and with ``columns`` the ``col_k`` (default k) largest
+    over i for each row j of y), from one blockwise pass over x @ y.T.
+
+    x float32 (n, d), y float32 (m, d): numpy arrays (searched on the CPU) or torch tensors (on their
+    device). ``exclude`` / ``col_exclude``: pairs (a int (n,), b int (m,)) of keys; entry (i, j) is left
+    out of row i's choice where a[i] == b[j] for any pair (of column j's choice for ``col_exclude``).
+    k is capped at m (col_k at n). Returns :class:`TopK`.
+    """
+    import torch
+
+    as_numpy = isinstance(x, np.ndarray)
+    xt, yt = (torch.from_numpy(np.ascontiguousarray(a, np.float32)) if isinstance(a, np.ndarray) else a for a in (x, y))
+    ex = [tuple(_tensor(v, xt.device) for v in pair) for pair in exclude]
+    cex = [tuple(_tensor(v, xt.device) for v in pair) for pair in col_exclude]
+    n, m = len(xt), len(yt)
+    k, kc = min(k, m), min(col_k or k, n)
+    rows_v, rows_i, col_v, col_i = [], [], None, None
+    with torch.no_grad():
+        for a in range(0, n, block):
+            b = min(n, a + block)
+            sim = xt[a:b] @ yt.T
+            v, i = _best(_masked(sim, ex, slice(a, b)), k)
+            rows_v.append(v)
+            rows_i.append(i)
+            if columns:
+                cv, ci = _best(_masked(sim, cex, slice(a, b)).T, kc)
+                col_v, col_i = _merge(col_v, col_i, cv, ci + a, kc)
+    D = torch.cat(rows_v) if rows_v else xt.new_zeros((0, k))
+    I = torch.cat(rows_i) if rows_i else torch.zeros((0, k), dtype=torch.int64)
+    out = TopK(D, I, col_v, col_i)
+    if as_numpy:
+        out = TopK(*(None if t is None else t.cpu().numpy() for t in out))
+    return out
+
+
+def _tensor(v, device):
+    import torch
+
+    return (torch.from_numpy(np.asarray(v)) if isinstance(v, np.ndarray) else v).to(device)
+
+
+def _masked(sim, pairs, rows: slice):
+    """sim (r, m) with the entries that a pair of keys excludes set to -inf (rows ``rows`` of x)."""
+    for a, b in pairs:
+        sim = sim.masked_fill(a[rows, None] == b[None, :], -float("inf"))
+    return sim
+
+
+def _best(sim, k: int):
+    """The k largest of each row of sim (r, m) as (values, int64 indices), ties to the lower index."""
+    import torch
+
+    k = min(k, sim.shape[1])  # a block of columns narrower than k: its all, merged with the other blocks
+    if k == 1:  # max returns the first maximum of each row
+        v, i = sim.max(dim=1)
+        return v[:, None], i[:, None]
+    v, i = sim.topk(k, dim=1)
+    tied = (sim >= v[:, -1:]).sum(1) > k  # rows with more entries equal to their k-th than places left
+    order = torch.argsort(i, dim=1)  # the rest: equal values in index order
+    v, i = v.gather(1, order), i.gather(1, order)
+    order = torch.sort(v, dim=1, descending=True, stable=True).indices
+    v, i = v.gather(1, order), i.gather(1, order)
+    if bool(tied.any()):
+        rows = torch.nonzero(tied).flatten()
+        sv, si = torch.sort(sim[rows], dim=1, descending=True, stable=True)
+        v[rows], i[rows] = sv[:, :k], si[:, :k]
+    return v, i
+
+
+def _merge(V, I, v, i, k: int):
+    """The k best of the running (V, I) and a block's (v, i) (both sorted, ties by index); the running
+    entries come from earlier blocks (lower indices), so a stable sort keeps ties in index order."""
+    import torch
+
+    if V is None:
+        return v, i
+    if k == 1 and V.shape[1] == v.shape[1] == 1:
+        better = v > V  # strict: the earlier (lower) index keeps a tie
+        return torch.where(better, v, V), torch.where(better, i, I)
+    both_v, both_i = torch.cat([V, v], 1), torch.cat([I, i], 1)
+    order = torch.sort(both_v, dim=1, descending=True, stable=True).indices[:, : min(k, both_v.shape[1])]
+    return both_v.gather(1, order), both_i.gather(1, order)
