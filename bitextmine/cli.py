@@ -189,7 +189,8 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--seed", type=int, default=T.seed, show_default=True)
 @click.option("--threads", type=click.IntRange(0), default=T.threads, show_default=True, help="Torch CPU threads (0 = default).")
 @click.option("--amp", type=click.Choice(AMP_MODES), default=T.amp, show_default=True,
-              help="bf16 autocast of the forward passes (weights, optimiser and loss stay float32); auto = on for "
+              help="bf16 for blstm-sp's LSTM (input and weight copies in bf16; weights, optimiser and loss stay "
+                   "float32); the averaging encoders (sp, word, trigram) always compute in float32. auto = on for "
                    "CUDA GPUs with bf16, off on CPU.")
 @_device_option(T.device)
 @_quiet_option
@@ -296,7 +297,7 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, p
       bitextmine encode examples/de.txt -o de.npy
       bitextmine encode big.txt.gz -o big.emb --chunk-lines 1000000 --fp16   # rerun with --resume if stopped
     """
-    from .encoding.pipeline import encode_chunked, encode_files
+    from .encoding import encode_chunked, encode_files
     from .errors import ConfigError
     from .model import load_model
 
@@ -323,7 +324,7 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, p
 M = MineConfig
 
 
-SEARCH_FIELDS = ("k", "margin", "mode", "index", "nlist", "nprobe", "train_sample", "recall_check", "precision",
+SEARCH_FIELDS = ("k", "margin", "mode", "index", "nlist", "nprobe", "train_sample", "pq_m", "recall_check", "precision",
                  "shard_rows")
 
 
@@ -345,6 +346,9 @@ def _search_options(f):
                           "with native bf16 (AVX512-BF16, AMX).")(f)
     f = click.option("--recall-check", type=click.IntRange(0), default=M.recall_check, show_default=True,
                      help="Compare this many sampled queries with exact search and report recall@k (approximate indexes).")(f)
+    f = click.option("--pq-m", type=click.IntRange(0), default=M.pq_m, show_default=True,
+                     help="IVF-PQ sub-quantizers, a divisor of the embedding dimension (0 = the largest divisor up to "
+                          "dim / 4 on a CPU; on a FAISS GPU the largest it accepts: 1-4, 8, 12, 16, 20, 24, 28, 32, 40, 48).")(f)
     f = click.option("--train-sample", type=click.IntRange(0), default=M.train_sample, show_default=True,
                      help="Rows sampled to train the IVF quantizer (0 = 64 per cell).")(f)
     f = click.option("--nprobe", type=click.IntRange(1), default=M.nprobe, show_default=True,

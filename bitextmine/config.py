@@ -49,7 +49,8 @@ class TrainConfig:
     max_steps: int = 0  # stop after N mini-batches (0 = run all epochs); resumable with --resume
     init_scale: float = 0.1  # piece embeddings start as uniform(-s, s)
     device: str = "auto"  # auto | cpu | cuda
-    # bf16 autocast of the forward passes (the mega-batch negatives are searched on their float32 outputs);
+    # bf16 for blstm-sp: its LSTM runs in bf16 (input and weight copies; the negatives are searched on the
+    # float32 outputs); the averaging encoders always compute in float32 (embedding_bag has no autocast).
     # auto = on for CUDA GPUs with bf16 (compute capability >= 8), off on CPU. Weights, Adam state and the
     # loss stay float32.
     amp: str = "auto"
@@ -125,7 +126,11 @@ class RuleConfig:
     urls: bool = _h(True, "Reject when the two sides' URLs or e-mail addresses differ.")
     script: bool = _h(True, "With --src-lang/--tgt-lang: reject a side with too few letters in its language's script.")
     min_script: float = _h(0.5, "Share of a side's letters that must be in the expected script.")
-    repeats: int = _h(10, "Reject a side with a character repeated this many times in a row.")
+    repeats: int = _h(5, "Reject a pair when one side only has a repeat: a character other than a digit this many "
+                         "times in a row ('!!!!!'), a piece of 2-4 characters one time fewer ('lalala...'), a word or "
+                         "phrase 3 times in a row, or a phrase of 3+ words twice in a row (a doubled side). Such a repeat "
+                         "on both sides is kept ('ooooo', a quoted 'stop, stop, stop') unless a character run is twice "
+                         "this long. 0 = off.")
     langid: str = field(default="pair", metadata={"choices": ("off", "pair", "full"), "help":
         "With --src-lang and --tgt-lang, langdetect (fixed seed) on each side: pair = is it more like the other side's "
         "declared language? (catches swapped columns and untranslated sides; fast, reliable on short text); full = "

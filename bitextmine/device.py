@@ -17,6 +17,12 @@ from .errors import ConfigError, MissingDependencyError
 
 CPU_RESIDENT_BYTES = 64 << 20  # exact search: y rows held at once on a CPU (re-reading x per shard costs ~1 % at 1M)
 GPU_TILE_BYTES = 2 * 8192 * 32768 * 6  # exact search: two CUDA tiles (bf16 products and their float32 copies)
+FLAT_SIM_BYTES = 1 << 30  # torch flat k-NN: float32 similarities of one query block against one shard of y
+# FAISS GPU IVF-PQ: code bytes (= sub-quantizers at 8 bits) that IVFPQ::isSupportedPQCodeLength accepts
+# (faiss/gpu/impl/IVFPQ.cu; checked in GpuIndexIVFPQ::verifyPQSettings_, faiss/gpu/GpuIndexIVFPQ.cu), less
+# 56, 64 and 96, which need float16 lookup tables (an index cloned with default options has float32 ones:
+# 4 bytes x m x 256 codes must fit in 48 KiB of shared memory, so m <= 48)
+GPU_PQ_SUBQUANTIZERS = (1, 2, 3, 4, 8, 12, 16, 20, 24, 28, 32, 40, 48)
 
 
 def resolve_device(device: str) -> str:
@@ -115,7 +121,7 @@ def faiss_module():
         import faiss
     except ImportError:
         raise MissingDependencyError(
-            "FAISS is not installed; run: pip install faiss-cpu   (or: pip install 'bitextmine[gpu]' for faiss-gpu)"
+            "FAISS is not installed; run: pip install faiss-cpu   (GPU indexes: pip install faiss-gpu-cu12, never beside faiss-cpu)"
         ) from None
     return faiss
 
@@ -127,13 +133,40 @@ def index_device(index: str, device: str) -> str:
     the CPU unannounced); ``auto`` uses the GPU only when FAISS has one."""
     if device == "cpu":
         return "cpu"
+    check_faiss_install()
     if faiss_gpus() > 0:
         return "cuda"
     if is_cuda(device):
         raise ConfigError(f"--device cuda with --index {index}: this FAISS has no GPU support; "
-                          "run: pip uninstall -y faiss-cpu && pip install 'bitextmine[gpu]', or use --device cpu "
+                          "run: pip uninstall -y faiss-cpu && pip install faiss-gpu-cu12, or use --device cpu "
                           "(--index flat searches on the GPU with torch)")
     return "cpu"
+
+
+def knn_backend(index: str, device: str) -> str:
+    """faiss-cpu | faiss-gpu | torch: what searches one direction with ``index`` (flat, ivf, ivfpq) for
+    ``device``. Flat search without FAISS GPUs runs on a CUDA device with torch (exact float32); IVF indexes
+    follow :func:`index_device`."""
+    if index == "flat" and device != "cpu" and faiss_gpus() == 0:
+        return "torch" if resolve_device(device) != "cpu" else "faiss-cpu"
+    return "faiss-" + ("gpu" if index_device(index, device) == "cuda" else "cpu")
+
+
+def pq_subquantizers(d: int, pq_m: int, where: str) -> int:
+    """Sub-quantizers of an IVF-PQ index of dimension d on ``where`` (cpu | cuda) for MineConfig.pq_m (0 = auto).
+
+    auto: on a CPU the largest divisor of d up to d / 4 (75 for d = 300); on a GPU the largest of
+    GPU_PQ_SUBQUANTIZERS dividing d up to d / 4 (20 for d = 300; 1 when none does). A given pq_m that does
+    not divide d, or that FAISS's GPU IVF-PQ does not accept, is a ConfigError."""
+    allowed = GPU_PQ_SUBQUANTIZERS if is_cuda(where) else range(1, d + 1)
+    if pq_m:
+        if d % pq_m:
+            raise ConfigError(f"--pq-m {pq_m}: must divide the embedding dimension {d}")
+        if pq_m not in allowed:
+            raise ConfigError(f"--pq-m {pq_m}: FAISS GPU IVF-PQ accepts only {', '.join(map(str, allowed))} "
+                              "sub-quantizers; choose one of them dividing the dimension, or use --device cpu")
+        return pq_m
+    return max((q for q in allowed if q <= max(1, d // 4) and d % q == 0), default=1)
 
 
 def resident_rows(m: int, n: int, d: int, c: int, device: str, itemsize: int = 2, *, align: int = 16) -> int:
@@ -168,3 +201,29 @@ def exact_matmul():
     finally:
         torch.set_float32_matmul_precision(saved[0])
         cuda.allow_tf32, cuda.allow_bf16_reduced_precision_reduction, torch.backends.cudnn.allow_tf32 = saved[1:]
+
+
+FAISS_CPU_DISTS = ("faiss-cpu",)
+FAISS_GPU_DISTS = ("faiss-gpu", "faiss-gpu-cu11", "faiss-gpu-cu12")
+
+
+def faiss_distributions(installed=None) -> list[str]:
+    """The installed pip distributions that provide the ``faiss`` module (``installed``: names to use instead
+    of asking importlib.metadata, for tests)."""
+    if installed is None:
+        from importlib import metadata
+        installed = (d.metadata["Name"] or "" for d in metadata.distributions())
+    known = FAISS_CPU_DISTS + FAISS_GPU_DISTS
+    return sorted({n.lower().replace("_", "-") for n in installed} & set(known))
+
+
+def check_faiss_install(installed=None) -> None:
+    """MissingDependencyError when a CPU and a GPU FAISS distribution are both installed: both write the
+    ``faiss`` module and the last one installed wins, so what runs depends on install order."""
+    dists = faiss_distributions(installed)
+    cpu = [d for d in dists if d in FAISS_CPU_DISTS]
+    gpu = [d for d in dists if d in FAISS_GPU_DISTS]
+    if cpu and gpu:
+        raise MissingDependencyError(
+            f"{' and '.join(cpu + gpu)} are installed together and each provides the faiss module (install order decides "
+            f"which one runs); run: pip uninstall -y {' '.join(cpu + gpu)} && pip install {gpu[-1]}")

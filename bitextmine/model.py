@@ -224,6 +224,19 @@ def load_model(path: str | None = None) -> Model:
 # --- the trainable torch modules ------------------------------------------------------------
 
 
+def lstm_in_dtype(lstm, packed, dtype):
+    """Run ``lstm`` (torch.nn.LSTM) over the PackedSequence ``packed`` in ``dtype``: input and a copy of
+    the weights cast to it, autocast off inside; returns (output PackedSequence with float32 data, state).
+    Gradients reach the float32 weights through the cast."""
+    import torch
+
+    dev = packed.data.device.type
+    params = {k: v.to(dtype) for k, v in lstm.named_parameters()}
+    with torch.autocast(dev, enabled=False):
+        out, h = torch.func.functional_call(lstm, params, (packed._replace(data=packed.data.to(dtype)),))
+    return out._replace(data=out.data.float()), h
+
+
 def make_encoder(encoder: str, vocab_size: int, dim: int):
     """A torch module for ``encoder``: forward(ids, offsets, keep=None, token_weights=None) -> (n, dim).
 
@@ -284,13 +297,22 @@ def make_encoder(encoder: str, vocab_size: int, dim: int):
                 e = e * keep.unsqueeze(1)
             x = x.index_put((bag, pos), e)
             packed = pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
-            out, _ = self.lstm(packed)
+            out, _ = self._lstm(packed)
             out, _ = pad_packed_sequence(out, batch_first=True, total_length=L)
             h = out[bag, pos]
             if token_weights is not None:
                 h = h * token_weights.unsqueeze(1)
             sums = h.new_zeros(n, h.shape[1]).index_add_(0, bag, h)
             return sums / lengths.clamp(min=1).to(h.dtype).unsqueeze(1)
+
+        def _lstm(self, packed):
+            """The LSTM over a PackedSequence. Under CUDA autocast (training's amp: bf16) it runs explicitly
+            in the autocast dtype (:func:`lstm_in_dtype`): CUDA's autocast would otherwise run cuDNN's LSTM
+            in float16 without a gradient scaler. On a CPU the LSTM runs as CPU autocast decides (an explicit
+            bf16 LSTM over packed sequences takes a slow path there)."""
+            if packed.data.device.type != "cuda" or not torch.is_autocast_enabled("cuda"):
+                return self.lstm(packed)
+            return lstm_in_dtype(self.lstm, packed, torch.get_autocast_dtype("cuda"))
 
     if encoder == "blstm-sp":
         return BLSTMEncoder()

@@ -1,8 +1,10 @@
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from bitextmine.cli import main
@@ -144,4 +146,14 @@ def test_bench_reports_every_stage(tmp_path, toy_model_dir):
     res = _json.loads(r.output)
     assert [s["stage"] for s in res["stages"]] == ["tokenize", "encode", "knn (flat)", "mine (flat)"]
     assert [s["items"] for s in res["stages"]] == [600, 600, 600, 600] and res["lines"] == [300, 300]
-    assert all(s["seconds"] > 0 and s["peak_gb"] > 0 for s in res["stages"])
+    assert res["device"] == "cpu"
+    for s in res["stages"]:  # the figures agree with each other: items/s is items over seconds
+        assert s["per_second"] == pytest.approx(s["items"] / s["seconds"], rel=1e-9)
+        # each stage runs in a child process that at least imports torch (> 0.05 GB resident) and stays far
+        # below the memory of a machine (a toy corpus of 600 lines)
+        assert 0.05 < s["peak_gb"] < 8
+    table = CliRunner().invoke(main, ["bench", str(f), "--model", toy_model_dir, "--device", "cpu"])
+    assert table.exit_code == 0, table.output
+    assert "300 source and 300 target lines" in table.output
+    for name in ("tokenize", "encode", "knn (flat)", "mine (flat)"):
+        assert re.search(rf"{re.escape(name)}\s.*\b600\b", table.output), name

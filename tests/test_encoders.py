@@ -14,7 +14,7 @@ from bitextmine.evaluation.metrics import retrieval_accuracy
 from bitextmine.model import load_model, shuffle_words
 from bitextmine.sif import first_component, sif_weights
 from bitextmine.tokenizer import VocabTokenizer
-from bitextmine.training.loop import train
+from bitextmine.training import train
 
 from conftest import toy_corpus
 
@@ -129,12 +129,60 @@ def test_bundled_model_has_sif_statistics():
     assert float(x[0] @ x[1]) > 0.5
 
 
-@pytest.mark.parametrize("negatives", ["mix", "random"])
-def test_negative_modes_train(tmp_path, small_files, negatives):
-    out = str(tmp_path / negatives)
+def _tiny_mega_batch(n=12, d=5, seed=0, dup=3):
+    """Seeded L2-normalised (es, et) and text ids with a few repeated texts."""
+    g = torch.Generator().manual_seed(seed)
+    es = torch.nn.functional.normalize(torch.randn(n, d, generator=g), dim=1)
+    et = torch.nn.functional.normalize(es + 0.7 * torch.randn(n, d, generator=g), dim=1)
+    s_text, t_text = torch.arange(n), torch.arange(n)
+    s_text[:dup], t_text[n - dup:] = s_text[dup : 2 * dup], t_text[:dup]  # equal texts in other pairs
+    return es, et, s_text, t_text
+
+
+def _brute_hardest(es, et, s_text, t_text):
+    sim = (es.double() @ et.double().T).numpy()
+    n = len(sim)
+    t_neg = [max((j for j in range(n) if t_text[j] != t_text[i]), key=lambda j: (sim[i, j], -j)) for i in range(n)]
+    s_neg = [max((j for j in range(n) if s_text[j] != s_text[i]), key=lambda j: (sim[j, i], -j)) for i in range(n)]
+    return np.array(t_neg), np.array(s_neg)
+
+
+@pytest.mark.parametrize("mode", ["max", "random", "mix"])
+def test_chosen_negatives_match_a_reference(mode):
+    from bitextmine.training.negatives import choose_negatives
+
+    n, seed = 12, 4
+    es, et, s_text, t_text = _tiny_mega_batch(n)
+    hard_t, hard_s = _brute_hardest(es, et, s_text, t_text)
+    cfg = TrainConfig(negatives=mode, mix_prob=0.5)
+    t_neg, s_neg, t_ok, s_ok = choose_negatives(es, et, s_text, t_text, cfg, torch.Generator().manual_seed(seed))
+    # the reference: the documented draws of a generator with the same seed, in order
+    g = torch.Generator().manual_seed(seed)
+    off_t, off_s = torch.randint(1, n, (n,), generator=g).numpy(), torch.randint(1, n, (n,), generator=g).numpy()
+    rand_t, rand_s = (np.arange(n) + off_t) % n, (np.arange(n) + off_s) % n
+    if mode == "max":
+        want_t, want_s = hard_t, hard_s
+    elif mode == "random":
+        want_t, want_s = rand_t, rand_s
+    else:
+        use_t, use_s = (torch.rand(n, generator=g) < 0.5).numpy(), (torch.rand(n, generator=g) < 0.5).numpy()
+        assert 0 < use_t.sum() < n and 0 < use_s.sum() < n  # both kinds occur in this seeded case
+        want_t, want_s = np.where(use_t, hard_t, rand_t), np.where(use_s, hard_s, rand_s)
+    np.testing.assert_array_equal(t_neg.numpy(), want_t)
+    np.testing.assert_array_equal(s_neg.numpy(), want_s)
+    assert (want_t != np.arange(n)).all() and (want_s != np.arange(n)).all()  # never the pair itself
+    # a negative sharing the positive's text is switched off; hardest ones never do
+    np.testing.assert_array_equal(t_ok.numpy(), t_text.numpy()[want_t] != t_text.numpy())
+    np.testing.assert_array_equal(s_ok.numpy(), s_text.numpy()[want_s] != s_text.numpy())
+    if mode == "random":
+        assert not t_ok.all() and not s_ok.all()  # the seeded draws hit repeated texts: the check is not vacuous
+
+
+def test_negative_modes_are_recorded(tmp_path, small_files):
+    out = str(tmp_path / "mix")
     res = train([CorpusSpec(src=small_files[0], tgt=small_files[1])], out,
-                config=TrainConfig(**FEW, negatives=negatives), tokenizer_config=TOK)
-    assert res.steps >= 33 and load_model(out).config["training"]["negatives"] == negatives
+                config=TrainConfig(**FEW, negatives="mix"), tokenizer_config=TOK)
+    assert res.steps >= 33 and load_model(out).config["training"]["negatives"] == "mix"
 
 
 def test_paraphrase_training(tmp_path):
@@ -150,23 +198,31 @@ def test_paraphrase_training(tmp_path):
     assert res.steps > 0 and load_model(out).config["training"]["paraphrase"]
 
 
-def test_paraphrase_negatives_never_pick_the_pair_itself():
-    from bitextmine.training.loop import _paraphrase_negatives
+@pytest.mark.parametrize("chunk", [3, 4, 64])
+def test_paraphrase_negatives_match_brute_force(chunk):
+    from bitextmine.training.negatives import paraphrase_negatives
 
+    n = 10
     g = torch.Generator().manual_seed(0)
-    es = torch.nn.functional.normalize(torch.randn(6, 4, generator=g), dim=1)
-    et = es.clone()  # each target equals its source: the pair itself would be the most similar
-    text = torch.arange(6)
-    ns, nt, oks, okt = _paraphrase_negatives(es, et, text, text + 100, chunk=4)
-    pos = torch.arange(6)
-    assert not ((ns == pos) | (ns == pos + 6)).any() and not ((nt == pos) | (nt == pos + 6)).any()
-    assert oks.all() and okt.all()
-    # brute force
-    pool = torch.cat([es, et])
-    for i in range(6):
-        sims = pool @ es[i]
-        sims[i] = sims[i + 6] = -10
-        assert int(ns[i]) == int(sims.argmax())
+    es = torch.nn.functional.normalize(torch.randn(n, 4, generator=g), dim=1)
+    et = torch.nn.functional.normalize(es + 0.1 * torch.randn(n, 4, generator=g), dim=1)  # pairs most similar
+    s_text = torch.arange(n)
+    t_text = torch.arange(n) + 100
+    t_text[3] = s_text[7]  # a target equal to another pair's source: excluded for pair 3 in both places
+    et[3] = es[7]  # ... with an equal vector, so the exclusion by text is what keeps it out
+    ns, nt, oks, okt = paraphrase_negatives(es, et, s_text, t_text, chunk=chunk)
+    pool, pool_text = torch.cat([es, et]).double(), torch.cat([s_text, t_text])
+    for negs, ok, x in ((ns, oks, es), (nt, okt, et)):
+        for i in range(n):
+            own = {int(s_text[i]), int(t_text[i])}
+            allowed = [j for j in range(2 * n) if int(pool_text[j]) not in own]
+            sims = pool @ x[i].double()
+            want = max(allowed, key=lambda j: (float(sims[j]), -j))
+            assert int(pool_text[negs[i]]) not in own and int(negs[i]) == want and bool(ok[i])
+    # every pooled sentence one of the pair's texts: invalid
+    one = torch.ones(1, 4) / 2
+    _, _, oks, okt = paraphrase_negatives(one, one, torch.tensor([0]), torch.tensor([1]))
+    assert not oks.any() and not okt.any()
 
 
 def test_init_from_with_regularisation_stays_closer(tmp_path, small_files, toy_model_dir):
@@ -272,11 +328,61 @@ def test_blstm_resume_gives_the_same_model(tmp_path, small_files):
     assert a == b
 
 
-def test_bf16_autocast_training_runs_and_learns(toy_files, tmp_path):
-    """--amp bf16 (the CUDA default; CPU autocast here) trains every kind of encoder to a working model."""
-    from bitextmine.training.loop import amp_enabled
+def test_amp_policy_bf16_for_the_lstm_only(monkeypatch):
+    """auto = bf16 on CUDA GPUs of capability >= 8 (faked here) for blstm-sp; the averaging encoders never."""
+    import bitextmine.device as device
+    from bitextmine.training.loop import amp_dtype_for
 
-    assert not amp_enabled("auto", "cpu") and amp_enabled("bf16", "cpu") and not amp_enabled("off", "cuda")
+    monkeypatch.setattr(device, "cuda_capability", lambda d="cuda": (8, 0))
+    assert amp_dtype_for("auto", "blstm-sp", "cuda") is torch.bfloat16
+    assert amp_dtype_for("bf16", "blstm-sp", "cpu") is torch.bfloat16
+    assert all(amp_dtype_for(a, e, "cuda") is None for a in ("auto", "bf16", "off") for e in ("sp", "word", "trigram"))
+    assert amp_dtype_for("auto", "blstm-sp", "cpu") is None and amp_dtype_for("off", "blstm-sp", "cuda") is None
+    monkeypatch.setattr(device, "cuda_capability", lambda d="cuda": (7, 5))
+    assert amp_dtype_for("auto", "blstm-sp", "cuda") is None
+    with pytest.raises(ConfigError, match="amp 'fp16'"):
+        amp_dtype_for("fp16", "blstm-sp", "cpu")
+
+
+def test_amp_runs_the_lstm_in_bf16_with_float32_master_weights():
+    """The CUDA amp path of the BiLSTM (lstm_in_dtype), run on the CPU: bf16 input and weights inside,
+    float32 output, float32 gradients on the float32 weights."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    from bitextmine.model import lstm_in_dtype
+
+    lstm = torch.nn.LSTM(6, 4, bidirectional=True, batch_first=True)
+    seen = []
+    lstm.register_forward_pre_hook(lambda m, args: seen.append((args[0].data.dtype, m.weight_ih_l0.dtype)))
+    x = torch.randn(3, 5, 6, generator=torch.Generator().manual_seed(0))
+    packed = pack_padded_sequence(x, torch.tensor([5, 2, 3]), batch_first=True, enforce_sorted=False)
+    out, _ = lstm_in_dtype(lstm, packed, torch.bfloat16)
+    assert seen == [(torch.bfloat16, torch.bfloat16)] and out.data.dtype == torch.float32
+    out.data.sum().backward()
+    assert lstm.weight_ih_l0.dtype == torch.float32 and lstm.weight_ih_l0.grad.dtype == torch.float32
+    assert lstm.weight_ih_l0.grad.abs().sum() > 0
+    seen.clear()
+    ref, _ = lstm(packed)  # float32 as usual: the bf16 run is close to it
+    assert seen == [(torch.float32, torch.float32)]
+    np.testing.assert_allclose(out.data.detach().numpy(), ref.data.detach().numpy(), atol=3e-2)
+
+
+def test_amp_leaves_averaging_encoders_float32(tmp_path, small_files):
+    """--amp bf16 with an averaging encoder changes nothing (same model bytes) and says so."""
+    spec = [CorpusSpec(src=small_files[0], tgt=small_files[1])]
+    spm, logs, paths = None, [], []
+    for amp in ("off", "bf16"):
+        paths.append(str(tmp_path / amp))
+        train(spec, paths[-1], config=TrainConfig(**{**FEW, "fp16": False}, amp=amp), tokenizer_config=TOK,
+              tokenizer_path=spm, progress=lambda e: logs.append(e.get("message", "")))
+        spm = os.path.join(paths[0], "sentencepiece.model")
+    read = lambda p: open(os.path.join(p, "embeddings.safetensors"), "rb").read()  # noqa: E731
+    assert read(paths[0]) == read(paths[1])
+    assert any("amp applies to blstm-sp only" in m for m in logs)
+
+
+def test_bf16_autocast_training_runs_and_learns(toy_files, tmp_path):
+    """--amp bf16 (the CUDA default; CPU autocast here) trains to a working model (bf16 LSTM; sp stays float32)."""
     src, tgt = toy_corpus(300, seed=9)
     for encoder in ("sp", "blstm-sp"):
         out = str(tmp_path / encoder)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bitextmine.config import EncodeConfig
-from bitextmine.encoding.pipeline import Encoder, encode, encode_files, load_embeddings
+from bitextmine.encoding import Encoder, encode, encode_files, load_embeddings
 from bitextmine.errors import ConfigError, ModelFormatError
 
 
@@ -133,7 +133,7 @@ def test_chunked_encoding_resumes_to_the_same_bytes(tmp_path, toy_model_dir, toy
     from click.testing import CliRunner
 
     from bitextmine.cli import main
-    from bitextmine.encoding.pipeline import encode, load_embeddings
+    from bitextmine.encoding import encode, load_embeddings
     from conftest import toy_corpus
 
     src, _ = toy_corpus(230, seed=51)
@@ -191,7 +191,7 @@ def test_mine_reads_chunked_embeddings(tmp_path, toy_model_dir):
 def test_batch_tokens_and_table_precision(toy_model):
     """--batch-tokens splits embedding calls by pieces (same rows); half-precision tables stay close."""
     from bitextmine.config import EncodeConfig
-    from bitextmine.encoding.pipeline import Encoder
+    from bitextmine.encoding import Encoder
     from conftest import toy_corpus
 
     src, _ = toy_corpus(300, seed=12)
@@ -276,7 +276,8 @@ def test_chunked_encoding_equals_one_file_for_any_chunk_and_block_size(tmp_path,
     is that of the chunk's lines; a shorter input is refused on resume."""
     import hashlib
 
-    from bitextmine.encoding.pipeline import MANIFEST_FILE, encode_chunked
+    from bitextmine.encoding.chunks import encode_chunked
+    from bitextmine.encoding.store import MANIFEST_FILE
     from conftest import toy_corpus
 
     src, tgt = toy_corpus(120, seed=52)
@@ -330,7 +331,7 @@ def test_device_path_writes_chunks_like_the_workers(tmp_path, toy_model):
     chunks), run on the CPU: the same bytes as the worker path, for blocks spread over three files."""
     from conftest import toy_corpus
 
-    from bitextmine.encoding.pipeline import _encode_items, _raw_blocks
+    from bitextmine.encoding.pipeline import encode_items, raw_blocks
     from bitextmine.encoding.npyfile import finish_npy, new_npy
 
     texts = toy_corpus(n=200, seed=14)[0]
@@ -343,14 +344,14 @@ def test_device_path_writes_chunks_like_the_workers(tmp_path, toy_model):
     for in_workers in (True, False):
         paths = [str(tmp_path / f"{in_workers}.{i}.npy") for i in range(3)]
         header_len = [new_npy(q, toy_model.dim, dtype) for q in paths][0]
-        blocks = list(_raw_blocks([str(p)], None, config))
+        blocks = list(raw_blocks([str(p)], None, config))
         third = -(-len(blocks) // 3)
         items, rows = [], [0, 0, 0]
         for i, b in enumerate(blocks):
             f = i // third
             items.append((b, rows[f], paths[f]))
             rows[f] += b.data.count(b"\n")
-        assert len(blocks) > 6 and sum(_encode_items(enc, items, dtype, header_len, embed_in_workers=in_workers)) == 200
+        assert len(blocks) > 6 and sum(encode_items(enc, items, dtype, header_len, embed_in_workers=in_workers)) == 200
         for q, r in zip(paths, rows):
             finish_npy(q, r, toy_model.dim, dtype)
         outs[in_workers] = [open(q, "rb").read() for q in paths]

@@ -181,3 +181,31 @@ def test_eval_with_precomputed_embeddings_matches(tmp_path, toy_model_dir):
     wrong = runner.invoke(main, ["eval", "tatoeba", a, b, "--model", toy_model_dir, "--src-emb", a + ".npy",
                                  "--tgt-emb", b + ".npy", "--sif"])
     assert wrong.exit_code == 1 and "re-encode with the same --model (and --sif" in wrong.output
+
+
+def test_calibration_neighbours_equal_the_full_matrix():
+    from bitextmine.evaluation.calibration import _neighbours
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(-1, 2, (30, 5)).astype(np.float32)  # many exact ties
+    y = rng.integers(-1, 2, (30, 5)).astype(np.float32)
+    shuffled = (np.arange(30) + rng.integers(1, 30, 30)) % 30
+    near, (good, shuf, near_cos), mx, my = _neighbours(x, y, shuffled, 4)
+    sim = x @ y.T
+    masked = sim.copy()
+    masked[np.arange(30), np.arange(30)] = -np.inf
+    np.testing.assert_array_equal(near, masked.argmax(1))  # the first maximum
+    np.testing.assert_array_equal(near_cos, masked.max(1))
+    np.testing.assert_array_equal(good, np.diag(sim))
+    np.testing.assert_array_equal(shuf, sim[np.arange(30), shuffled])
+    np.testing.assert_array_equal(mx, np.sort(sim, axis=1)[:, -4:].mean(1))
+    np.testing.assert_array_equal(my, np.sort(sim, axis=0)[-4:, :].mean(0))
+
+
+def test_retrieval_accuracy_ties_count_only_for_the_first_maximum():
+    from bitextmine.evaluation.metrics import retrieval_accuracy
+
+    x = np.array([[1, 0], [1, 0], [0, 1]], np.float32)
+    y = np.array([[1, 0], [1, 0], [0, 1]], np.float32)
+    # rows 0 and 1 tie for both x0 and x1: the first maximum (0) is right for row 0 only, both ways
+    assert retrieval_accuracy(x, y, block=2) == (2 / 3, 2 / 3)

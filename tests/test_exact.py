@@ -5,7 +5,6 @@ import pytest
 import torch
 
 from bitextmine.search import exact
-from bitextmine.errors import ConfigError
 from bitextmine.search.exact import G
 
 
@@ -137,3 +136,18 @@ def test_many_identical_rows_resolve_to_the_lowest_ones_for_any_tiling():
     for other in runs[1:]:
         for a, b in zip(runs[0][:4], other[:4]):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+def test_a_callers_high_matmul_precision_does_not_void_the_certification(precision):
+    rng = np.random.default_rng(11)
+    x, y = unit(rng, 120, d=64), unit(rng, 90, d=64)
+    torch.set_float32_matmul_precision("high")  # would allow TF32 / bf16 float32 products
+    try:
+        Dxy, Ixy, Dyx, Iyx, _ = knn_both(x, y, 3, precision=precision, tile_rows=32, tile_cols=48)
+        assert torch.get_float32_matmul_precision() == "high"  # restored afterwards
+    finally:
+        torch.set_float32_matmul_precision("highest")
+    for D, I, (want_D, want_I) in ((Dxy, Ixy, brute(x, y, 3)), (Dyx, Iyx, brute(y, x, 3))):
+        np.testing.assert_array_equal(I, want_I)
+        np.testing.assert_allclose(D, want_D, atol=1e-6)

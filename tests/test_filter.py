@@ -319,3 +319,109 @@ def test_filter_stdin_to_stdout_and_xz_rejects(tmp_path):
     assert r.exit_code == 0, r.output
     assert r.stdout == "Hello world.\tHallo Welt.\n"
     assert lzma.decompress(rej.read_bytes()) == b"Room 1.\tZimmer 2.\tdigits\nHello world.\tHallo Welt.\tduplicate-pair\n"
+
+
+# Repeat damage, seeded, one kind per damaged line, on one side (the rules see one side only repeat).
+REPEAT_KINDS = ("char", "punct", "stutter", "pattern", "words", "phrase", "spread", "doubled")
+
+
+def repeat_damage(text: str, kind: str, rng) -> str:
+    words = text.split()
+    i = rng.choice([j for j, w in enumerate(words) if any(c.isalpha() for c in w)] or [0])
+    w = words[i]
+    if kind == "char":  # one letter stretched: "Deuuuuuutsch"
+        j = rng.choice([j for j, c in enumerate(w) if c.isalpha()] or [0])
+        words[i] = w[:j] + w[j] * rng.randint(6, 9) + w[j + 1:]
+    elif kind == "punct":  # "!!!!!!"
+        words[-1] += rng.choice("!?.-*") * rng.randint(5, 8)
+    elif kind == "stutter":  # "lalalalala"
+        words.insert(i, rng.choice(["la", "na", "ha", "da", "bla", "ta"]) * rng.randint(4, 6))
+    elif kind == "pattern":  # a 2-4 character piece of a word repeated
+        n = rng.randint(2, 4)
+        words[i] = (w + "xyzw")[:n] * rng.randint(4, 6) + w[n:]
+    elif kind == "words":  # "the the the"
+        words[i:i + 1] = [w] * rng.randint(3, 5)
+    elif kind == "phrase":  # two or three words, three or four times in a row
+        n = rng.randint(2, 3)
+        words[i:i + n] = words[i:i + n] * rng.randint(3, 4)
+    elif kind == "spread":  # stretched letters and stutters at several places of the side
+        for _ in range(rng.randint(2, 4)):
+            words.insert(rng.randrange(len(words) + 1),
+                         repeat_damage(rng.choice(words), rng.choice(("char", "stutter", "pattern")), rng))
+    elif kind == "doubled":  # the whole side two or three times
+        words = words * rng.randint(2, 3)
+    return " ".join(words)
+
+
+def labelled_repeat_corpus(src: list[str], tgt: list[str], seed: int = 0) -> tuple[list[str], list[str]]:
+    """Lines 'src\\ttgt' and their labels: every other pair damaged (kinds in turn, side at random)."""
+    import random
+    rng = random.Random(seed)
+    lines, labels = [], []
+    for n, (s, t) in enumerate(zip(src, tgt)):
+        label = REPEAT_KINDS[(n // 2) % len(REPEAT_KINDS)] if n % 2 == 0 else "clean"
+        if label != "clean":
+            if rng.random() < 0.5:
+                s = repeat_damage(s, label, rng)
+            else:
+                t = repeat_damage(t, label, rng)
+        lines.append(f"{s}\t{t}")
+        labels.append(label)
+    return lines, labels
+
+
+def _repeat_rejects(lines, tmp_path) -> dict[str, str]:
+    inp = tmp_path / "in.tsv"
+    inp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    res = CliRunner().invoke(main, ["filter", str(inp), "--src-lang", "de", "--tgt-lang", "en", "--score", "none",
+                                    "--workers", "1", "--rejects", str(tmp_path / "rej.tsv"),
+                                    "-o", str(tmp_path / "kept.tsv")])
+    assert res.exit_code == 0, res.output
+    rows = (tmp_path / "rej.tsv").read_text(encoding="utf-8").splitlines()
+    return {row.rsplit("\t", 1)[0]: row.rsplit("\t", 1)[1] for row in rows}
+
+
+@pytest.mark.parametrize("src, tgt, reason", [
+    ("Deuuuuutsches Bier", "German beer", "repeats"),  # 5 letters: the default threshold
+    ("Deuuuutsches Bier", "German beer", None),  # 4: "brrrr", "...." occur in real news
+    ("Er singt lalalala", "He sings", "repeats"),  # "la" 4 times
+    ("Er singt lalala", "He sings", None),
+    ("Das das das Haus", "The house", "repeats"),
+    ("Das Haus das Haus", "The house", None),  # a 2-word phrase twice is not yet a repeat
+    ("Das Haus ist alt. Das Haus ist alt.", "The house is old.", "repeats"),  # doubled side
+    ("Sie rief Halt, halt, halt!", "She cried stop, stop, stop!", None),  # repeated on both sides: the text's own
+    ("Er sagt ooooo", "He says ooooo", None),
+    ("Von 3 000 000 000 Pesos", "Of 3,000,000,000 pesos", None),  # numbers are no repeat
+    ("Die Papuas - die Papuas - die Papuas", "The Papuans", "repeats"),  # dashes between copies
+])
+def test_repeats_rule_examples(src, tgt, reason):
+    assert check_pair(src, tgt, R) == reason
+
+
+def test_every_repeat_damage_kind_is_rejected_on_toy_pairs(tmp_path):
+    src, tgt = toy_corpus(400, seed=3)
+    lines, labels = labelled_repeat_corpus(src, tgt, seed=1)
+    rejects = _repeat_rejects(lines, tmp_path)
+    damaged = [line for line, label in zip(lines, labels) if label != "clean"]
+    assert {rejects.get(line) for line in damaged} == {"repeats"}
+
+
+@pytest.mark.slow
+def test_every_repeat_damaged_real_de_en_line_is_rejected_and_clean_lines_kept(tmp_path):
+    """2,000 real news pairs, half damaged: every damaged line is rejected for repeats, no clean line is.
+    (On the first 20,000 clean newstest pairs the rule rejects 5, 4 of them real repeat damage, e.g.
+    "The Viňales Valley The Viňales Valley in the western part ...")."""
+    import random
+    from bitextmine.corpus import read_lines
+    from conftest import shared_path
+
+    de = read_lines(shared_path("train", "wmt_newstest", "en-de.de.gz"))
+    en = read_lines(shared_path("train", "wmt_newstest", "en-de.en.gz"))
+    idx = [k for k in random.Random(7).sample(range(len(de)), 3000)
+           if len(de[k].split()) >= 3 and len(en[k].split()) >= 3][:2000]
+    lines, labels = labelled_repeat_corpus([de[k] for k in idx], [en[k] for k in idx], seed=7)
+    rejects = _repeat_rejects(lines, tmp_path)
+    kept_damaged = [(label, line) for line, label in zip(lines, labels) if label != "clean" and line not in rejects]
+    assert kept_damaged == []
+    assert {rejects[line] for line, label in zip(lines, labels) if label != "clean"} == {"repeats"}
+    assert [line for line, label in zip(lines, labels) if label == "clean" and rejects.get(line) == "repeats"] == []

@@ -66,7 +66,159 @@ def test_ivf_visiting_every_cell_is_exact_and_recall_is_measured():
     want = np.mean([len(set(a) & set(b)) / 4 for a, b in zip(Ib.tolist(), I.tolist())])
     assert r == pytest.approx(want) and r < 1.0
     _, Ic = knn(x, y, 4, device="cpu", index="ivfpq", nlist=20, nprobe=20)
-    assert recall_at_k(x, y, Ic, 500) > 0.2  # product quantisation (4 x 4 dims, 8 bits) approximates distances too
+    want = np.mean([len(set(a) & set(b)) / 4 for a, b in zip(Ic.tolist(), I.tolist())])
+    assert recall_at_k(x, y, Ic, 500) == pytest.approx(want)  # 500 >= n: every query, against exact search
+
+
+def test_recall_at_k_by_hand():
+    from bitextmine.search.index import recall_at_k
+
+    x = np.eye(3, dtype=np.float32)
+    y = np.array([[1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    # exact 2-NN: row 0 {0, 1}; row 1 {2, 1}; row 2 {3, 0} (y0, y1, y2 tie at 0: the lower row)
+    found = np.array([[0, 1], [2, 3], [0, 2]])  # 2 + 1 + 1 of them
+    assert recall_at_k(x, y, found, 3) == pytest.approx(4 / 6)
+
+
+def brute_ties(x, y, k):
+    """k best rows of y per row of x by float64 products, ties to the lower row."""
+    sim = x.astype(np.float64) @ y.astype(np.float64).T
+    I = np.argsort(-sim, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(sim, I, 1), I
+
+
+@pytest.mark.parametrize("sim_bytes, block", [(4 * 5 * 7, 5), (1 << 20, 64), (4 * 3, 3)])
+def test_exact_torch_knn_equals_brute_force_over_column_shards(sim_bytes, block):
+    from bitextmine.search.index import exact_knn
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(-1, 2, (23, 6)).astype(np.float32)  # few distinct values: many exact ties across shards
+    y = rng.integers(-1, 2, (41, 6)).astype(np.float32)
+    D, I = exact_knn(x, y, 4, device="cpu", block_size=block, sim_bytes=sim_bytes)
+    want_D, want_I = brute_ties(x, y, 4)
+    np.testing.assert_array_equal(I, want_I)
+    np.testing.assert_array_equal(D, want_D.astype(np.float32))
+
+
+def test_flat_knn_without_faiss_gpus_runs_the_exact_torch_branch_on_cuda(monkeypatch):
+    import torch
+
+    from bitextmine.search import index as index_mod
+
+    calls = []
+    real = index_mod.exact_knn
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr("bitextmine.device.faiss_gpus", lambda: 0)
+
+    def on_cpu(x, y, k, *, device, **kw):  # the same code path, with "cuda" tensors placed on the CPU
+        calls.append(device)
+        return real(x, y, k, device="cpu", **kw)
+
+    monkeypatch.setattr(index_mod, "exact_knn", on_cpu)
+    rng = np.random.default_rng(2)
+    x, y = unit(rng, 30), unit(rng, 50)
+    torch.set_float32_matmul_precision("high")  # exact_knn must not let products round to TF32 / bf16
+    try:
+        D, I = knn(x, y, 3, device="cuda", block_size=7)
+    finally:
+        torch.set_float32_matmul_precision("highest")
+    assert calls == ["cuda"]
+    want_D, want_I = brute_ties(x, y, 3)
+    np.testing.assert_array_equal(I, want_I)
+    np.testing.assert_allclose(D, want_D, atol=1e-6)
+
+
+class FakeGpuFaiss:
+    """The real faiss module with GPU calls that record what moves to a "GPU" (the CPU index, wrapped)."""
+
+    def __init__(self, gpus: int):
+        import faiss
+
+        self._faiss, self.gpus, self.log = faiss, gpus, []
+
+    def __getattr__(self, name):
+        return getattr(self._faiss, name)
+
+    def get_num_gpus(self):
+        return self.gpus
+
+    def index_cpu_to_all_gpus(self, index):
+        self.log.append(("to_gpu", type(index).__name__, bool(index.is_trained)))
+        self.moved = index
+        return FakeGpuIndex(index, self.log)
+
+    def GpuParameterSpace(self):
+        log = self.log
+
+        class Space:
+            def set_index_parameter(self, index, name, value):
+                log.append(("param", name, value))
+                setattr(index.cpu, name, value)
+
+        return Space()
+
+
+class FakeGpuIndex:
+    def __init__(self, cpu, log):
+        self.cpu, self.log = cpu, log
+
+    def train(self, x):
+        self.log.append(("gpu_train", len(x)))
+        self.cpu.train(x)
+
+    def add(self, x):
+        self.log.append(("gpu_add", len(x)))
+        self.cpu.add(x)
+
+    def search(self, x, k):
+        self.log.append(("gpu_search", len(x)))
+        return self.cpu.search(x, k)
+
+
+@pytest.mark.parametrize("kind", ["ivf", "ivfpq"])
+def test_ivf_is_trained_and_searched_on_faiss_gpus(monkeypatch, kind):
+    import sys
+
+    fake = FakeGpuFaiss(1)
+    monkeypatch.setitem(sys.modules, "faiss", fake)
+    x, y = _clustered(50, 16, 1), _clustered(800, 16, 2)
+    D, I = knn(x, y, 4, device="cuda", index=kind, nlist=10, nprobe=10, block_size=32)
+    steps = [e[0] for e in fake.log]
+    assert steps == ["to_gpu", "gpu_train", "gpu_add", "param", "gpu_search", "gpu_search"]
+    assert fake.log[0][1:] == ("IndexIVFPQ" if kind == "ivfpq" else "IndexIVFFlat", False)  # moved before training
+    monkeypatch.setitem(sys.modules, "faiss", fake._faiss)
+    want = knn(x, y, 4, device="cpu", index=kind, nlist=10, nprobe=10, block_size=32)
+    np.testing.assert_array_equal(I, want[1])  # same sample, same k-means: the same index
+    if kind == "ivfpq":  # GPU sub-quantizers for 16 dims: 4 (a divisor <= d / 4 that FAISS GPU accepts)
+        assert fake._faiss.downcast_index(fake.moved).pq.M == 4
+
+
+def test_ivf_with_cuda_and_faiss_cpu_is_an_error_and_auto_stays_on_the_cpu(monkeypatch):
+    import sys
+
+    from bitextmine.errors import ConfigError
+
+    fake = FakeGpuFaiss(0)
+    monkeypatch.setitem(sys.modules, "faiss", fake)
+    x, y = _clustered(20, 16, 1), _clustered(400, 16, 2)
+    with pytest.raises(ConfigError, match="no GPU support"):
+        knn(x, y, 4, device="cuda", index="ivf", nlist=8)
+    knn(x, y, 4, device="auto", index="ivf", nlist=8)
+    assert fake.log == []
+
+
+def test_pq_subquantizers_for_cpu_and_gpu():
+    from bitextmine.device import pq_subquantizers
+    from bitextmine.errors import ConfigError
+
+    assert pq_subquantizers(300, 0, "cpu") == 75  # largest divisor <= 300 / 4: the former default
+    assert pq_subquantizers(300, 0, "cuda") == 20  # 75 is not a FAISS GPU code size; 20 is, and divides 300
+    assert pq_subquantizers(256, 0, "cuda") == 32 and pq_subquantizers(16, 0, "cuda") == 4
+    assert pq_subquantizers(300, 75, "cpu") == 75 and pq_subquantizers(300, 12, "cuda") == 12
+    with pytest.raises(ConfigError, match="FAISS GPU IVF-PQ accepts only"):
+        pq_subquantizers(300, 75, "cuda")
+    with pytest.raises(ConfigError, match="must divide"):
+        pq_subquantizers(300, 7, "cpu")
 
 
 def test_auto_index_by_size():

@@ -135,9 +135,19 @@ def test_eval_tatoeba_all_matches_retrieval_accuracy(default_model):
     rep = run_tatoeba(folder=shared_path("dev", "tatoeba", "v1"), languages=["deu", "ara"], model=default_model)
     for r in rep.results:
         x, y = tatoeba(r.name)
-        a, b = retrieval_accuracy(encode(x, default_model), encode(y, default_model))
-        assert r.error_src_tgt == pytest.approx(100 * (1 - a)) and r.error_tgt_src == pytest.approx(100 * (1 - b))
+        # an independent reference: float64 products, first maximum of each row and column (a near-tie
+        # between float32 and float64 products may move one row)
+        sim = encode(x, default_model).astype(np.float64) @ encode(y, default_model).astype(np.float64).T
+        rows = np.arange(len(x))
+        err_xy = 100 * np.mean(sim.argmax(1) != rows)
+        err_yx = 100 * np.mean(sim.argmax(0) != rows)
+        assert r.n == len(x) and abs(r.error_src_tgt - err_xy) <= 100 / len(x) and abs(r.error_tgt_src - err_yx) <= 100 / len(x)
+        assert r.accuracy == pytest.approx(100 - (r.error_src_tgt + r.error_tgt_src) / 2)
     assert {r.name: r for r in rep.results}["deu"].accuracy > 95  # measured 96.3
+
+
+# about half the held-out accuracy measured on 2026-11-22 (word 8.2, trigram 16.6, blstm-sp 11.7 %; chance 0.3 %)
+HELDOUT_FLOOR = {"word": 4.0, "trigram": 8.0, "blstm-sp": 5.0}
 
 
 @pytest.mark.parametrize("encoder", ["word", "trigram", "blstm-sp"])
@@ -153,7 +163,7 @@ def test_baseline_encoders_train_on_real_pairs(tmp_path, encoder):
                 tokenizer_config=TokenizerConfig(vocab_size=4000, sample_sentences=6000, token_vocab_size=20000))
     model = load_model(out)
     assert model.encoder == encoder and res.steps > 0
-    assert res.history[-1]["scores"]["heldout"] > 5  # chance on 300 held-out pairs: 0.3 %
+    assert res.history[-1]["scores"]["heldout"] >= HELDOUT_FLOOR[encoder], res.history[-1]["scores"]
 
 
 def test_filter_on_real_pairs_with_planted_shuffled_swapped_and_wrong_script_pairs(tmp_path, default_model):

@@ -9,7 +9,8 @@ from bitextmine.config import TokenizerConfig, TrainConfig
 from bitextmine.corpus import CorpusSpec
 from bitextmine.errors import ConfigError
 from bitextmine.model import load_model, piece_dropout
-from bitextmine.training.loop import Side, train
+from bitextmine.training import train
+from bitextmine.training.data import Side
 
 SMALL = dict(dim=16, epochs=2, batch_size=16, megabatch_max=3, megabatch_every=5, dev_pairs=100, device="cpu",
              checkpoint_every=0)
@@ -78,3 +79,28 @@ def test_side_gather_matches_slices(toy_model):
     want = [toy_model.tokenizer.sp.encode(texts[i]) for i in (2, 0, 1)]
     assert ids.tolist() == sum(want, [])
     assert off.tolist() == [0, len(want[0]), len(want[0]) + len(want[1])]
+
+
+@pytest.mark.parametrize("fake", ["state_json", "generator_size"])
+def test_resume_on_another_device_type_is_a_config_error(tmp_path, toy_files, fake):
+    """A checkpoint whose generator state was written on CUDA cannot continue on the CPU (or the reverse)."""
+    from safetensors.torch import load_file, save_file
+
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    tok_cfg = TokenizerConfig(vocab_size=600, sample_sentences=3000)
+    out = str(tmp_path / "m")
+    train(spec, out, config=TrainConfig(**{**SMALL, "epochs": 1}, max_steps=3), tokenizer_config=tok_cfg)
+    ck = os.path.join(out, "checkpoint")
+    meta = json.load(open(os.path.join(ck, "state.json")))
+    assert meta["generator_device"] == "cpu"
+    if fake == "state_json":
+        meta["generator_device"] = "cuda"
+    else:  # a checkpoint without the key: a CUDA (Philox) state is 16 bytes, a CPU one 5056
+        del meta["generator_device"]
+        tensors = load_file(os.path.join(ck, "tensors.safetensors"))
+        tensors["generator"] = torch.zeros(16, dtype=torch.uint8)
+        save_file(tensors, os.path.join(ck, "tensors.safetensors"))
+    json.dump(meta, open(os.path.join(ck, "state.json"), "w"))
+    want = "written on cuda" if fake == "state_json" else "written on another device type"
+    with pytest.raises(ConfigError, match=f"{want} and this run is on cpu.*--device"):
+        train(spec, out, config=TrainConfig(**{**SMALL, "epochs": 1}), resume=True)

@@ -21,7 +21,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from bitextmine.config import TrainConfig  # noqa: E402
 from bitextmine.corpus import load_corpora  # noqa: E402
 from bitextmine.model import load_model, module_from_model  # noqa: E402
-from bitextmine.training.loop import Side, _sif_component, split_dev, token_counts  # noqa: E402
+from bitextmine.training.data import Side, split_dev, token_counts  # noqa: E402
+from bitextmine.training.loop import sif_component as _sif_component  # noqa: E402
 from train_default import DATA, corpora  # noqa: E402
 
 

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bitextmine.config import EncodeConfig  # noqa: E402
 from bitextmine.corpus import read_lines  # noqa: E402
-from bitextmine.encoding.pipeline import encode, encode_files  # noqa: E402
+from bitextmine.encoding import encode, encode_files  # noqa: E402
 from bitextmine.model import load_model  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "train")

@@ -25,8 +25,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bitextmine.config import MineConfig  # noqa: E402
 from bitextmine.corpus import read_lines, read_parallel  # noqa: E402
-from bitextmine.encoding.pipeline import encode  # noqa: E402
-from bitextmine.mining.mine import mine_embeddings  # noqa: E402
+from bitextmine.encoding import encode  # noqa: E402
+from bitextmine.mining import mine_embeddings  # noqa: E402
 from bitextmine.model import load_model  # noqa: E402
 
 DEV = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "dev", "tatoeba", "v1")

@@ -17,7 +17,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from bitextmine.corpus import read_parallel  # noqa: E402
-from bitextmine.encoding.pipeline import encode  # noqa: E402
+from bitextmine.encoding import encode  # noqa: E402
 from bitextmine.evaluation.metrics import retrieval_accuracy, sts_pearson  # noqa: E402
 from bitextmine.evaluation.readers import read_stsbenchmark  # noqa: E402
 from bitextmine.model import load_model  # noqa: E402

@@ -37,9 +37,10 @@ def kmeans(data: torch.Tensor, nlist: int, iters: int = 10, seed: int = 0) -> to
 
 
 def assign(data: torch.Tensor, C: torch.Tensor, top: int, block: int = 65536) -> torch.Tensor:
-    """The ``top`` nearest centroids of each row: int64 (r, top)."""
-    Cb = C.to(data.dtype)
-    return torch.cat([(data[a : a + block] @ Cb.T).topk(top, 1).indices for a in range(0, len(data), block)])
+    """The ``top`` nearest centroids of each row: int64 (r, top) (ties to the lower centroid)."""
+    from bitextmine.search.topk import topk
+
+    return topk(data, C.to(data.dtype), top, block=block).I
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ the same models saved untrained (normal(0, 1) vectors; SIF statistics from the s
 Measured for each model, with and without SIF: STS12-16 (mean Pearson r x 100 per year over its
 datasets), STS Benchmark test, cross-lingual STSb test en-de and en-es (stsb_multi_mt, English s1 and
 the translated s2), Tatoeba v1 accuracy for the 8 languages of the default model, encoding speed
-(sentences/s through ``bitextmine.encoding.pipeline.encode`` on 20,000 news sentences, this machine), model size.
+(sentences/s through ``bitextmine.encoding.encode`` on 20,000 news sentences, this machine), model size.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ import numpy as np  # noqa: E402
 from bitextmine.evaluation.runners import find_sts_files, run_sts, run_tatoeba  # noqa: E402
 from bitextmine.config import EncodeConfig, TokenizerConfig, TrainConfig  # noqa: E402
 from bitextmine.corpus import CorpusSpec, load_corpora, read_lines  # noqa: E402
-from bitextmine.encoding.pipeline import encode  # noqa: E402
+from bitextmine.encoding import encode  # noqa: E402
 from bitextmine.model import default_model_dir, load_model  # noqa: E402
-from bitextmine.training.loop import train  # noqa: E402
+from bitextmine.training import train  # noqa: E402
 from train_default import corpora  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")

@@ -55,23 +55,17 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
         raise ConfigError(f"score {score!r}: expected cosine or margin")
     x = encode(list(src), model, config=config)
     y = encode(list(tgt), model, config=config)
-    sim = x @ y.T
-    if score == "margin":
-        kk = min(k, n)
-        mx = np.sort(sim, axis=1)[:, -kk:].mean(1)
-        my = np.sort(sim, axis=0)[-kk:, :].mean(0)
-        scored = lambda i, j: margin_scores(sim[i, j], mx[i], my[j], "ratio")  # noqa: E731
-    else:
-        scored = lambda i, j: sim[i, j]  # noqa: E731
     rng = np.random.default_rng(seed)
     rows = np.arange(n)
     shuffled = (rows + rng.integers(1, n, n)) % n  # never the pair itself
-    masked = sim.copy()
-    masked[rows, rows] = -np.inf
-    near = masked.argmax(1)
+    near, (good, shuffled_cos, near_cos), mx, my = _neighbours(x, y, shuffled, k)
     same = np.array([tgt[j] == tgt[i] for i, j in enumerate(near)])  # an equal text is not a bad pair
-    scores = {"good": scored(rows, rows), "shuffled": scored(rows, shuffled),
-              "near-miss": scored(rows[~same], near[~same])}
+    pairs = {"good": (rows, rows, good), "shuffled": (rows, shuffled, shuffled_cos),
+             "near-miss": (rows[~same], near[~same], near_cos[~same])}
+    if score == "margin":
+        scores = {name: margin_scores(v, mx[i], my[j], "ratio") for name, (i, j, v) in pairs.items()}
+    else:
+        scores = {name: v for name, (i, j, v) in pairs.items()}
     allv = np.concatenate(list(scores.values())).astype(np.float64)
     correct = np.concatenate([np.ones(n, bool), np.zeros(len(allv) - n, bool)])
     t = best_threshold(allv, correct, n)
@@ -83,6 +77,26 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
         out_rows.append({"threshold": float(th), "precision": r.precision, "recall": r.recall, "f1": r.f1})
     return CalibrationReport(score, float(t), {"precision": best.precision, "recall": best.recall, "f1": best.f1},
                              out_rows, scores)
+
+
+def _neighbours(x: np.ndarray, y: np.ndarray, shuffled: np.ndarray, k: int):
+    """From one blockwise pass over x @ y.T (x, y float32 (n, d), aligned gold pairs, n >= 3): near int64 (n,),
+    each row's best column other than its own (ties: the lower column); the cosines float32 (n,) of the pairs
+    (i, i), (i, shuffled[i]) and (i, near[i]); the means float32 (n,) of each row's (mx) and each column's
+    (my) min(k, n) best cosines."""
+    from ..search.topk import topk
+
+    n = len(x)
+    rows = np.arange(n)
+    kk = min(k, n)
+    best = topk(x, y, max(kk, 2), columns=True, col_k=kk,
+                pairs=(np.concatenate([rows, rows]), np.concatenate([rows, shuffled])))
+    own = best.I[:, 0] == rows  # then the best other column is the second (same order: value, then index)
+    near = np.where(own, best.I[:, 1], best.I[:, 0])
+    near_cos = np.where(own, best.D[:, 1], best.D[:, 0])
+    # the means add the k best in increasing order, as the former sort of each row did
+    mx, my = best.D[:, kk - 1 :: -1].mean(1), best.Dc[:, ::-1].mean(1)
+    return near, (best.P[:n], best.P[n:], near_cos), mx, my
 
 
 def plot_calibration(report: CalibrationReport, path: str) -> None:

@@ -34,20 +34,12 @@ def retrieval_accuracy(x: np.ndarray, y: np.ndarray, *, block: int = 4096) -> tu
     n = len(x)
     if n == 0 or len(y) != n:
         raise ValueError(f"retrieval_accuracy needs two non-empty aligned sides, got {len(x)} and {len(y)}")
-    x = np.asarray(x, np.float32)
-    y = np.asarray(y, np.float32)
-    hits_xy = 0
-    col_best = np.full(n, -np.inf, np.float32)
-    col_arg = np.zeros(n, np.int64)
-    for a in range(0, n, block):
-        sim = x[a : a + block] @ y.T
-        hits_xy += int((sim.argmax(1) == np.arange(a, a + len(sim))).sum())
-        v = sim.max(0)
-        i = sim.argmax(0) + a
-        better = v > col_best
-        col_best = np.where(better, v, col_best)
-        col_arg = np.where(better, i, col_arg)
-    hits_yx = int((col_arg == np.arange(n)).sum())
+    from ..search.topk import topk
+
+    best = topk(np.asarray(x, np.float32), np.asarray(y, np.float32), 1, block=block, columns=True)
+    rows = np.arange(n)
+    hits_xy = int((best.I[:, 0] == rows).sum())  # topk: ties to the lower index, the first maximum
+    hits_yx = int((best.Ic[:, 0] == rows).sum())
     return hits_xy / n, hits_yx / n
 
 

@@ -25,7 +25,7 @@ def _encode(texts: Sequence[str], model, config: EncodeConfig) -> np.ndarray:
 
 
 def _embeddings(path: str, model, count: int, config: EncodeConfig) -> np.ndarray:
-    from ..encoding.pipeline import load_embeddings
+    from ..encoding.store import load_embeddings
 
     return np.asarray(load_embeddings(path, model=model, count=count, sif=config.sif, marked=config.marked), np.float32)
 

@@ -131,7 +131,7 @@ def _worker_init(model, rules: RuleConfig, config: FilterConfig, src_lang, tgt_l
         torch.set_num_threads(1)  # the processes are the parallelism (see parallel.ordered_map)
     embedder = None
     if config.score != "none":
-        from ..encoding.pipeline import SentenceEmbedder
+        from ..encoding.embed import SentenceEmbedder
 
         embedder = SentenceEmbedder(model, sif=sif, device="cpu")
     _W.update(model=model, rules=rules, config=config, langs=(src_lang, tgt_lang), embedder=embedder)
@@ -192,16 +192,13 @@ def _score(src: list[str], tgt: list[str]) -> np.ndarray:
 
 
 def _knn_mean(q: np.ndarray, d: np.ndarray, k: int, block: int = 2048) -> np.ndarray:
-    """Mean cosine of each row of q with its k nearest rows of d (exact; torch, in blocks): float32 (n,)."""
+    """Mean cosine of each row of q float32 (n, dim) with its k nearest rows of d float32 (m, dim) (exact;
+    torch products in blocks of ``block`` rows, :func:`bitextmine.search.topk.topk`): float32 (n,)."""
     import torch
 
-    k = min(k, len(d))
-    dt = torch.from_numpy(d)
-    out = np.empty(len(q), np.float32)
-    for a in range(0, len(q), block):
-        sim = torch.from_numpy(q[a : a + block]) @ dt.T
-        out[a : a + block] = sim.topk(k, dim=1).values.mean(1).numpy()
-    return out
+    from ..search.topk import topk
+
+    return topk(torch.from_numpy(q), torch.from_numpy(d), k, block=block).D.mean(1).numpy()
 
 
 BINARY_MIN_LINES = 8  # an input is refused as binary when at least this many of its first 1,000 lines,

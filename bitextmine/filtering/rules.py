@@ -44,6 +44,8 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
         return "empty"
     if r.max_chars and (len(src) > r.max_chars or len(tgt) > r.max_chars):
         return "too-long"
+    if r.repeats and _repeats(src, tgt, r.repeats):  # before the rules a damaged side breaks as a consequence
+        return "repeats"
     ws, wt = len(src.split()), len(tgt.split())
     if r.min_words and (ws < r.min_words or wt < r.min_words):
         return "too-short"
@@ -60,8 +62,6 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
         return "digits"
     if r.urls and ("@" in src + tgt or "www" in src + tgt or "://" in src + tgt) and _urls(src) != _urls(tgt):
         return "urls"
-    if r.repeats and (_repeats(src, r.repeats) or _repeats(tgt, r.repeats)):
-        return "repeats"
     for side, text, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
         if lang and r.script and known_language(lang) and script_share(text, lang) < r.min_script:
             return f"{side}-script"
@@ -85,14 +85,45 @@ def _pairable(a: str, b: str) -> bool:
     return has_profile(a) and has_profile(b)
 
 
-_REPEAT_RE: dict[int, "re.Pattern[str]"] = {}
+_CHAR_RE: dict[int, "re.Pattern[str]"] = {}
+_NUMERIC = re.compile(r"[\d.,:/%+-]+")
+_EDGE = "\"'()[]{}.,;:!?¡¿«»„“”‚‘’-–—*"
 
 
-def _repeats(text: str, n: int) -> bool:
-    pat = _REPEAT_RE.get(n)
+def _repeats(src: str, tgt: str, n: int) -> bool:
+    """Repeat damage: a run of characters (:func:`char_repeats`) or of words (:func:`word_repeats`) on one
+    side only, or a run of 2n characters on any side. A shorter repeat on both sides is the text's own
+    ("ooooo", a quoted "stop, stop, stop")."""
+    if char_repeats(src, 2 * n) or char_repeats(tgt, 2 * n):
+        return True
+    return char_repeats(src, n) != char_repeats(tgt, n) or word_repeats(src) != word_repeats(tgt)
+
+
+def char_repeats(text: str, n: int) -> bool:
+    """A character other than a digit or space n times in a row ("aaaaa", "!!!!!"), or a piece of 2-4
+    characters n-1 times in a row ("lalalala", "abcabcabcabc"); runs with digits are numbers ("1.000.000.000.000")."""
+    pat = _CHAR_RE.get(n)
     if pat is None:
-        pat = _REPEAT_RE[n] = re.compile(r"(\S)\1{%d,}" % (n - 1))
-    return pat.search(text) is not None
+        pat = _CHAR_RE[n] = re.compile(r"([^\s\d])\1{%d,}|(\S{2,4}?)\2{%d,}" % (n - 1, max(1, n - 2)))
+    return any(not any(c.isdigit() for c in m.group(0)) for m in pat.finditer(text))
+
+
+def word_repeats(text: str) -> bool:
+    """A word or phrase three times in a row, or a phrase of three or more words twice in a row (a doubled
+    side). Case and punctuation at word edges are ignored; a number alone is no repeat ("3 000 000 000").
+    Work is quadratic in the words of the side (bounded by --max-chars, checked first)."""
+    words = [w.strip(_EDGE).casefold() or w for w in text.split()]  # "-" stays "-"
+    for w in range(1, len(words) // 2 + 1):
+        run = 0
+        for a, b in zip(words, words[w:]):
+            run = run + 1 if a == b and (w > 1 or not _is_number(a)) else 0
+            if run >= 2 * w or (w >= 3 and run >= w):
+                return True
+    return False
+
+
+def _is_number(word: str) -> bool:
+    return _NUMERIC.fullmatch(word) is not None and any(c.isdigit() for c in word)
 
 
 def text_key(text: str) -> bytes:

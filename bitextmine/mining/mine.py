@@ -231,7 +231,7 @@ def mine_files(
     drops candidates that break a rule of :func:`bitextmine.rules.check_pair` (with the languages for
     the script and langdetect rules); the drops are counted per reason in the stats.
     """
-    from ..encoding.pipeline import Encoder, load_embeddings, side_configs, vectors_fingerprint
+    from ..encoding import Encoder, load_embeddings, side_configs, vectors_fingerprint
     from ..model import load_model
 
     side_cfgs = side_configs(encode_config, marked, ("src", "tgt"))

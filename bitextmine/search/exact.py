@@ -29,11 +29,11 @@ their pages resident.
 from __future__ import annotations
 
 import mmap
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..device import resident_rows, search_precision
+from ..device import exact_matmul, resident_rows, search_precision
 from ..errors import ConfigError
 
 G = 16  # entries per group in the in-tile selection
@@ -174,7 +174,8 @@ def _merge(V, I, key, idx, val):
 
 
 def _precision_holds(x, y, precision: str, device) -> bool:
-    """Whether tiles at ``precision`` stay within eps of float32 on a sample (64 x 256) of x and y."""
+    """Whether tiles at ``precision`` stay within eps of float32 on a sample (64 x 256) of x and y (run it
+    under :func:`bitextmine.device.exact_matmul`, as the pass it guards)."""
     import torch
 
     if precision == "fp32":
@@ -195,6 +196,31 @@ def _dots(Q: np.ndarray, r: np.ndarray, o: np.ndarray, idx: np.ndarray) -> np.nd
     for part, rows in _in_order(o, idx):
         out[part] = np.einsum("ij,ij->i", Q[r[part]], rows)
     return out
+
+
+class _Plan(NamedTuple):
+    """Sizes and dtype of one pass: tiles tile_rows x tile_cols, x streamed in blocks of block_rows, y resident
+    ``shard`` rows at a time, c candidates per row, on ``dev`` (a torch.device) with tiles of ``dtype``."""
+
+    dev: object
+    dtype: object
+    c: int
+    tile_rows: int
+    tile_cols: int
+    block_rows: int
+    shard: int
+
+
+class _Best(NamedTuple):
+    """The running candidates: row_v float32 (n, c) / row_i int32 (n, c) for x's rows, col_v / col_i (m, c)
+    for y's rows (sorted by decreasing value; -inf / -1 where none yet), and the float32 row norms."""
+
+    row_v: object
+    row_i: object
+    col_v: object
+    col_i: object
+    x_norm: np.ndarray
+    y_norm: np.ndarray
 
 
 def knn_both(
@@ -219,82 +245,115 @@ def knn_both(
     streamed block, tiles of ``tile_rows`` x ``tile_cols`` (0: by device), ``shard_rows`` y rows resident
     at a time (0 = 64 MiB of them on a CPU, what fits on a GPU); ``candidates`` per row (>= k);
     ``precision`` auto | bf16 | fp32 for the tiles (:func:`bitextmine.device.search_precision`). ``progress`` gets n + m
-    in all.
+    in all. The safety check, the pass and the rescoring all run under :func:`bitextmine.device.exact_matmul`
+    (no TF32, float32 accumulation), whatever the caller's matmul settings.
     """
     import torch
 
     n, m = len(x), len(y)
-    d = x.shape[1]
     if n == 0 or m == 0 or k < 1:
         raise ConfigError("knn_both: both sides need rows and k >= 1")
-    kx, ky = min(k, m), min(k, n)
-    c = max(candidates, k)
     dev = torch.device(device)
-    precision = search_precision(precision, dev.type)
-    if not _precision_holds(x, y, precision, dev):
-        precision = "fp32"
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    with exact_matmul():
+        precision = search_precision(precision, dev.type)
+        if not _precision_holds(x, y, precision, dev):
+            precision = "fp32"
+        plan = _plan(n, m, x.shape[1], max(candidates, k), dev, precision, block_rows, tile_rows, tile_cols, shard_rows)
+        best = _pass(x, y, plan, progress)
+        return _certified(x, y, best, k, precision, device, plan.c)
+
+
+def _plan(n: int, m: int, d: int, c: int, dev, precision: str, block_rows: int, tile_rows: int, tile_cols: int,
+          shard_rows: int) -> _Plan:
+    """The :class:`_Plan` of a pass (see :func:`knn_both` for the arguments; 0 = by device)."""
+    import torch
+
     # a CPU tile (1024 x 4096 bf16, 8 MB) stays in cache: both faster products and faster passes over it
     tile_rows = tile_rows or (1024 if dev.type == "cpu" else 8192)
     tile_cols = tile_cols or (4096 if dev.type == "cpu" else 32768)
     tile_rows, tile_cols = (max(G, t - t % G) for t in (tile_rows, tile_cols))
     block_rows = max(tile_rows, block_rows - block_rows % tile_rows)
-    shard = shard_rows if 0 < shard_rows < m else resident_rows(m, n, d, c, str(dev), 2 if precision == "bf16" else 4, align=G)
-    row_v = torch.full((n, c), -torch.inf, device=dev)
-    row_i = torch.full((n, c), -1, dtype=torch.int32, device=dev)  # row numbers < 2^31
-    col_v = torch.full((m, c), -torch.inf, device=dev)
-    col_i = torch.full((m, c), -1, dtype=torch.int32, device=dev)
-    x_norm = np.zeros(n, np.float32)
-    y_norm = np.zeros(m, np.float32)
+    itemsize = 2 if precision == "bf16" else 4
+    shard = shard_rows if 0 < shard_rows < m else resident_rows(m, n, d, c, str(dev), itemsize, align=G)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    return _Plan(dev, dtype, c, tile_rows, tile_cols, block_rows, shard)
+
+
+def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress) -> _Best:
+    """The pass over x @ y.T: y in resident shards, x streamed in blocks; every tile updates both sides'
+    candidates. Returns them (:class:`_Best`)."""
+    import torch
+
+    n, m = len(x), len(y)
+    dev, c = plan.dev, plan.c
+    best = _Best(torch.full((n, c), -torch.inf, device=dev), torch.full((n, c), -1, dtype=torch.int32, device=dev),
+                 torch.full((m, c), -torch.inf, device=dev), torch.full((m, c), -1, dtype=torch.int32, device=dev),
+                 np.zeros(n, np.float32), np.zeros(m, np.float32))  # row numbers < 2^31 in int32
     done = 0.0
-    old_reduction = None
-    if dev.type == "cuda":  # keep float32 accumulation for bfloat16 products, as the bound assumes
-        old_reduction = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
-        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-    try:
-        with torch.inference_mode():
-            for s0 in range(0, m, shard):
-                s1 = min(m, s0 + shard)
-                Y = torch.zeros((_ceil(s1 - s0), d), dtype=dtype, device=dev)  # padding rows stay 0
-                for a in range(s0, s1, block_rows):  # converted in blocks: no float32 copy of the shard
-                    Yf = rows_f32(y, a, min(s1, a + block_rows))
-                    y_norm[a : a + len(Yf)] = np.linalg.norm(Yf, axis=1)
-                    Y[a - s0 : a - s0 + len(Yf)] = torch.from_numpy(Yf).to(dev, dtype)
-                sv, si = col_v[s0:s1], col_i[s0:s1]  # views: merged in place
-                for a in range(0, n, block_rows):
-                    Xf = rows_f32(x, a, a + block_rows)
-                    b = a + len(Xf)
-                    if s0 == 0:
-                        x_norm[a:b] = np.linalg.norm(Xf, axis=1)
-                    X = _pad(torch.from_numpy(Xf).to(dev, dtype), G)
-                    for r0 in range(0, b - a, tile_rows):  # tiles small enough to stay in cache on a CPU
-                        r1 = min(b - a, r0 + tile_rows)
-                        Xt = X[r0 : r0 + _ceil(r1 - r0)]
-                        rv, ri = row_v[a + r0 : a + r1], row_i[a + r0 : a + r1]
-                        for t0 in range(0, s1 - s0, tile_cols):
-                            t1 = min(s1 - s0, t0 + tile_cols)
-                            S = Xt @ Y[t0 : t0 + _ceil(t1 - t0)].T
-                            if len(S) > r1 - r0:  # padding rows and columns never pass a floor
-                                S[r1 - r0 :] = -torch.inf
-                            if S.shape[1] > t1 - t0:
-                                S[:, t1 - t0 :] = -torch.inf
-                            # a row's floor is its c-th best so far (rows are kept sorted); none yet: the c best here
-                            r, j, v = _candidates(S, rv[:, -1], r1 - r0, 0, c)
-                            rv, ri = _merge(rv, ri, r, j + s0 + t0, v)
-                            j, r, v = _candidates(S, sv[t0:t1, -1], t1 - t0, 1, c)
-                            sv[t0:t1], si[t0:t1] = _merge(sv[t0:t1], si[t0:t1], j, r + a + r0, v)
-                        row_v[a + r0 : a + r1], row_i[a + r0 : a + r1] = rv, ri
-                    done += (b - a) / n * (s1 - s0) / m * (n + m)
-                    if progress and int(done) > 0:
-                        progress(int(done))
-                        done -= int(done)
-                del Y
-    finally:
-        if old_reduction is not None:
-            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = old_reduction
-    f = eps_factor(precision, d)
-    Dxy, Ixy, ok_x = rescore(x, y, row_v.cpu().numpy(), row_i.cpu().numpy(), kx, f * x_norm * y_norm.max())
-    Dyx, Iyx, ok_y = rescore(y, x, col_v.cpu().numpy(), col_i.cpu().numpy(), ky, f * y_norm * x_norm.max())
+    with torch.inference_mode():
+        for s0 in range(0, m, plan.shard):
+            s1 = min(m, s0 + plan.shard)
+            Y = _shard(y, s0, s1, plan, best.y_norm)
+            for a in range(0, n, plan.block_rows):
+                Xf = rows_f32(x, a, a + plan.block_rows)
+                if s0 == 0:
+                    best.x_norm[a : a + len(Xf)] = np.linalg.norm(Xf, axis=1)
+                _block(_pad(torch.from_numpy(Xf).to(dev, plan.dtype), G), len(Xf), a, Y, s0, s1, plan, best)
+                done += len(Xf) / n * (s1 - s0) / m * (n + m)
+                if progress and int(done) > 0:
+                    progress(int(done))
+                    done -= int(done)
+            del Y
+    return best
+
+
+def _shard(y: np.ndarray, s0: int, s1: int, plan: _Plan, y_norm: np.ndarray):
+    """Rows s0:s1 of y on the device in the tiles' dtype, zero rows padding them to a multiple of G, converted
+    block by block (no float32 copy of the whole shard); their norms go to y_norm[s0:s1]."""
+    import torch
+
+    Y = torch.zeros((_ceil(s1 - s0), y.shape[1]), dtype=plan.dtype, device=plan.dev)  # padding rows stay 0
+    for a in range(s0, s1, plan.block_rows):
+        Yf = rows_f32(y, a, min(s1, a + plan.block_rows))
+        y_norm[a : a + len(Yf)] = np.linalg.norm(Yf, axis=1)
+        Y[a - s0 : a - s0 + len(Yf)] = torch.from_numpy(Yf).to(plan.dev, plan.dtype)
+    return Y
+
+
+def _block(X, rows: int, a: int, Y, s0: int, s1: int, plan: _Plan, best: _Best) -> None:
+    """Merge the tiles of X (rows ``rows`` of x from row a, padded) @ Y (y's shard s0:s1) into ``best``:
+    each x row's and each y row's c best (tiles small enough to stay in cache on a CPU)."""
+    import torch
+
+    c = plan.c
+    sv, si = best.col_v[s0:s1], best.col_i[s0:s1]  # views: merged in place
+    for r0 in range(0, rows, plan.tile_rows):
+        r1 = min(rows, r0 + plan.tile_rows)
+        Xt = X[r0 : r0 + _ceil(r1 - r0)]
+        rv, ri = best.row_v[a + r0 : a + r1], best.row_i[a + r0 : a + r1]
+        for t0 in range(0, s1 - s0, plan.tile_cols):
+            t1 = min(s1 - s0, t0 + plan.tile_cols)
+            S = Xt @ Y[t0 : t0 + _ceil(t1 - t0)].T
+            if len(S) > r1 - r0:  # padding rows and columns never pass a floor
+                S[r1 - r0 :] = -torch.inf
+            if S.shape[1] > t1 - t0:
+                S[:, t1 - t0 :] = -torch.inf
+            # a row's floor is its c-th best so far (rows are kept sorted); none yet: the c best here
+            r, j, v = _candidates(S, rv[:, -1], r1 - r0, 0, c)
+            rv, ri = _merge(rv, ri, r, j + s0 + t0, v)
+            j, r, v = _candidates(S, sv[t0:t1, -1], t1 - t0, 1, c)
+            sv[t0:t1], si[t0:t1] = _merge(sv[t0:t1], si[t0:t1], j, r + a + r0, v)
+        best.row_v[a + r0 : a + r1], best.row_i[a + r0 : a + r1] = rv, ri
+
+
+def _certified(x: np.ndarray, y: np.ndarray, best: _Best, k: int, precision: str, device: str, c: int):
+    """Rescore both sides' candidates in float32 (:func:`rescore`) and search the uncertified rows again
+    (:func:`exact_rows`). Returns knn_both's (Dxy, Ixy, Dyx, Iyx, info)."""
+    kx, ky = min(k, len(y)), min(k, len(x))
+    f = eps_factor(precision, x.shape[1])
+    x_norm, y_norm = best.x_norm, best.y_norm
+    Dxy, Ixy, ok_x = rescore(x, y, best.row_v.cpu().numpy(), best.row_i.cpu().numpy(), kx, f * x_norm * y_norm.max())
+    Dyx, Iyx, ok_y = rescore(y, x, best.col_v.cpu().numpy(), best.col_i.cpu().numpy(), ky, f * y_norm * x_norm.max())
     for q, o, D, I, ok, kk in ((x, y, Dxy, Ixy, ok_x, kx), (y, x, Dyx, Iyx, ok_y, ky)):
         redo = np.flatnonzero(~ok)
         if len(redo):
@@ -383,7 +442,7 @@ def exact_rows(q: np.ndarray, o: np.ndarray, rows: np.ndarray, k: int, c: int, *
     v = torch.full((len(rows), c), -torch.inf, device=device)
     i = torch.full((len(rows), c), -1, dtype=torch.int64, device=device)
     o_max = 0.0
-    with torch.inference_mode():
+    with exact_matmul(), torch.inference_mode():
         for a in range(0, len(o), block):
             Of = rows_f32(o, a, a + block)
             o_max = max(o_max, float(np.linalg.norm(Of, axis=1).max()))

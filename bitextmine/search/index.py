@@ -1,9 +1,11 @@
 """k-nearest-neighbour search by inner product (cosine on L2-normalised rows), in query blocks.
 
-Exact search backends, in order of preference for ``device='auto'``: FAISS on GPU (faiss built with
-CUDA), torch matmul + top-k on CUDA, FAISS on CPU (``IndexFlatIP``). Approximate search (``index``
-ivf / ivfpq, or auto for large sides): FAISS ``IndexIVFFlat`` / ``IndexIVFPQ`` with inner product,
-trained on a seeded sample of the searched rows; :func:`recall_at_k` measures it against exact search.
+Exact (``index`` flat) search backends (:func:`bitextmine.device.knn_backend`): FAISS on GPU (faiss built
+with CUDA), exact float32 torch products + top-k on a CUDA device (y in column shards so that one block's
+similarities stay within device.FLAT_SIM_BYTES), FAISS ``IndexFlatIP`` on the CPU. Approximate search
+(``index`` ivf / ivfpq, or auto for large sides): FAISS ``IndexIVFFlat`` / ``IndexIVFPQ`` with inner
+product, trained on a seeded sample of the searched rows, on a FAISS GPU where :func:`bitextmine.device.index_device`
+says so (trained there too); :func:`recall_at_k` measures it against exact float32 search.
 """
 
 from __future__ import annotations
@@ -12,34 +14,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError, MissingDependencyError
-
-
-def _faiss():
-    try:
-        import faiss
-    except ImportError:
-        raise MissingDependencyError(
-            "FAISS is not installed; run: pip install faiss-cpu   (or: pip install 'bitextmine[gpu]' for faiss-gpu)"
-        ) from None
-    return faiss
-
-
-def choose_backend(device: str) -> str:
-    """'faiss-gpu', 'torch-cuda' or 'faiss-cpu' for device auto|cpu|cuda."""
-    if device == "cpu":
-        return "faiss-cpu"
-    try:
-        import faiss
-
-        n_gpu = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
-    except ImportError:
-        n_gpu = 0
-    if n_gpu > 0:
-        return "faiss-gpu"
-    from ..device import resolve_device
-
-    return "torch-cuda" if resolve_device(device) == "cuda" else "faiss-cpu"
+from ..device import FLAT_SIM_BYTES, exact_matmul, faiss_module, knn_backend, pq_subquantizers
+from ..errors import ConfigError
+from .topk import _merge, topk
 
 
 def resolve_index(kind: str, rows: int, auto_flat_max: int) -> str:
@@ -52,29 +29,36 @@ def resolve_index(kind: str, rows: int, auto_flat_max: int) -> str:
 
 
 def _ivf_index(y: np.ndarray, kind: str, *, nlist: int, nprobe: int, train_sample: int, pq_m: int, seed: int,
-               gpu: bool):
-    faiss = _faiss()
+               where: str):
+    """A trained and filled FAISS IVF (``kind`` ivf) or IVF-PQ (ivfpq) index by inner product over y float (m, d),
+    on ``where`` (cpu | cuda: moved to the FAISS GPUs before training, so the k-means runs there)."""
+    faiss = faiss_module()
     m, d = y.shape
     nlist = nlist or max(16, int(4 * np.sqrt(m)))
     nlist = min(nlist, max(1, m // 8))  # at least a few rows per cell
     quantizer = faiss.IndexFlatIP(d)
     if kind == "ivfpq":
-        pq_m = pq_m or max(q for q in range(1, d // 4 + 1) if d % q == 0)
-        index = faiss.IndexIVFPQ(quantizer, d, nlist, pq_m, 8, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexIVFPQ(quantizer, d, nlist, pq_subquantizers(d, pq_m, where), 8, faiss.METRIC_INNER_PRODUCT)
     else:
         index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+    gpu = where == "cuda"
+    if gpu:
+        index = faiss.index_cpu_to_all_gpus(index)
     sample = min(m, train_sample or 64 * nlist)
     rows = np.sort(np.random.default_rng(seed).choice(m, sample, replace=False)) if sample < m else np.arange(m)
     index.train(np.ascontiguousarray(y[rows], np.float32))
-    if gpu:
-        index = faiss.index_cpu_to_all_gpus(index)
-    for a in range(0, m, 262_144):  # add in slices: the float32 copy of a memory-mapped side stays small
-        index.add(np.ascontiguousarray(y[a : a + 262_144], np.float32))
+    _add(index, y)
     if gpu:
         faiss.GpuParameterSpace().set_index_parameter(index, "nprobe", nprobe)
     else:
         index.nprobe = nprobe
     return index
+
+
+def _add(index, y: np.ndarray) -> None:
+    """Add y's rows in slices: the float32 copy of a memory-mapped side stays small."""
+    for a in range(0, len(y), 262_144):
+        index.add(np.ascontiguousarray(y[a : a + 262_144], np.float32))
 
 
 def knn(
@@ -113,31 +97,51 @@ def knn(
     if shard_rows and m > shard_rows:
         return _sharded(x, y, k, shard_rows, progress=progress, block_size=block_size, device=device, index=index,
                         nlist=nlist, nprobe=nprobe, train_sample=train_sample, pq_m=pq_m, seed=seed)
-    backend = choose_backend(device)
+    backend = knn_backend(index, device)
     if index in ("ivf", "ivfpq"):
         ivf = _ivf_index(y, index, nlist=nlist, nprobe=nprobe, train_sample=train_sample, pq_m=pq_m, seed=seed,
-                         gpu=backend == "faiss-gpu")
+                         where="cuda" if backend == "faiss-gpu" else "cpu")
         return _search(ivf, x, k, block_size, progress)
-    D = np.empty((n, k), np.float32)
-    I = np.empty((n, k), np.int64)
-    if backend == "torch-cuda":
-        import torch
+    if backend == "torch":
+        from ..device import resolve_device
 
-        yt = torch.from_numpy(np.ascontiguousarray(y, np.float32)).cuda().half()
-        for a in range(0, n, block_size):
-            xb = torch.from_numpy(np.ascontiguousarray(x[a : a + block_size], np.float32)).cuda().half()
-            v, i = torch.topk((xb @ yt.T).float(), k, dim=1)
-            D[a : a + len(xb)], I[a : a + len(xb)] = v.cpu().numpy(), i.cpu().numpy()
-            if progress:
-                progress(len(xb))
-        return D, I
-    faiss = _faiss()
+        return exact_knn(x, y, k, device=resolve_device(device), block_size=block_size, progress=progress)
+    faiss = faiss_module()
     flat = faiss.IndexFlatIP(y.shape[1])
     if backend == "faiss-gpu":
         flat = faiss.index_cpu_to_all_gpus(flat)
-    for a in range(0, m, 262_144):
-        flat.add(np.ascontiguousarray(y[a : a + 262_144], np.float32))
+    _add(flat, y)
     return _search(flat, x, k, block_size, progress)
+
+
+def exact_knn(x: np.ndarray, y: np.ndarray, k: int, *, device: str = "cpu", block_size: int = 16384,
+              sim_bytes: int = FLAT_SIM_BYTES, progress: Callable[[int], None] | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact float32 k-NN by torch products on ``device`` (under :func:`bitextmine.device.exact_matmul`).
+
+    x float (n, d), y float (m, d); returns (D float32 (n, k'), I int64 (n, k')), k' = min(k, m), rows sorted
+    by decreasing value, ties to the lower row of y. y is held on the device in float32 and searched in
+    column shards so that one query block's similarities (block x shard float32) stay within ``sim_bytes``;
+    each query's k best are merged over the shards (:func:`bitextmine.search.topk.topk`)."""
+    import torch
+
+    n, m = len(x), len(y)
+    k = min(k, m)
+    block = max(1, min(block_size, n))
+    cols = max(k, sim_bytes // (4 * block))
+    D, I = np.empty((n, k), np.float32), np.empty((n, k), np.int64)
+    with exact_matmul(), torch.no_grad():
+        Y = [torch.from_numpy(np.ascontiguousarray(y[s : s + cols], np.float32)).to(device) for s in range(0, m, cols)]
+        for a in range(0, n, block):
+            xb = torch.from_numpy(np.ascontiguousarray(x[a : a + block], np.float32)).to(device)
+            V = J = None
+            for s, ys in zip(range(0, m, cols), Y):  # earlier shards hold lower rows: merged ties keep them
+                r = topk(xb, ys, k, block=block)
+                V, J = _merge(V, J, r.D, r.I + s, k)
+            D[a : a + len(xb)], I[a : a + len(xb)] = V.cpu().numpy(), J.cpu().numpy()
+            if progress:
+                progress(len(xb))
+    return D, I
 
 
 def _sharded(x: np.ndarray, y: np.ndarray, k: int, shard_rows: int, *, progress, **kw) -> tuple[np.ndarray, np.ndarray]:
@@ -179,12 +183,14 @@ def _search(index, x: np.ndarray, k: int, block_size: int, progress) -> tuple[np
 
 def recall_at_k(x: np.ndarray, y: np.ndarray, I: np.ndarray, sample: int, *, seed: int = 1,
                 device: str = "cpu") -> float:
-    """Mean share of the exact k nearest neighbours (by exact flat search) that ``I`` int64 (n, k) found,
-    over ``sample`` seeded random queries of x (n, d) against y (m, d)."""
+    """Mean share of the exact k nearest neighbours (exact float32 search, :func:`exact_knn` on ``device``)
+    that ``I`` int64 (n, k) found, over ``sample`` seeded random queries of x (n, d) against y (m, d)."""
     n, k = I.shape
     if n == 0 or k == 0:
         return 1.0
     rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
-    _, exact = knn(np.asarray(x[rows], np.float32), y, k, device=device, index="flat")
+    from ..device import resolve_device
+
+    _, exact = exact_knn(np.asarray(x[rows], np.float32), y, k, device=resolve_device(device))
     hits = [len(set(a.tolist()) & set(b.tolist())) for a, b in zip(I[rows], exact)]
     return float(np.sum(hits) / (len(rows) * k))

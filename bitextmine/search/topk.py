@@ -12,6 +12,7 @@ Mining's large exact search (both directions, bf16 tiles with certified float32 
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -26,31 +27,43 @@ class TopK(NamedTuple):
     I: object
     Dc: object = None
     Ic: object = None
+    P: object = None  # float32 (p,): the entries x_i . y_j of ``pairs`` (i int (p,), j int (p,)), else None
 
 
 def topk(x, y, k: int, *, block: int = 4096, exclude: Sequence = (), columns: bool = False,
-         col_exclude: Sequence = (), col_k: int | None = None) -> TopK:
+         col_exclude: Sequence = (), col_k: int | None = None, pairs: tuple | None = None) -> TopK:
     """The k largest x_i . y_j for each row i of x (and with ``columns`` the ``col_k`` (default k) largest
     over i for each row j of y), from one blockwise pass over x @ y.T.
 
-    x float32 (n, d), y float32 (m, d): numpy arrays (searched on the CPU) or torch tensors (on their
-    device). ``exclude`` / ``col_exclude``: pairs (a int (n,), b int (m,)) of keys; entry (i, j) is left
+    x float32 (n, d), y float32 (m, d): numpy arrays (each block's product by numpy, on the CPU) or torch
+    tensors (by torch, on their device). The product of a block is one matrix product, so its entries are
+    those of one x @ y.T by the same library (CPU BLAS results depend on the library). ``exclude`` / ``col_exclude``: pairs (a int (n,), b int (m,)) of keys; entry (i, j) is left
     out of row i's choice where a[i] == b[j] for any pair (of column j's choice for ``col_exclude``).
-    k is capped at m (col_k at n). Returns :class:`TopK`.
+    k is capped at m (col_k at n). ``pairs`` (i int (p,), j int (p,)): entries to return as P. Returns :class:`TopK`.
     """
     import torch
 
     as_numpy = isinstance(x, np.ndarray)
-    xt, yt = (torch.from_numpy(np.ascontiguousarray(a, np.float32)) if isinstance(a, np.ndarray) else a for a in (x, y))
+    if as_numpy:
+        x, y = (np.ascontiguousarray(a, np.float32) for a in (x, y))
+    with warnings.catch_warnings():  # read-only memory maps: torch warns, but nothing here writes to them
+        warnings.simplefilter("ignore", UserWarning)
+        xt, yt = [torch.from_numpy(a) if as_numpy else a for a in (x, y)]
     ex = [tuple(_tensor(v, xt.device) for v in pair) for pair in exclude]
     cex = [tuple(_tensor(v, xt.device) for v in pair) for pair in col_exclude]
     n, m = len(xt), len(yt)
     k, kc = min(k, m), min(col_k or k, n)
     rows_v, rows_i, col_v, col_i = [], [], None, None
+    if pairs is not None:
+        pi, pj = (_tensor(v if isinstance(v, torch.Tensor) else np.asarray(v, np.int64), xt.device).long() for v in pairs)
+        P = xt.new_empty(len(pi))
     with torch.no_grad():
         for a in range(0, n, block):
             b = min(n, a + block)
-            sim = xt[a:b] @ yt.T
+            sim = torch.from_numpy(x[a:b] @ y.T) if as_numpy else xt[a:b] @ yt.T
+            if pairs is not None:
+                sel = torch.nonzero((pi >= a) & (pi < b)).flatten()
+                P[sel] = sim[pi[sel] - a, pj[sel]]
             v, i = _best(_masked(sim, ex, slice(a, b)), k)
             rows_v.append(v)
             rows_i.append(i)
@@ -59,7 +72,7 @@ def topk(x, y, k: int, *, block: int = 4096, exclude: Sequence = (), columns: bo
                 col_v, col_i = _merge(col_v, col_i, cv, ci + a, kc)
     D = torch.cat(rows_v) if rows_v else xt.new_zeros((0, k))
     I = torch.cat(rows_i) if rows_i else torch.zeros((0, k), dtype=torch.int64)
-    out = TopK(D, I, col_v, col_i)
+    out = TopK(D, I, col_v, col_i, P if pairs is not None else None)
     if as_numpy:
         out = TopK(*(None if t is None else t.cpu().numpy() for t in out))
     return out

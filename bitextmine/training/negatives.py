@@ -1,14 +1,22 @@
-"""Hardest negatives in a mega-batch and the symmetric hinge loss (Wieting et al. 2019, 2021).
+"""Negatives within a mega-batch and the symmetric hinge loss (Wieting et al. 2019, 2021).
 
 For pair i with embeddings s_i (source) and t_i (target):
   t_neg(i) = argmax_j cos(s_i, t_j) over j whose target text differs from t_i's (so never j = i),
   s_neg(i) = argmax_j cos(s_j, t_i) over j whose source text differs from s_i's,
   loss_i   = max(0, delta - cos(s_i, t_i) + cos(s_i, t_neg(i))) + max(0, delta - cos(s_i, t_i) + cos(s_neg(i), t_i)).
+
+:func:`choose_negatives` also draws random negatives (``random``) or mixes them with the hardest
+(``mix``); :func:`paraphrase_negatives` searches a pool of both sides (monolingual pairs). The
+searches are :func:`bitextmine.search.topk.topk` with k = 1: one product s @ t.T in row blocks, ties
+to the lower index, excluded entries by text keys.
 """
 
 from __future__ import annotations
 
 import torch
+
+from ..config import TrainConfig
+from ..search.topk import topk
 
 
 @torch.no_grad()
@@ -17,33 +25,59 @@ def hardest_negatives(s, t, src_text_ids, tgt_text_ids, *, chunk: int = 4096):
 
     s, t: float (n, d), L2-normalised rows; src_text_ids, tgt_text_ids: int64 (n,), equal ids for equal texts.
     Returns (t_neg int64 (n,), s_neg int64 (n,), t_valid bool (n,), s_valid bool (n,)); a negative is
-    invalid when every candidate shares the positive's text (e.g. n = 1).
-    One matrix product s @ t.T, computed in row blocks of ``chunk`` to bound memory.
+    invalid when every candidate shares the positive's text (e.g. n = 1; its index is then 0).
+    One matrix product s @ t.T, computed in row blocks of ``chunk`` to bound memory: each row's argmax
+    gives t_neg, each column's s_neg.
     """
-    n = s.shape[0]
-    neg_inf = torch.finfo(s.dtype).min
-    t_best = torch.empty(n, dtype=s.dtype, device=s.device)
-    t_neg = torch.empty(n, dtype=torch.int64, device=s.device)
-    col_best = torch.full((n,), neg_inf, dtype=s.dtype, device=s.device)
-    s_neg = torch.zeros(n, dtype=torch.int64, device=s.device)
-    for a in range(0, n, chunk):
-        b = min(n, a + chunk)
-        sim = s[a:b] @ t.T  # (b-a, n): rows = sources a..b, columns = all targets
-        # row i, column j: j is a valid target negative for source i if tgt text j != tgt text i
-        row_mask = tgt_text_ids[a:b, None] == tgt_text_ids[None, :]
-        v, j = sim.masked_fill(row_mask, neg_inf).max(dim=1)
-        t_best[a:b], t_neg[a:b] = v, j
-        # column j, row i: i is a valid source negative for target j if src text i != src text j
-        col_mask = src_text_ids[a:b, None] == src_text_ids[None, :]
-        v, i = sim.masked_fill(col_mask, neg_inf).max(dim=0)
-        better = v > col_best  # strict: the first (lowest) index wins ties, as in one argmax
-        col_best = torch.where(better, v, col_best)
-        s_neg = torch.where(better, i + a, s_neg)
-    return t_neg, s_neg, t_best > neg_inf, col_best > neg_inf
+    r = topk(s, t, 1, block=chunk, exclude=[(tgt_text_ids, tgt_text_ids)], columns=True,
+             col_exclude=[(src_text_ids, src_text_ids)])
+    return r.I[:, 0], r.Ic[:, 0], r.D[:, 0] > -float("inf"), r.Dc[:, 0] > -float("inf")
+
+
+def choose_negatives(es, et, s_text, t_text, config: TrainConfig, gen):
+    """Negatives for a mega-batch by ``config.negatives``: max = the hardest (:func:`hardest_negatives`);
+    random = a uniformly drawn other pair; mix = per pair, the hardest with probability ``mix_prob``,
+    else the random one.
+
+    es, et float32 (n, d) L2-normalised; s_text, t_text int64 (n,); ``gen`` the torch.Generator on
+    es's device. The draws, in order: offsets 1..n-1 for t then s (randint), then for mix the
+    uniforms for t then s (rand). Returns (t_neg, s_neg) int64 (n,) and (t_valid, s_valid) bool (n,);
+    a random pick sharing the positive's text is invalid (its loss term is switched off).
+    """
+    t_neg, s_neg, t_ok, s_ok = hardest_negatives(es, et, s_text, t_text)
+    if config.negatives == "max":
+        return t_neg, s_neg, t_ok, s_ok
+    n = es.shape[0]
+    if n < 2:
+        return t_neg, s_neg, t_ok & False, s_ok & False
+    ar = torch.arange(n, device=es.device)
+    rt = (ar + torch.randint(1, n, (n,), generator=gen, device=es.device)) % n
+    rs = (ar + torch.randint(1, n, (n,), generator=gen, device=es.device)) % n
+    if config.negatives == "mix":
+        use_t = torch.rand(n, generator=gen, device=es.device) < config.mix_prob
+        use_s = torch.rand(n, generator=gen, device=es.device) < config.mix_prob
+        rt = torch.where(use_t, t_neg, rt)
+        rs = torch.where(use_s, s_neg, rs)
+    return rt, rs, t_text[rt] != t_text, s_text[rs] != s_text
+
+
+@torch.no_grad()
+def paraphrase_negatives(es, et, s_text, t_text, *, chunk: int = 2048):
+    """Monolingual pairs: each sentence's negative is the most similar sentence of the pooled mega-batch
+    [sources; targets] (positions 0..n-1 sources, n..2n-1 targets) whose text is neither side of its pair.
+
+    es, et float (n, d) L2-normalised; s_text, t_text int64 (n,) text ids shared across the sides.
+    Returns (neg_for_s, neg_for_t) int64 (n,) pool positions and their validity masks bool (n,)
+    (invalid: every pooled sentence is one of the pair's texts).
+    """
+    pool = torch.cat([es, et])
+    pool_text = torch.cat([s_text, t_text])
+    out = [topk(x, pool, 1, block=chunk, exclude=[(s_text, pool_text), (t_text, pool_text)]) for x in (es, et)]
+    return out[0].I[:, 0], out[1].I[:, 0], out[0].D[:, 0] > -float("inf"), out[1].D[:, 0] > -float("inf")
 
 
 def hinge_loss(s, t, s_neg, t_neg, *, margin: float, s_valid=None, t_valid=None):
-    """Mean symmetric hinge loss over the batch.
+    """Mean symmetric hinge loss over the batch (a float scalar tensor).
 
     s, t, s_neg, t_neg: float (n, d) sentence embeddings (any norm; cosines are taken);
     s_valid, t_valid: optional bool (n,) masks that switch off a term without a valid negative.

@@ -1,0 +1,144 @@
+"""Resumable training checkpoints: ``OUT/checkpoint/`` holds ``state.json`` (format version
+CHECKPOINT_VERSION, the data fingerprint, the config, epoch, position in the epoch's order, step,
+dev history, best score, the device type of the random generator), ``tensors.safetensors`` (weights,
+Adam's moments, the best weights so far, both random generators' states) and ``tokenizer.bin``.
+No pickle. They are written at mega-batch boundaries, atomically (a temporary directory renamed).
+
+Resuming continues to the same final model as an uninterrupted run on the same device type (on
+CUDA, training runs with deterministic algorithms for this; see :func:`bitextmine.training.train`).
+A checkpoint written on another device type (CPU vs CUDA) cannot be resumed: the generator that
+draws dropout and random negatives is the device's own, and a CPU (Mersenne Twister) state cannot
+continue a CUDA (Philox) stream or the reverse; :func:`load_checkpoint` raises ConfigError naming
+the device to resume on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict
+
+import numpy as np
+
+from ..config import TrainConfig
+from ..errors import ConfigError, ModelFormatError
+
+CHECKPOINT_DIR = "checkpoint"
+CHECKPOINT_VERSION = 2
+TOKENIZER_CKPT = "tokenizer.bin"
+STATE_KEYS = ("epoch", "pos", "step", "history", "pairs_seen")
+MATCHING_KEYS = ("encoder", "dim", "batch_size", "seed", "megabatch_start", "megabatch_max", "megabatch_every",
+                 "dev_pairs", "negatives", "paraphrase")
+
+
+def new_state() -> dict:
+    """The training state of a fresh run: epoch, pos (in the epoch's order), step, best_score, history, pairs_seen."""
+    return {"epoch": 0, "pos": 0, "step": 0, "best_score": -np.inf, "history": [], "pairs_seen": 0}
+
+
+def has_checkpoint(ckpt_dir: str) -> bool:
+    return os.path.isfile(os.path.join(ckpt_dir, "state.json"))
+
+
+def load_checkpoint_tokenizer(ckpt_dir: str):
+    """The tokenizer stored in a checkpoint (its kind from state.json)."""
+    from ..tokenizer import make_tokenizer
+
+    with open(os.path.join(ckpt_dir, "state.json")) as f:
+        kind = json.load(f).get("tokenizer", "sentencepiece")
+    with open(os.path.join(ckpt_dir, TOKENIZER_CKPT), "rb") as f:
+        return make_tokenizer(kind, f.read(), os.path.join(ckpt_dir, TOKENIZER_CKPT))
+
+
+def save_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, best: dict, state: dict, tok, data_fp: str,
+                    config: TrainConfig) -> None:
+    """Write the checkpoint of module ``enc``, Adam ``opt``, generators ``gen`` (the device's) and
+    ``shuffle_gen`` (CPU), the best weights ``best`` and the ``state`` dict (see :func:`new_state`)."""
+    import torch
+    from safetensors.torch import save_file
+
+    tmp = ckpt_dir + ".tmp"
+    if os.path.isdir(tmp):
+        shutil.rmtree(tmp)
+    os.makedirs(tmp)
+    tensors = {"generator": gen.get_state().cpu(), "shuffle_generator": shuffle_gen.get_state()}
+    for k, v in enc.state_dict().items():
+        tensors[f"param.{k}"] = v.detach().cpu().contiguous()
+        tensors[f"best.{k}"] = best[k].detach().cpu().contiguous()
+    for i, ost in opt.state_dict()["state"].items():
+        for key, v in ost.items():
+            v = torch.as_tensor(v).detach().cpu().contiguous()
+            tensors[f"adam.{i}.{key}"] = v.reshape(-1) if key == "step" else v
+    save_file(tensors, os.path.join(tmp, "tensors.safetensors"))
+    with open(os.path.join(tmp, TOKENIZER_CKPT), "wb") as f:
+        f.write(tok.proto)
+    meta = {
+        "checkpoint_version": CHECKPOINT_VERSION,
+        "data_fingerprint": data_fp,
+        "tokenizer": tok.kind,
+        "generator_device": gen.device.type,
+        "config": asdict(config),
+        **{k: state[k] for k in STATE_KEYS},
+        "best_score": state["best_score"] if np.isfinite(state["best_score"]) else None,
+    }
+    with open(os.path.join(tmp, "state.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    if os.path.isdir(ckpt_dir):
+        shutil.rmtree(ckpt_dir)
+    os.replace(tmp, ckpt_dir)
+
+
+def _check_meta(ckpt_dir: str, meta: dict, data_fp: str, config: TrainConfig) -> None:
+    if meta.get("checkpoint_version") != CHECKPOINT_VERSION:
+        raise ModelFormatError(f"{ckpt_dir}: checkpoint_version {meta.get('checkpoint_version')!r}; "
+                               f"expected {CHECKPOINT_VERSION}")
+    if meta.get("data_fingerprint") != data_fp:
+        raise ConfigError(f"--resume: {ckpt_dir} was made from other training data (or other cleaning/dev split)")
+    saved = meta.get("config", {})
+    for key in MATCHING_KEYS:
+        if saved.get(key) != getattr(config, key):
+            raise ConfigError(f"--resume: checkpoint has {key}={saved.get(key)}, this run {getattr(config, key)}")
+
+
+def _check_generator(ckpt_dir: str, meta: dict, stored, gen) -> None:
+    """ConfigError unless the stored generator state (uint8 tensor) was written on ``gen``'s device type.
+    Checkpoints without ``generator_device`` are told apart by the state's size (CPU and CUDA differ)."""
+    here = gen.device.type
+    there = meta.get("generator_device")
+    if there is None:
+        there = here if stored.numel() == gen.get_state().numel() else "another device type"
+    if there != here or stored.numel() != gen.get_state().numel():
+        raise ConfigError(f"--resume: {ckpt_dir} was written on {there} and this run is on {here}; the random "
+                          f"streams of the two devices differ, so resume with --device {there} "
+                          "(or start a new run)")
+
+
+def load_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, data_fp: str, config: TrainConfig, device):
+    """Restore ``enc``, ``opt`` and both generators in place; return (state, best weights on ``device``).
+
+    Raises ModelFormatError (another checkpoint_version), ConfigError (other data, a config that
+    changes the run, or a checkpoint written on another device type)."""
+    from safetensors.torch import load_file
+
+    with open(os.path.join(ckpt_dir, "state.json")) as f:
+        meta = json.load(f)
+    _check_meta(ckpt_dir, meta, data_fp, config)
+    tensors = load_file(os.path.join(ckpt_dir, "tensors.safetensors"))
+    _check_generator(ckpt_dir, meta, tensors["generator"], gen)
+    enc.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("param.")})
+    gen.set_state(tensors["generator"])
+    shuffle_gen.set_state(tensors["shuffle_generator"])
+    adam: dict[int, dict] = {}
+    for k, v in tensors.items():
+        if k.startswith("adam."):
+            _, i, key = k.split(".", 2)
+            adam.setdefault(int(i), {})[key] = v.reshape(()) if key == "step" else v.to(device)
+    if adam:
+        sd = opt.state_dict()
+        sd["state"] = adam
+        opt.load_state_dict(sd)
+    state = {k: meta[k] for k in STATE_KEYS}
+    state["best_score"] = meta["best_score"] if meta.get("best_score") is not None else -np.inf
+    best = {k[5:]: v.to(device) for k, v in tensors.items() if k.startswith("best.")}
+    return state, best

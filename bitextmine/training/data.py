@@ -1,0 +1,182 @@
+"""Training data: reading and cleaning the corpora, the held-apart dev split, the tokenised sides
+(:class:`Side`, flat int64 token storage) and the order in which pairs are trained (mega-batches).
+
+Everything here is deterministic given the seed: the dev split draws from ``default_rng([seed, 7])``,
+each epoch's order from ``default_rng([seed, epoch])``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..config import TrainConfig
+from ..corpus import CorpusSpec, load_corpora, read_parallel
+from ..evaluation.metrics import retrieval_accuracy, sts_pearson
+from ..evaluation.readers import read_sts
+from ..tokenizer import Tokenizer, ragged_gather
+
+
+@dataclass
+class Side:
+    """One side of a tokenised corpus: flat ids int64 (total,), offsets int64 (n,), lengths int64 (n,),
+    text ids int64 (n,) equal for equal strings."""
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    lengths: np.ndarray
+    text_ids: np.ndarray
+
+    @classmethod
+    def build(cls, texts: Sequence[str], tok: Tokenizer, *, threads: int = 0, chunk: int = 200_000) -> "Side":
+        id_parts, len_parts = [], []
+        for a in range(0, len(texts), chunk):
+            pieces = tok.encode_lists(texts[a : a + chunk], threads=threads)
+            len_parts.append(np.fromiter((len(p) for p in pieces), np.int64, count=len(pieces)))
+            id_parts.append(np.concatenate(pieces).astype(np.int32) if len(pieces) else np.zeros(0, np.int32))
+        lengths = np.concatenate(len_parts) if len_parts else np.zeros(0, np.int64)
+        ids = np.concatenate(id_parts).astype(np.int64) if id_parts else np.zeros(0, np.int64)
+        offsets = np.zeros(len(lengths), np.int64)
+        np.cumsum(lengths[:-1], out=offsets[1:])
+        table: dict[str, int] = {}
+        text_ids = np.fromiter((table.setdefault(t, len(table)) for t in texts), np.int64, count=len(texts))
+        return cls(ids, offsets, lengths, text_ids)
+
+    def gather(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Flat (ids, offsets) of the sentences ``idx`` (int64 (m,)), without a Python loop."""
+        lens = self.lengths[idx]
+        off = np.zeros(len(idx), np.int64)
+        np.cumsum(lens[:-1], out=off[1:])
+        return ragged_gather(self.ids, self.offsets[idx], lens), off
+
+
+def data_fingerprint(src: Sequence[str], tgt: Sequence[str]) -> str:
+    """16 hex digits of SHA-256 over the training pairs (a checkpoint resumes only on the same data)."""
+    h = hashlib.sha256()
+    for s, t in zip(src, tgt):
+        h.update(s.encode())
+        h.update(b"\t")
+        h.update(t.encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def split_dev(src: list[str], tgt: list[str], n_dev: int, seed: int):
+    """Hold apart ``n_dev`` random pairs; also drop training pairs sharing a text with a dev pair.
+
+    Returns (train_src, train_tgt, dev_src, dev_tgt, n_dropped_overlap).
+    """
+    n = len(src)
+    n_dev = min(n_dev, n // 10)
+    if n_dev < 2:
+        return src, tgt, [], [], 0
+    rng = np.random.default_rng([seed, 7])
+    dev_idx = np.sort(rng.choice(n, n_dev, replace=False))
+    is_dev = np.zeros(n, bool)
+    is_dev[dev_idx] = True
+    dev_src = [src[i] for i in dev_idx]
+    dev_tgt = [tgt[i] for i in dev_idx]
+    ds, dt = set(dev_src), set(dev_tgt)
+    tr_s, tr_t, dropped = [], [], 0
+    for i in range(n):
+        if is_dev[i]:
+            continue
+        if src[i] in ds or tgt[i] in dt:
+            dropped += 1
+            continue
+        tr_s.append(src[i])
+        tr_t.append(tgt[i])
+    return tr_s, tr_t, dev_src, dev_tgt, dropped
+
+
+def read_training_pairs(corpora: Sequence[CorpusSpec], sts_pairs: Sequence[str], config: TrainConfig,
+                        log: Callable[[str], None]):
+    """Read and clean ``corpora`` plus the STS pairs scored >= ``config.sts_min_score``, then hold apart
+    the dev pairs. Returns (train_src, train_tgt, dev_src, dev_tgt, cleaning stats)."""
+    extra = []
+    for p in sts_pairs:
+        d = read_sts(p)
+        keep = np.flatnonzero(d.gold >= config.sts_min_score)
+        extra.append((p, [d.s1[i] for i in keep], [d.s2[i] for i in keep]))
+        log(f"{p}: {len(keep)} of {len(d.gold)} STS pairs scored >= {config.sts_min_score:g} used as positives")
+    src, tgt, stats = load_corpora(corpora, extra=extra)
+    log(f"corpora: {stats.summary()}")
+    src, tgt, dev_src, dev_tgt, overlap = split_dev(src, tgt, config.dev_pairs, config.seed)
+    log(f"held apart {len(dev_src)} dev pairs; dropped {overlap} training pairs sharing a text with them; "
+        f"{len(src)} training pairs")
+    return src, tgt, dev_src, dev_tgt, stats
+
+
+class DevSet:
+    """A tokenised dev benchmark evaluated with the current weights: ``kind`` retrieval (a[i] <-> b[i])
+    or sts (``gold`` float (n,) scores)."""
+
+    def __init__(self, name: str, kind: str, a: Side, b: Side, gold: np.ndarray | None = None):
+        self.name, self.kind, self.a, self.b, self.gold = name, kind, a, b, gold
+
+    def score(self, embed: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> float:
+        """The benchmark's score with ``embed(ids, offsets)`` -> L2-normalised float32 (n, dim)."""
+        xa = embed(self.a.ids, self.a.offsets)
+        xb = embed(self.b.ids, self.b.offsets)
+        if self.kind == "sts":
+            return sts_pearson(xa, xb, self.gold)
+        acc = retrieval_accuracy(xa, xb)
+        return 100.0 * (acc[0] + acc[1]) / 2
+
+
+def build_devsets(build: Callable[..., Side], dev_src: list[str], dev_tgt: list[str],
+                  dev_tatoeba: Sequence[tuple[str, str]], dev_sts: Sequence[str]) -> list[DevSet]:
+    """The dev benchmarks: held-apart pairs, Tatoeba-style file pairs (SRC TGT in the training sides'
+    order) and STS files (unmarked language). ``build(texts, side_name=None)`` tokenises a side."""
+    devsets: list[DevSet] = []
+    if dev_src:
+        devsets.append(DevSet("heldout", "retrieval", build(dev_src, "src"), build(dev_tgt, "tgt")))
+    for a, b in dev_tatoeba:
+        xa, xb = read_parallel(a, b)
+        devsets.append(DevSet(f"tatoeba:{os.path.basename(a)}", "retrieval", build(xa, "src"), build(xb, "tgt")))
+    for p in dev_sts:
+        d = read_sts(p)
+        devsets.append(DevSet(f"sts:{os.path.basename(p)}", "sts", build(d.s1), build(d.s2), d.gold))
+    return devsets
+
+
+def shared_text_ids(src: Sequence[str], tgt: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Text ids int64 over both sides together (equal strings on either side share an id)."""
+    table: dict[str, int] = {}
+    ts = np.fromiter((table.setdefault(t, len(table)) for t in src), np.int64, count=len(src))
+    tt = np.fromiter((table.setdefault(t, len(table)) for t in tgt), np.int64, count=len(tgt))
+    return ts, tt
+
+
+def concat_sides(a: Side, b: Side, text_ids_a: np.ndarray, text_ids_b: np.ndarray) -> Side:
+    """One Side holding a's sentences then b's (paraphrase pools)."""
+    return Side(np.concatenate([a.ids, b.ids]), np.concatenate([a.offsets, b.offsets + len(a.ids)]),
+                np.concatenate([a.lengths, b.lengths]), np.concatenate([text_ids_a, text_ids_b]))
+
+
+def cat_flat(*parts: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate flat (ids int64 (total,), offsets int64 (n,)) batches into one."""
+    ids = np.concatenate([p[0] for p in parts])
+    shift = np.cumsum([0] + [len(p[0]) for p in parts[:-1]])
+    return ids, np.concatenate([p[1] + s for p, s in zip(parts, shift)])
+
+
+def token_counts(S: Side, T: Side, rows: int) -> np.ndarray:
+    """int64 (rows,): how often each token id occurs on both sides (SIF's frequencies)."""
+    return (np.bincount(S.ids, minlength=rows) + np.bincount(T.ids, minlength=rows)).astype(np.int64)
+
+
+def epoch_order(seed: int, epoch: int, n_pairs: int) -> np.ndarray:
+    """int64 (n_pairs,): the order in which epoch ``epoch`` (0-based) visits the training pairs."""
+    return np.random.default_rng([seed, epoch]).permutation(n_pairs)
+
+
+def megabatch_pairs(config: TrainConfig, step: int) -> int:
+    """Pairs in the next mega-batch after ``step`` mini-batches: k * batch_size, where k starts at
+    ``megabatch_start`` and grows by one every ``megabatch_every`` mini-batches up to ``megabatch_max``."""
+    k = min(config.megabatch_max, config.megabatch_start + step // config.megabatch_every)
+    return k * config.batch_size

@@ -1,0 +1,227 @@
+"""Run every CUDA path against its CPU result, then take GPU figures; prints one table.
+
+    python tools/gpu_check.py --prepare --data gpu_data        # once, where ../shared/data is (small text files)
+    python tools/gpu_check.py --data gpu_data                  # on the GPU machine (torch with CUDA; FAISS optional)
+    python tools/gpu_check.py --device cpu --quick --data DIR  # the same code paths on a CPU, small sizes
+
+Checks (device result vs the CPU result): encode at fp32 / fp16 / bf16 piece tables (max abs diff of rows);
+a few training steps of each encoder with amp off and bf16 (loss curves, max relative diff); exact knn_both
+and the one-direction flat k-NN (indices equal to the CPU's); IVF recall when FAISS has a GPU (else skipped);
+checkpoint resume (max_steps then --resume equals an uninterrupted run). Figures: encode sentences/s end to
+end from a file (the CLI), exact mining of N x N random unit float16 embeddings, training pairs/s.
+Exit status 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ENCODERS = ("sp", "word", "trigram", "blstm-sp")
+# Tolerances: fp32 tables differ only by summation order; fp16 is the bundled model's stored dtype
+# (lossless); bf16 keeps 8 bits of mantissa. Loss curves: relative, per logged step.
+ENCODE_TOL = {"fp32": 1e-4, "fp16": 1e-3, "bf16": 2e-2}
+LOSS_TOL = {"off": 0.02, "bf16": 0.10}
+
+
+def prepare(shared: str, data: str, pairs: int = 20000, encode_lines: int = 100000) -> None:
+    """Small text files from the shared news data: train.de / train.en (aligned), encode.txt."""
+    os.makedirs(data, exist_ok=True)
+    base = os.path.join(shared, "train", "wmt_newstest", "en-de.")
+    de = gzip.open(base + "de.gz", "rt", encoding="utf-8").read().splitlines()
+    en = gzip.open(base + "en.gz", "rt", encoding="utf-8").read().splitlines()
+    for name, lines in (("train.de", de[:pairs]), ("train.en", en[:pairs]), ("encode.txt", (en + de)[:encode_lines])):
+        with open(os.path.join(data, name), "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in lines)
+
+
+class Table:
+    def __init__(self):
+        self.rows: list[tuple[str, str, str, str]] = []
+
+    def add(self, check: str, status: str, value: str, bound: str = "") -> None:
+        self.rows.append((check, status, value, bound))
+        print(f"  {status:4}  {check}: {value} {bound}".rstrip(), file=sys.stderr, flush=True)
+
+    def print(self) -> None:
+        head = ("check", "result", "measured", "tolerance / note")
+        w = [max(len(r[i]) for r in self.rows + [head]) for i in range(4)]
+        order = (0, 1, 2, 3)
+        for r in [head, tuple("-" * x for x in w)] + self.rows:
+            print(" | ".join(r[i].ljust(w[i]) for i in order).rstrip())
+
+    @property
+    def failed(self) -> bool:
+        return any(r[1] == "FAIL" for r in self.rows)
+
+
+def _status(ok: bool) -> str:
+    return "ok" if ok else "FAIL"
+
+
+def _lines(path: str, n: int) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for _, line in zip(range(n), f)]
+
+
+def check_encode(t: Table, device: str, texts: list[str]) -> None:
+    from bitextmine.config import EncodeConfig
+    from bitextmine.encoding import encode
+    from bitextmine.model import load_model
+
+    model = load_model()
+    ref = encode(texts, model, config=EncodeConfig(device="cpu", precision="fp32", threads=1))
+    for p, tol in ENCODE_TOL.items():
+        got = encode(texts, model, config=EncodeConfig(device=device, precision=p, threads=1))
+        diff = float(np.abs(got.astype(np.float64) - ref).max())
+        t.add(f"encode {p} table, {len(texts)} rows vs CPU fp32", _status(diff <= tol), f"max abs diff {diff:.2e}",
+              f"<= {tol:g}")
+
+
+def _train(data: str, out: str, device: str, encoder: str, amp: str, steps: int, pairs: int, resume: bool = False,
+           epochs: int = 1):
+    from bitextmine.config import TrainConfig
+    from bitextmine.corpus import CorpusSpec
+    from bitextmine.model import default_model_dir
+    from bitextmine.training import train
+
+    losses: list[float] = []
+    cfg = TrainConfig(encoder=encoder, amp=amp, device=device, max_steps=steps, epochs=epochs, dim=64,
+                      batch_size=32, megabatch_max=4, dev_pairs=min(200, pairs // 5), checkpoint_every=2, seed=1,
+                      sif_sample=min(2000, pairs))
+    spec = CorpusSpec(src=os.path.join(data, "train.de"), tgt=os.path.join(data, "train.en"))
+    res = train([spec], out, config=cfg, resume=resume,
+                tokenizer_path=os.path.join(default_model_dir(), "sentencepiece.model") if "sp" in encoder else None,
+                progress=lambda e: losses.append(e["loss"]) if e.get("event") == "step" else None)
+    return res, losses
+
+
+def check_training(t: Table, device: str, data: str, tmp: str, steps: int, pairs: int) -> None:
+    for enc in ENCODERS:
+        _, ref = _train(data, os.path.join(tmp, f"cpu-{enc}"), "cpu", enc, "off", steps, pairs)
+        for amp, tol in LOSS_TOL.items():
+            _, got = _train(data, os.path.join(tmp, f"{device}-{enc}-{amp}"), device, enc, amp, steps, pairs)
+            ok = len(got) == len(ref) > 0
+            rel = max((abs(a - b) / max(abs(b), 1e-9) for a, b in zip(got, ref)), default=float("inf"))
+            t.add(f"train {enc} amp {amp}, {len(ref)} logged steps vs CPU fp32 losses", _status(ok and rel <= tol),
+                  f"max rel diff {rel:.2e}", f"<= {tol:g}")
+
+
+def check_resume(t: Table, device: str, data: str, tmp: str, pairs: int) -> None:
+    from bitextmine.config import EncodeConfig
+    from bitextmine.encoding import encode
+    from bitextmine.model import load_model
+
+    whole, cut = os.path.join(tmp, "whole"), os.path.join(tmp, "cut")
+    _train(data, whole, device, "sp", "off", 0, pairs)
+    first, _ = _train(data, cut, device, "sp", "off", 3, pairs)
+    _train(data, cut, device, "sp", "off", 0, pairs, resume=True)
+    texts = _lines(os.path.join(data, "train.en"), 200)
+    a, b = (encode(texts, load_model(d), config=EncodeConfig(device="cpu", threads=1)) for d in (whole, cut))
+    diff = float(np.abs(a - b).max())
+    tol = 0.0 if device == "cpu" else 1e-3  # CUDA scatter-adds in the backward pass are not bit-reproducible
+    t.add(f"resume: stop at step {first.steps}, resume == uninterrupted (encoded rows)", _status(diff <= tol),
+          f"max abs diff {diff:.2e}", f"<= {tol:g}")
+
+
+def _unit(n: int, d: int, seed: int, dtype=np.float32) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, d), dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x.astype(dtype)
+
+
+def check_search(t: Table, device: str, n: int) -> None:
+    from bitextmine.search import knn, knn_both
+
+    x, y, k = _unit(n, 300, 1), _unit(n + 17, 300, 2), 4
+    ref = knn_both(x, y, k, device="cpu", precision="fp32")
+    got = knn_both(x, y, k, device=device)
+    same = [int((got[i] == ref[i]).all()) for i in (1, 3)]
+    t.add(f"knn_both exact, {n} x {n + 17}, k={k}: indices == CPU fp32", _status(all(same)),
+          f"x->y {'equal' if same[0] else 'differ'}, y->x {'equal' if same[1] else 'differ'}", f"precision {got[4].get('precision')}")
+    _, I = knn(x, y, k, device=device, index="flat")
+    t.add(f"knn one direction, flat, {n} rows: indices == knn_both CPU", _status(bool((I == ref[1]).all())),
+          f"{int((I == ref[1]).all(axis=1).sum())}/{n} rows equal")
+    try:
+        import faiss  # noqa: F401
+        from bitextmine.device import faiss_gpus
+    except ImportError:
+        t.add("IVF", "skip", "no faiss installed")
+        return
+    if device != "cpu" and faiss_gpus() == 0:
+        t.add("IVF on the GPU", "skip", "this faiss has no GPU (faiss-cpu)")
+        return
+    nlist = max(4, int(np.sqrt(n)))  # every list probed: IVF-flat must find the exact neighbours
+    _, I = knn(x, y, k, device=device, index="ivf", nlist=nlist, nprobe=nlist)
+    recall = float(np.mean([len(set(a) & set(b)) / k for a, b in zip(I, ref[1])]))
+    t.add(f"IVF, all {nlist} lists probed: recall@{k} vs exact, {n} rows", _status(recall >= 0.999), f"{recall:.4f}",
+          ">= 0.999")
+
+
+def figure_encode(t: Table, device: str, data: str, tmp: str, n: int) -> None:
+    src = os.path.join(tmp, "encode.txt")
+    with open(src, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in _lines(os.path.join(data, "encode.txt"), n))
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "bitextmine", "encode", src, "-o", os.path.join(tmp, "out.npy"),
+                    "--device", device], check=True, capture_output=True)
+    sec = time.perf_counter() - start
+    t.add(f"figure: encode {n} sentences from a file (CLI, end to end)", "info", f"{n / sec:,.0f} sentences/s",
+          f"{sec:.1f} s incl. start-up")
+
+
+def figure_mine(t: Table, device: str, n: int) -> None:
+    from bitextmine.config import MineConfig
+    from bitextmine.mining import mine_embeddings
+
+    x, y = _unit(n, 300, 3, np.float16), _unit(n, 300, 4, np.float16)
+    start = time.perf_counter()
+    pairs = mine_embeddings(x, y, config=MineConfig(device=device, index="flat", threshold=0.0))
+    sec = time.perf_counter() - start
+    t.add(f"figure: exact mining {n:,} x {n:,} random unit fp16, d=300", "info", f"{sec:.1f} s",
+          f"{len(pairs.src):,} pairs")
+
+
+def figure_train(t: Table, device: str, data: str, tmp: str, steps: int, pairs: int) -> None:
+    for amp in LOSS_TOL:
+        res, _ = _train(data, os.path.join(tmp, f"fig-{amp}"), device, "sp", amp, steps, pairs)
+        t.add(f"figure: training sp, amp {amp}, {res.steps} mini-batches", "info",
+              f"{res.pairs_per_second:,.0f} pairs/s")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--quick", action="store_true", help="small sizes (a CPU can run it in a minute)")
+    ap.add_argument("--data", default="gpu_data", help="train.de, train.en, encode.txt (see --prepare)")
+    ap.add_argument("--prepare", action="store_true", help="fill --data from --shared and stop")
+    ap.add_argument("--shared", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    args = ap.parse_args(argv)
+    if args.prepare:
+        prepare(args.shared, args.data)
+        return 0
+    q = args.quick
+    sizes = dict(encode=300 if q else 5000, steps=2 if q else 20, pairs=300 if q else 5000, search=1000 if q else 50000,
+                 fig_encode=1000 if q else 100000, fig_mine=4000 if q else 1_000_000, fig_steps=4 if q else 300)
+    t = Table()
+    with tempfile.TemporaryDirectory() as tmp:
+        check_encode(t, args.device, _lines(os.path.join(args.data, "encode.txt"), sizes["encode"]))
+        check_training(t, args.device, args.data, tmp, sizes["steps"], sizes["pairs"])
+        check_search(t, args.device, sizes["search"])
+        check_resume(t, args.device, args.data, tmp, sizes["pairs"])
+        figure_encode(t, args.device, args.data, tmp, sizes["fig_encode"])
+        figure_mine(t, args.device, sizes["fig_mine"])
+        figure_train(t, args.device, args.data, tmp, sizes["fig_steps"], sizes["pairs"])
+    t.print()
+    return 1 if t.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
