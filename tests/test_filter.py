@@ -425,3 +425,50 @@ def test_every_repeat_damaged_real_de_en_line_is_rejected_and_clean_lines_kept(t
     assert kept_damaged == []
     assert {rejects[line] for line, label in zip(lines, labels) if label != "clean"} == {"repeats"}
     assert [line for line, label in zip(lines, labels) if label == "clean" and rejects.get(line) == "repeats"] == []
+
+
+def _repeats_direct(src: str, tgt: str, n: int) -> bool:
+    """The repeats rule as its help states it, every check made: a run of 2n characters on either side, or
+    a run of n characters or of words on one side only."""
+    from bitextmine.filtering.rules import char_repeats, word_repeats
+
+    if char_repeats(src, 2 * n) or char_repeats(tgt, 2 * n):
+        return True
+    return char_repeats(src, n) != char_repeats(tgt, n) or word_repeats(src) != word_repeats(tgt)
+
+
+def _word_repeats_every_shift(text: str) -> bool:
+    """word_repeats scanning every distance 1..len/2, not only those at which a word occurs twice."""
+    from bitextmine.filtering.rules import _EDGE, _is_number
+
+    words = [w.strip(_EDGE).casefold() or w for w in text.split()]
+    for w in range(1, len(words) // 2 + 1):
+        run = 0
+        for a, b in zip(words, words[w:]):
+            run = run + 1 if a == b and (w > 1 or not _is_number(a)) else 0
+            if run >= 2 * w or (w >= 3 and run >= w):
+                return True
+    return False
+
+
+def test_repeats_shortcuts_equal_the_direct_checks():
+    """The rule skips the 2n scans where neither side has a run of n, and scans only word distances at
+    which a word occurs twice; on seeded texts full of runs, numbers and repeated words both give the
+    direct answers, for every threshold."""
+    import random
+
+    from bitextmine.filtering.rules import _repeats, word_repeats
+
+    rng = random.Random(7)
+    atoms = ["a", "b", "1", "2", "!", "la", "1a", "ab1", "x²", " ", "Stop", "stop,", "3", "the", "-"]
+    texts = []
+    for _ in range(3000):
+        parts = [rng.choice(atoms) * rng.choice([1, 1, 2, 3, 4, 5, 7, 10, 12]) for _ in range(rng.randint(1, 6))]
+        texts.append(rng.choice(["", " "]).join(parts))
+    # for n = 2 a run of 4 need not hold one of 2: the number's match "1ccc1ccc" takes 3 of the 4 c's
+    texts += ["1ccc1cccc", "plain text"]
+    for text in texts:
+        assert word_repeats(text) == _word_repeats_every_shift(text), text
+    for n in (1, 2, 3, 4, 5, 6, 10):
+        for src, tgt in zip(texts[::2], texts[1::2]):
+            assert _repeats(src, tgt, n) == _repeats_direct(src, tgt, n), (n, src, tgt)

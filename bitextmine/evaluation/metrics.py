@@ -8,7 +8,7 @@
 - BUCC 2018: candidates from margin mining, a threshold chosen to maximise F1 on one set's gold and
   applied to another; precision, recall and F1 against the gold pairs.
 
-Readers raise CorpusError naming the file and line.
+The benchmark files are read by :mod:`bitextmine.evaluation.readers`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Sequence
 import numpy as np
 
 from .readers import STSData
-
 
 
 # --- Tatoeba -------------------------------------------------------------------------------------

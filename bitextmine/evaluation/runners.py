@@ -10,11 +10,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..report import pyplot, table
 from ..config import EncodeConfig, MineConfig
 from ..encoding.pipeline import side_configs
 from ..errors import ConfigError, CorpusError
-from .metrics import (PRF, BuccCandidates, STSResult, TatoebaResult, best_threshold, bucc_candidates, evaluate_threshold, prf_curve, sts_eval, tatoeba_eval, year_averages)
+from ..report import pyplot, table
+from .metrics import (PRF, BuccCandidates, STSResult, TatoebaResult, best_threshold, bucc_candidates,
+                      evaluate_threshold, prf_curve, sts_eval, tatoeba_eval, year_averages)
 from .readers import STSData, find_tatoeba, read_bucc_gold, read_bucc_sentences, read_sts, read_sts_crosslingual
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..device import exact_matmul, resident_rows, search_precision
 from ..errors import ConfigError
+from .topk import merge_best
 
 G = 16  # entries per group in the in-tile selection
 UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp32": 2.0**-24}
@@ -381,14 +382,6 @@ def _pad_vec(v, size: int):
     return torch.cat([v, v.new_full((size - len(v),), torch.inf)]) if size > len(v) else v
 
 
-def _stable_best(v, i, c: int):
-    """The c largest of each row of v (r, w) with their ids i, equal values kept in column order."""
-    import torch
-
-    order = torch.sort(v, dim=1, descending=True, stable=True).indices[:, :c]
-    return v.gather(1, order), i.gather(1, order)
-
-
 def _ceil(r: int) -> int:
     return r + (-r % G)
 
@@ -449,7 +442,7 @@ def exact_rows(q: np.ndarray, o: np.ndarray, rows: np.ndarray, k: int, c: int, *
             sim = Q @ torch.from_numpy(Of).to(device).T
             ids = torch.arange(a, a + len(Of), device=device).expand_as(sim)
             # stable: among equal values the earlier (lower) rows stay, whatever the block size
-            v, i = _stable_best(torch.cat([v, sim], 1), torch.cat([i, ids], 1), c)
+            v, i = merge_best(v, i, sim, ids, c)
     sub = _Rows(q, rows)
     eps = eps_factor("fp32", q.shape[1]) * np.linalg.norm(Q.cpu().numpy(), axis=1) * o_max
     D, I, _ = rescore(sub, o, v.cpu().numpy(), i.cpu().numpy(), k, eps)

@@ -14,9 +14,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..device import FLAT_SIM_BYTES, exact_matmul, faiss_module, knn_backend, pq_subquantizers
+from ..device import FLAT_SIM_BYTES, exact_matmul, faiss_module, knn_backend, pq_subquantizers, resolve_device
 from ..errors import ConfigError
-from .topk import _merge, topk
+from .topk import merge_best, topk
 
 
 def resolve_index(kind: str, rows: int, auto_flat_max: int) -> str:
@@ -103,8 +103,6 @@ def knn(
                          where="cuda" if backend == "faiss-gpu" else "cpu")
         return _search(ivf, x, k, block_size, progress)
     if backend == "torch":
-        from ..device import resolve_device
-
         return exact_knn(x, y, k, device=resolve_device(device), block_size=block_size, progress=progress)
     faiss = faiss_module()
     flat = faiss.IndexFlatIP(y.shape[1])
@@ -137,7 +135,7 @@ def exact_knn(x: np.ndarray, y: np.ndarray, k: int, *, device: str = "cpu", bloc
             V = J = None
             for s, ys in zip(range(0, m, cols), Y):  # earlier shards hold lower rows: merged ties keep them
                 r = topk(xb, ys, k, block=block)
-                V, J = _merge(V, J, r.D, r.I + s, k)
+                V, J = merge_best(V, J, r.D, r.I + s, k)
             D[a : a + len(xb)], I[a : a + len(xb)] = V.cpu().numpy(), J.cpu().numpy()
             if progress:
                 progress(len(xb))
@@ -189,8 +187,6 @@ def recall_at_k(x: np.ndarray, y: np.ndarray, I: np.ndarray, sample: int, *, see
     if n == 0 or k == 0:
         return 1.0
     rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
-    from ..device import resolve_device
-
     _, exact = exact_knn(np.asarray(x[rows], np.float32), y, k, device=resolve_device(device))
     hits = [len(set(a.tolist()) & set(b.tolist())) for a, b in zip(I[rows], exact)]
     return float(np.sum(hits) / (len(rows) * k))

@@ -37,9 +37,10 @@ def topk(x, y, k: int, *, block: int = 4096, exclude: Sequence = (), columns: bo
 
     x float32 (n, d), y float32 (m, d): numpy arrays (each block's product by numpy, on the CPU) or torch
     tensors (by torch, on their device). The product of a block is one matrix product, so its entries are
-    those of one x @ y.T by the same library (CPU BLAS results depend on the library). ``exclude`` / ``col_exclude``: pairs (a int (n,), b int (m,)) of keys; entry (i, j) is left
-    out of row i's choice where a[i] == b[j] for any pair (of column j's choice for ``col_exclude``).
-    k is capped at m (col_k at n). ``pairs`` (i int (p,), j int (p,)): entries to return as P. Returns :class:`TopK`.
+    those of one x @ y.T by the same library (CPU BLAS results depend on the library).
+    ``exclude`` / ``col_exclude``: pairs (a int (n,), b int (m,)) of keys; entry (i, j) is left out of row
+    i's choice where a[i] == b[j] for any pair (of column j's choice for ``col_exclude``). k is capped at
+    m (col_k at n). ``pairs`` (i int (p,), j int (p,)): entries to return as P. Returns :class:`TopK`.
     """
     import torch
 
@@ -69,7 +70,7 @@ def topk(x, y, k: int, *, block: int = 4096, exclude: Sequence = (), columns: bo
             rows_i.append(i)
             if columns:
                 cv, ci = _best(_masked(sim, cex, slice(a, b)).T, kc)
-                col_v, col_i = _merge(col_v, col_i, cv, ci + a, kc)
+                col_v, col_i = merge_best(col_v, col_i, cv, ci + a, kc)
     D = torch.cat(rows_v) if rows_v else xt.new_zeros((0, k))
     I = torch.cat(rows_i) if rows_i else torch.zeros((0, k), dtype=torch.int64)
     out = TopK(D, I, col_v, col_i, P if pairs is not None else None)
@@ -112,9 +113,11 @@ def _best(sim, k: int):
     return v, i
 
 
-def _merge(V, I, v, i, k: int):
-    """The k best of the running (V, I) and a block's (v, i) (both sorted, ties by index); the running
-    entries come from earlier blocks (lower indices), so a stable sort keeps ties in index order."""
+def merge_best(V, I, v, i, k: int):
+    """The k best (by value, then position) of the running (V, I) and a block's (v, i), torch (r, w) values
+    and int64 ids (V None: none yet). The running entries come from earlier blocks (lower indices) and a
+    block's entries are in index order (or sorted with ties by index), so a stable sort keeps ties in index
+    order."""
     import torch
 
     if V is None:
