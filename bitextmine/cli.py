@@ -14,6 +14,7 @@ import click
 from . import __version__
 from .config import (AMP_MODES, DEVICES, ENCODERS, INDEXES, MARGINS, MODES, NEGATIVES, PRECISIONS, SCORES,
                      TABLE_PRECISIONS, EncodeConfig, FilterConfig, MineConfig, RuleConfig, TokenizerConfig, TrainConfig)
+from .config import EMB_FORMATS, ENGINES, SCORE_MARGINS, EmbeddingsConfig, PipelineConfig, ScoreConfig
 from .errors import BitextmineError
 
 
@@ -131,6 +132,25 @@ def _lang_options(f):
 def _sif_option(f):
     return click.option("--sif", is_flag=True, default=EncodeConfig.sif,
                         help="SIF: weight tokens by a/(a+p(w)) and remove the common component (both stored in the model).")(f)
+
+
+def embedding_options(f):
+    """--emb-format, --dim, --fp16: how --src-emb/--tgt-emb are stored (EmbeddingsConfig); the command's
+    keyword arguments emb_format, dim, fp16, which :func:`_embeddings_from` collects."""
+    Em = EmbeddingsConfig
+    f = click.option("--fp16", is_flag=True, default=Em.fp16,
+                     help="--emb-format raw: rows of float16 instead of float32.")(f)
+    f = click.option("--dim", type=click.IntRange(0), default=Em.dim, show_default=True,
+                     help="Values per embedding row: required with --emb-format raw; checked for npy when > 0.")(f)
+    return click.option("--emb-format", type=click.Choice(EMB_FORMATS), default=Em.format, show_default=True,
+                        help="npy: a 2-D float16/float32 .npy from any encoder (no model needed unless it has the "
+                             "sidecar of 'bitextmine encode', whose model is checked) or an 'encode --chunk-lines' "
+                             "directory; raw: LASER's headerless float32 rows (needs --dim).")(f)
+
+
+def _embeddings_from(kw: dict) -> EmbeddingsConfig:
+    """The EmbeddingsConfig of :func:`embedding_options`, taken out of a command's keyword arguments."""
+    return EmbeddingsConfig(format=kw.pop("emb_format"), dim=kw.pop("dim"), fp16=kw.pop("fp16"))
 
 
 # --- train -----------------------------------------------------------------------------------------
@@ -364,18 +384,39 @@ def _search_options(f):
                         help="Nearest neighbours per direction.")(f)
 
 
+def _pipeline_options(f):
+    """--work-dir, --resume, --chunk-lines, --engine, --ray-address (PipelineConfig)."""
+    P = PipelineConfig
+    f = click.option("--ray-address", default=P.ray_address, metavar="ADDR",
+                     help="--engine ray: the address of a running cluster  [default: start a local one]")(f)
+    f = click.option("--engine", type=click.Choice(ENGINES), default=P.engine, show_default=True,
+                     help="Run the stages in this process, or as Ray tasks (pip install 'bitextmine[ray]').")(f)
+    f = click.option("--chunk-lines", type=click.IntRange(1), default=P.chunk_lines, show_default=True,
+                     help="Lines per chunk: the unit of dedup, encoding and the k-NN grid.")(f)
+    f = click.option("--resume", is_flag=True, help="Continue the run recorded in --work-dir (same inputs and settings).")(f)
+    return click.option("--work-dir", default=P.work_dir, metavar="DIR",
+                        help="Keep every stage's files here, so a stopped run continues with --resume  "
+                             "[default: a temporary directory, removed after]")(f)
+
+
 @main.command()
 @click.argument("src")
 @click.argument("tgt")
 @click.option("--output", "-o", default=None, metavar="OUT.tsv", help="Output TSV  [default: stdout]")
 @_model_option
-@click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC ('bitextmine encode').")
-@click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT.")
+@click.option("--src-emb", default=None, metavar="FILE", help="Embeddings of every line of SRC: 'bitextmine encode' "
+              "output, or any encoder's (.npy, or LASER's raw format with --emb-format raw --dim N); no model is "
+              "loaded for files without a sidecar.")
+@click.option("--tgt-emb", default=None, metavar="FILE", help="Embeddings of every line of TGT.")
+@embedding_options
 @_search_options
 @click.option("--threshold", type=float, default=M.threshold, show_default=True, help="Keep pairs scoring at least this.")
 @click.option("--min-cosine", type=float, default=M.min_cosine, show_default=True, help="Keep pairs with at least this cosine.")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
+@click.option("--explain", is_flag=True, help="Append the ids, then the cosine, both neighbour means and the direction "
+              "that proposed the pair (fwd, bwd or both).")
 @click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
+@_pipeline_options
 @_sif_option
 @_marked_option(("src", "tgt"))
 @click.option("--rules", "use_rules", is_flag=True,
@@ -384,36 +425,40 @@ def _search_options(f):
 @_rule_options
 @_device_option(M.device)
 @_quiet_option
-def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, ids, block_size, sif, marked, use_rules,
-         src_lang, tgt_lang, device, quiet, **kw):
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, ids, explain, block_size, sif, marked,
+         use_rules, src_lang, tgt_lang, device, quiet, work_dir, resume, chunk_lines, engine, ray_address, **kw):
     """Mine translation pairs between two text files (one sentence per line).
 
-    Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first.
+    Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first. Exact search runs in
+    stages through a work directory (--work-dir: resumable), in this process or on Ray (--engine ray).
 
     \b
     Example:
       bitextmine mine examples/de.txt examples/en.txt --ids
+      bitextmine mine a.txt b.txt --src-emb a.raw --tgt-emb b.raw --emb-format raw --dim 1024 --work-dir w
     """
-    from .mining.mine import mine_files
+    from .mining import mine_files
     from .model import load_model
 
     rules = _rules_from(kw)
-    model = load_model(model_dir)
+    embeddings = _embeddings_from(kw)
     config = MineConfig(**_search_from(kw), threshold=threshold, min_cosine=min_cosine, block_size=block_size,
                         device=device)
+    pipeline = PipelineConfig(work_dir=work_dir or "", resume=resume, chunk_lines=chunk_lines, engine=engine,
+                              ray_address=ray_address or "")
     bars: dict = {}
 
-    def progress(stage: str, n: int) -> None:
+    def progress(stage: str, done: int, total: int) -> None:
         if stage not in bars:
-            bars[stage] = _bar(quiet, unit="sent", desc=stage)
-        bars[stage].update(n)
+            bars[stage] = _bar(quiet, unit="task", desc=stage, total=total)
+        bars[stage].update(1)
 
     with _output(output) as out:
-        stats = mine_files(src, tgt, out, model=model, config=config,
-                           encode_config=EncodeConfig(device=device, sif=sif), src_emb=src_emb, tgt_emb=tgt_emb, ids=ids,
-                           marked=marked, rules=rules if (use_rules or src_lang or tgt_lang) else None,
-                           src_lang=src_lang, tgt_lang=tgt_lang,
-                           progress=progress)
+        stats = mine_files(src, tgt, out, model=load_model(model_dir) if model_dir else None, config=config,
+                          encode_config=EncodeConfig(device=device, sif=sif), pipeline=pipeline, embeddings=embeddings,
+                          src_emb=src_emb, tgt_emb=tgt_emb, ids=ids, explain=explain, marked=marked,
+                          rules=rules if (use_rules or src_lang or tgt_lang) else None, src_lang=src_lang,
+                          tgt_lang=tgt_lang, progress=progress)
     for b in bars.values():
         b.close()
     summary = (f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "
@@ -435,15 +480,22 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, i
 @click.option("--output", "-o", default=None, metavar="OUT.tsv", help="Output  [default: stdout]")
 @_model_option
 @click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Lines per batch.")
+@click.option("--margin", type=click.Choice(SCORE_MARGINS), default=ScoreConfig.margin, show_default=True,
+              help="none = the cosine; ratio | distance = LASER's score mode: the margin of each pair against the k "
+                   "nearest neighbours of its sides among all lines of the other side of the file (exact search; "
+                   "embeddings kept in temporary files in TMPDIR, the input read twice).")
+@click.option("-k", "--k", type=click.IntRange(1), default=ScoreConfig.k, show_default=True,
+              help="Neighbours per side for --margin.")
 @_sif_option
 @_device_option(E.device)
 @_quiet_option
-def score(file, output, model_dir, batch_size, sif, device, quiet):
-    """Append the cosine similarity of src<TAB>tgt to each line (streaming; FILE or '-' = stdin).
+def score(file, output, model_dir, batch_size, margin, k, sif, device, quiet):
+    """Append the cosine similarity (or --margin score) of src<TAB>tgt to each line (FILE or '-' = stdin).
 
     \b
-    Example:
+    Examples:
       paste examples/de.txt examples/en.txt | bitextmine score | sort -t$'\\t' -k3,3gr | head
+      paste examples/de.txt examples/en.txt | bitextmine score --margin ratio
     """
     from .model import load_model
     from .scoring import score_file
@@ -452,7 +504,7 @@ def score(file, output, model_dir, batch_size, sif, device, quiet):
     bar = _bar(quiet, unit="line", desc="score")
     with _output(output) as out:
         n = score_file(file, out, model, config=replace(EncodeConfig(), batch_size=batch_size, device=device, sif=sif),
-                       progress=bar.update)
+                       score=ScoreConfig(margin=margin, k=k), progress=bar.update)
     bar.close()
     _info(quiet, f"scored {n} lines")
 
@@ -611,7 +663,8 @@ def eval_group() -> None:
     """Standard benchmarks: STS correlation, Tatoeba retrieval, BUCC mining F1.
 
     Each evaluator encodes with --model (the bundled model when omitted) or reads precomputed
-    embeddings from 'bitextmine encode', and prints a plain table (--json for machines).
+    embeddings from 'bitextmine encode' (tatoeba and bucc: from any encoder, --emb-format), and
+    prints a plain table (--json for machines).
 
     \b
     Examples:
@@ -678,26 +731,33 @@ def eval_sts(files, pairs, model_dir, emb1, emb2, sif, marked, device, as_json):
 @click.option("--all", "folder", default=None, metavar="DIR", help="Every tatoeba.xxx-eng.{xxx,eng} pair in a Tatoeba v1 folder.")
 @click.option("--lang", "languages", multiple=True, metavar="CODE", help="With --all: only these languages (repeatable).")
 @_model_option
-@click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC.")
-@click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT.")
+@click.option("--src-emb", default=None, metavar="FILE", help="Precomputed embeddings of SRC (any encoder; --emb-format).")
+@click.option("--tgt-emb", default=None, metavar="FILE", help="Precomputed embeddings of TGT.")
+@embedding_options
 @_eval_options(("src", "tgt"))
-def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, marked, device, as_json):
+def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, marked, device, as_json, **kw):
     """Tatoeba similarity search: nearest-neighbour error rate (xsim) both ways, and accuracy.
+
+    With --src-emb/--tgt-emb from another encoder (a .npy without sidecar, or --emb-format raw) no
+    model is loaded.
 
     \b
     Examples:
       bitextmine eval tatoeba tatoeba.deu-eng.deu tatoeba.deu-eng.eng
       bitextmine eval tatoeba --all tatoeba/v1 --lang deu --lang fra
+      bitextmine eval tatoeba deu.txt eng.txt --src-emb deu.raw --tgt-emb eng.raw --emb-format raw --dim 1024
     """
+    from .encoding.external import embeddings_need_model
     from .evaluation.runners import run_tatoeba
     from .errors import ConfigError
     from .model import load_model
 
     if folder and (src or tgt):
         raise ConfigError("give SRC TGT or --all DIR, not both")
-    report = run_tatoeba(src, tgt, folder=folder, languages=languages, model=load_model(model_dir),
-                         config=EncodeConfig(device=device, sif=sif),
-                         emb=_pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), marked=marked)
+    emb, emb_config = _pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), _embeddings_from(kw)
+    model = load_model(model_dir) if emb is None or embeddings_need_model(emb, emb_config.format) else None
+    report = run_tatoeba(src, tgt, folder=folder, languages=languages, model=model,
+                         config=EncodeConfig(device=device, sif=sif), emb=emb, emb_config=emb_config, marked=marked)
     _report(report, as_json)
 
 
@@ -710,25 +770,33 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
 @click.option("--oracle", is_flag=True, help="Tune the threshold on the evaluated set itself (reported as ORACLE).")
 @click.option("--threshold", type=float, default=None, help="Use this margin threshold.")
 @_model_option
-@click.option("--src-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of SRC's sentences.")
-@click.option("--tgt-emb", default=None, metavar="FILE.npy", help="Precomputed embeddings of TGT's sentences.")
+@click.option("--src-emb", default=None, metavar="FILE",
+              help="Precomputed embeddings of SRC's sentences (any encoder; --emb-format).")
+@click.option("--tgt-emb", default=None, metavar="FILE", help="Precomputed embeddings of TGT's sentences.")
+@embedding_options
 @_search_options
 @click.option("--plot", default=None, metavar="FILE.png", help="Plot precision, recall and F1 against the threshold.")
 @_eval_options(("src", "tgt"))
 def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tgt_emb, plot, sif, marked, device, as_json,
-              **search):
+              **kw):
     """BUCC 2018 bitext mining: precision, recall and F1 of mined pairs against the gold pairs.
 
-    SRC and TGT hold <id><TAB><sentence> lines; GOLD holds <src-id><TAB><tgt-id> lines.
+    SRC and TGT hold <id><TAB><sentence> lines; GOLD holds <src-id><TAB><tgt-id> lines. With
+    --src-emb/--tgt-emb from another encoder (a .npy without sidecar, or --emb-format raw) and
+    --oracle or --threshold, no model is loaded (--tune-on encodes its set with the model).
 
     \b
     Example:
       bitextmine eval bucc de-en.test.de de-en.test.en de-en.test.gold \\
           --tune-on de-en.training.de de-en.training.en de-en.training.gold --plot bucc.png
     """
+    from .encoding.external import embeddings_need_model
     from .evaluation.runners import plot_bucc, run_bucc
     from .model import load_model
 
+    emb, emb_config = _pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), _embeddings_from(kw)
+    need_model = emb is None or tune_on or embeddings_need_model(emb, emb_config.format)
+    model = load_model(model_dir) if need_model else None
     bars: dict = {}
 
     def progress(name: str, n: int) -> None:
@@ -737,9 +805,9 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
         bars[name].update(n)
 
     report = run_bucc((src, tgt, gold), tune_on=tuple(tune_on) if tune_on else None, oracle=oracle,
-                      threshold=threshold, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
-                      mine=MineConfig(**_search_from(search), device=device),
-                      emb=_pair(src_emb, tgt_emb, "--src-emb and --tgt-emb"), marked=marked, progress=progress)
+                      threshold=threshold, model=model, config=EncodeConfig(device=device, sif=sif),
+                      mine=MineConfig(**_search_from(kw), device=device), emb=emb, emb_config=emb_config,
+                      marked=marked, progress=progress)
     for b in bars.values():
         b.close()
     if plot:

@@ -105,6 +105,41 @@ class MineConfig:
     candidates: int = 16  # exact search: candidates kept per row before rescoring (more: fewer rows searched again)
 
 
+ENGINES = ("local", "ray")  # the staged run: in this process, or as Ray tasks
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The staged mining run (:mod:`bitextmine.pipeline`): work directory, chunking and engine."""
+
+    work_dir: str = ""  # keep the stages' files here (resumable); empty: a temporary directory, removed after
+    resume: bool = False  # continue the run recorded in work_dir (same inputs and settings)
+    chunk_lines: int = 1_000_000  # lines per chunk: the unit of dedup, encoding and the k-NN grid
+    bucket_lines: int = 50_000_000  # dedup: about this many lines per hash bucket (a bucket task's memory)
+    engine: str = "local"  # local (in this process) | ray
+    ray_address: str = ""  # --engine ray: an existing cluster's address; empty: start a local one
+
+
+@dataclass(frozen=True)
+class EmbeddingsConfig:
+    """Precomputed embeddings from any encoder (``--src-emb/--tgt-emb``), read by
+    :func:`bitextmine.encoding.external.open_embeddings`."""
+
+    # npy: a 2-D float16/float32 .npy (with the sidecar of 'bitextmine encode' the model is checked; without it
+    # none is needed) or a chunked 'encode --chunk-lines' directory; raw: LASER's headerless rows of floats
+    format: str = "npy"
+    dim: int = 0  # raw: floats per row (required: the file has no header); npy: checked when > 0
+    fp16: bool = False  # raw: rows of float16 instead of float32 (a .npy names its own dtype)
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    # none: the cosine of each pair; ratio | distance: LASER's "score" mode, the margin of each pair against the
+    # k nearest neighbours of its sides among all lines of the other side of the file (Artetxe & Schwenk 2019)
+    margin: str = "none"
+    k: int = MineConfig.k  # neighbours per side, as in mining (LASER: 4)
+
+
 def _h(default, help: str):
     """A dataclass field with its help text (the CLI shows it)."""
     return field(default=default, metadata={"help": help})
@@ -161,6 +196,8 @@ PRECISIONS = ("auto", "bf16", "fp32")  # exact search tiles
 TABLE_PRECISIONS = ("auto", "fp32", "fp16", "bf16")  # encoding: the piece table on the device
 AMP_MODES = ("auto", "off", "bf16")  # training: autocast
 MARGINS = ("ratio", "distance", "absolute")
+SCORE_MARGINS = ("none", "ratio", "distance")  # score --margin
+EMB_FORMATS = ("npy", "raw")  # precomputed embeddings (EmbeddingsConfig.format)
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
 NEGATIVES = ("max", "mix", "random")
 MODES = ("max", "forward", "backward", "intersect", "union")

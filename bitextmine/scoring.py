@@ -1,17 +1,30 @@
-"""Scoring given pairs: each ``src<TAB>tgt`` line gets the cosine of its two sides appended as a last column.
+"""Scoring given pairs: each ``src<TAB>tgt`` line gets a score of its two sides appended as a last column.
 
-Streaming: lines are read, scored and written in batches, so memory does not grow with the input.
+The score is the cosine (streaming: lines are read, scored and written in batches, so memory does not
+grow with the input), or LASER's "score" mode (Artetxe & Schwenk 2019): the margin of each pair's cosine
+against the k nearest neighbours of its source among all targets of the file and of its target among all
+sources. The margin needs every line before the first score, so both columns are encoded batch by batch
+into float32 ``.npy`` files in a temporary directory (``TMPDIR``; 2 x lines x dim x 4 bytes, removed
+afterwards), searched memory-mapped in one exact pass for both directions
+(:func:`bitextmine.search.exact.knn_both`), and the input is read a second time to write the lines in
+order (stdin is kept in the temporary directory for that). Memory holds a few numbers per line, never
+the texts.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, TextIO
+import os
+import tempfile
+from contextlib import nullcontext
+from typing import Callable, Iterable, Iterator, TextIO
 
 import numpy as np
 
-from .config import EncodeConfig
+from .config import SCORE_MARGINS, EncodeConfig, MineConfig, ScoreConfig
 from .corpus import iter_lines, parse_tsv_line
+from .encoding.npyfile import finish_npy, new_npy
 from .encoding.pipeline import Encoder
+from .errors import ConfigError
 from .model import Model
 
 
@@ -41,12 +54,100 @@ def score_lines(lines: Iterable[str], model: Model, *, name: str = "<stdin>", sc
         yield from zip(batch, cosine_pairs(src, tgt, enc).tolist())
 
 
+def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
+                       config: EncodeConfig = EncodeConfig(), score: ScoreConfig = ScoreConfig(margin="ratio"),
+                       mine: MineConfig = MineConfig()) -> Iterator[tuple[str, float]]:
+    """Yield (line, margin score) for each TSV line of ``path`` (``-`` = stdin), in order: LASER's "score" mode.
+
+    For line i with sides x_i, y_i: ``margin_scores(cos(x_i, y_i), m_x[i], m_y[i], score.margin)``, where
+    m_x[i] is the mean cosine of x_i's ``score.k`` nearest neighbours among all targets of the file and
+    m_y[i] that of y_i's among all sources (float32 embeddings, exact search; ``mine`` gives its block and
+    candidate sizes). Raises CorpusError for a line without the columns (before anything is yielded),
+    ConfigError for a margin other than ratio or distance.
+    """
+    from .device import resolve_device
+    from .mining.margin import margin_scores
+    from .search.exact import knn_both
+
+    if score.margin not in SCORE_MARGINS[1:]:
+        raise ConfigError(f"margin {score.margin!r}: expected {' or '.join(SCORE_MARGINS[1:])} (or none: the cosine)")
+    if score.k < 1:
+        raise ConfigError(f"k {score.k}: expected at least 1 neighbour")
+    with tempfile.TemporaryDirectory(prefix="bitextmine-score-") as tmp:
+        spool = os.path.join(tmp, "input.txt") if path == "-" else None  # stdin cannot be read twice
+        xs_path, xt_path = os.path.join(tmp, "src.npy"), os.path.join(tmp, "tgt.npy")
+        cos = _encode_columns(path, model, xs_path, xt_path, spool, scol=scol, tcol=tcol, config=config)
+        if len(cos) == 0:
+            return
+        x, y = np.load(xs_path, mmap_mode="r"), np.load(xt_path, mmap_mode="r")
+        Dxy, _, Dyx, _, _ = knn_both(x, y, score.k, candidates=mine.candidates, block_rows=mine.block_size,
+                                     device=resolve_device(config.device))
+        del x, y
+        scores = margin_scores(cos, Dxy.mean(1), Dyx.mean(1), score.margin).tolist()
+        del Dxy, Dyx
+        yield from zip(iter_lines(path) if spool is None else _spooled(spool), scores)
+
+
+def _encode_columns(path: str, model: Model, xs_path: str, xt_path: str, spool: str | None, *, scol: int, tcol: int,
+                    config: EncodeConfig) -> np.ndarray:
+    """Encode the source and target columns of ``path`` batch by batch into float32 .npy files
+    ``xs_path``/``xt_path`` (n, dim), copying the lines to ``spool`` when given; returns the pairs'
+    cosines, float32 (n,)."""
+    enc = Encoder(model, config)
+    name = "<stdin>" if path == "-" else path
+    dim, dtype = model.dim, np.dtype(np.float32)
+    cos: list[np.ndarray] = []
+    n = 0
+    new_npy(xs_path, dim, dtype)  # headers rewritten with the count at the end; rows appended after them
+    new_npy(xt_path, dim, dtype)
+    with open(xs_path, "ab") as fs, open(xt_path, "ab") as ft, \
+            (open(spool, "w", encoding="utf-8", newline="\n") if spool else nullcontext()) as fl:
+
+        def flush(src: list[str], tgt: list[str]) -> None:
+            xs, xt = enc.encode_batch(src), enc.encode_batch(tgt)
+            fs.write(np.ascontiguousarray(xs, np.float32).tobytes())
+            ft.write(np.ascontiguousarray(xt, np.float32).tobytes())
+            cos.append((xs * xt).sum(1))
+
+        src: list[str] = []
+        tgt: list[str] = []
+        for i, line in enumerate(iter_lines(path), 1):
+            s, t = parse_tsv_line(line, name=name, lineno=i, scol=scol, tcol=tcol)
+            src.append(s)
+            tgt.append(t)
+            if spool:
+                fl.write(line + "\n")
+            if len(src) >= config.batch_size:
+                flush(src, tgt)
+                n += len(src)
+                src, tgt = [], []
+        if src:
+            flush(src, tgt)
+            n += len(src)
+    finish_npy(xs_path, n, dim, dtype)
+    finish_npy(xt_path, n, dim, dtype)
+    return np.concatenate(cos) if cos else np.zeros(0, np.float32)
+
+
+def _spooled(path: str) -> Iterator[str]:
+    """The lines :func:`_encode_columns` copied to ``path``, without their line ends."""
+    with open(path, encoding="utf-8", newline="\n") as f:
+        for line in f:
+            yield line[:-1]
+
+
 def score_file(path: str, out: TextIO, model: Model, *, config: EncodeConfig = EncodeConfig(),
-               progress: Callable[[int], None] | None = None) -> int:
-    """Score ``path`` (``-`` = stdin, gzip transparent) into ``out``; returns the number of lines written."""
+               score: ScoreConfig = ScoreConfig(), progress: Callable[[int], None] | None = None) -> int:
+    """Score ``path`` (``-`` = stdin, gzip transparent) into ``out`` as ``line<TAB>score`` (6 decimals); returns
+    the number of lines written. ``score.margin`` none: the cosine (:func:`score_lines`, streaming); ratio or
+    distance: the margin score (:func:`margin_score_lines`)."""
     n = 0
     name = "<stdin>" if path == "-" else path
-    for line, cos in score_lines(iter_lines(path), model, name=name, config=config):
+    if score.margin == "none":
+        scored = score_lines(iter_lines(path), model, name=name, config=config)
+    else:
+        scored = margin_score_lines(path, model, config=config, score=score)
+    for line, cos in scored:
         out.write(f"{line}\t{cos:.6f}\n")
         n += 1
         if progress and n % 10000 == 0:

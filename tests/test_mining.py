@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bitextmine.config import MODES, MineConfig
-from bitextmine.mining.mine import UniqueLines, greedy_one_to_one, mine_embeddings, mine_files
+from bitextmine.mining.mine import greedy_one_to_one, mine_embeddings, mine_files
 
 
 def unit(x):
@@ -110,14 +110,6 @@ def test_vectorised_greedy_equals_loop(seed):
     src, tgt = rng.integers(0, 40, c), rng.integers(0, 35, c)
     score = rng.integers(0, 20, c).astype(np.float32)  # many ties
     assert greedy_one_to_one(src, tgt, score).tolist() == greedy_loop(src, tgt, score)
-
-
-def test_unique_lines_keep_every_line_number():
-    u = UniqueLines.of(["a", "b", "a", "", "  ", "b", "c"])
-    assert u.texts == ["a", "b", "c"]
-    assert u.line_ids == [[1, 3], [2, 6], [7]]
-    assert u.n_empty == 2 and u.n_lines == 7
-    assert u.first.tolist() == [0, 1, 6]
 
 
 def test_mine_files_duplicates_keep_all_ids(tmp_path, toy_model):

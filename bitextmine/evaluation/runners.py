@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..config import EncodeConfig, MineConfig
+from ..config import EmbeddingsConfig, EncodeConfig, MineConfig
 from ..encoding.pipeline import side_configs
 from ..errors import ConfigError, CorpusError
 from ..report import pyplot, table
@@ -22,13 +22,20 @@ from .readers import STSData, find_tatoeba, read_bucc_gold, read_bucc_sentences,
 def _encode(texts: Sequence[str], model, config: EncodeConfig) -> np.ndarray:
     from ..encoding.pipeline import encode
 
+    if model is None:
+        raise ConfigError("no model to encode the benchmark with; expected --model (or precomputed embeddings)")
     return encode(list(texts), model, config=config)
 
 
-def _embeddings(path: str, model, count: int, config: EncodeConfig) -> np.ndarray:
-    from ..encoding.store import load_embeddings
+def _embeddings(path: str, model, count: int, config: EncodeConfig, emb_config: EmbeddingsConfig,
+                text: str) -> np.ndarray:
+    """Precomputed embeddings of ``text`` (``count`` lines) as float32 (count, dim): any encoder's, in
+    ``emb_config``'s format; the model is checked only for a file with a sidecar (:func:`open_embeddings`)."""
+    from ..encoding.external import open_embeddings
 
-    return np.asarray(load_embeddings(path, model=model, count=count, sif=config.sif, marked=config.marked), np.float32)
+    x = open_embeddings(path, fmt=emb_config.format, dim=emb_config.dim, fp16=emb_config.fp16, rows=count, text=text,
+                        model=model, sif=config.sif, marked=config.marked)
+    return np.asarray(x, np.float32)
 
 
 # --- STS -----------------------------------------------------------------------------------------
@@ -51,10 +58,11 @@ class STSReport:
 
 def run_sts(files: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), *, model=None,
             config: EncodeConfig = EncodeConfig(), emb: tuple[str, str] | None = None,
-            marked: str | None = None) -> STSReport:
+            emb_config: EmbeddingsConfig = EmbeddingsConfig(), marked: str | None = None) -> STSReport:
     """Pearson and Spearman x 100 for each STS file (any format :func:`read_sts` reads) and each
     cross-lingual (file1, file2) pair; per-year averages for the SemEval sets. ``emb`` = precomputed
-    embeddings of the s1 and s2 columns of the only dataset (``bitextmine encode`` outputs); ``marked``
+    embeddings of the s1 and s2 columns of the only dataset (``bitextmine encode`` outputs, or any encoder's in
+    ``emb_config``'s format: :func:`bitextmine.encoding.external.open_embeddings`); ``marked``
     = "s1" or "s2" for the column in the marked language of a separate-vocabulary model."""
     c1, c2 = side_configs(config, marked, ("s1", "s2"))
     datasets: list[STSData] = [read_sts(p) for p in files] + [read_sts_crosslingual(a, b) for a, b in pairs]
@@ -65,7 +73,9 @@ def run_sts(files: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), *,
     results = []
     for d in datasets:
         if emb is not None:
-            x1, x2 = _embeddings(emb[0], model, len(d.s1), c1), _embeddings(emb[1], model, len(d.s2), c2)
+            t1, t2 = (f"{files[0]} (s1)", f"{files[0]} (s2)") if files else pairs[0]
+            x1, x2 = _embeddings(emb[0], model, len(d.s1), c1, emb_config, t1), _embeddings(emb[1], model, len(d.s2),
+                                                                                           c2, emb_config, t2)
         else:
             x1, x2 = _encode(d.s1, model, c1), _encode(d.s2, model, c2)
         results.append(sts_eval(x1, x2, d))
@@ -107,9 +117,14 @@ class TatoebaReport:
 
 def run_tatoeba(src: str | None = None, tgt: str | None = None, *, folder: str | None = None, model=None,
                 config: EncodeConfig = EncodeConfig(), emb: tuple[str, str] | None = None,
-                languages: Sequence[str] = (), marked: str | None = None) -> TatoebaReport:
+                emb_config: EmbeddingsConfig = EmbeddingsConfig(), languages: Sequence[str] = (),
+                marked: str | None = None) -> TatoebaReport:
     """Tatoeba xsim error rates for two aligned files, or for every language of a Tatoeba v1
-    ``folder`` (optionally only ``languages``); ``marked`` = "src" or "tgt" (separate vocabularies)."""
+    ``folder`` (optionally only ``languages``); ``marked`` = "src" or "tgt" (separate vocabularies).
+
+    ``emb``: precomputed embeddings of SRC and TGT, in ``emb_config``'s format
+    (:func:`bitextmine.encoding.external.open_embeddings`): ``model`` may then be None, unless a file has
+    the sidecar of ``bitextmine encode`` (its model is checked)."""
     cs, ct = side_configs(config, marked, ("src", "tgt"))
     from ..corpus import read_parallel
 
@@ -130,7 +145,8 @@ def run_tatoeba(src: str | None = None, tgt: str | None = None, *, folder: str |
         if not xa:
             raise CorpusError(f"{a}: empty; expected aligned sentences")
         if emb is not None:
-            x, y = _embeddings(emb[0], model, len(xa), cs), _embeddings(emb[1], model, len(xb), ct)
+            x, y = _embeddings(emb[0], model, len(xa), cs, emb_config, a), _embeddings(emb[1], model, len(xb), ct,
+                                                                                   emb_config, b)
         else:
             x, y = _encode(xa, model, cs), _encode(xb, model, ct)
         results.append(tatoeba_eval(x, y, name))
@@ -165,7 +181,8 @@ class BuccReport:
 
 
 def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: MineConfig,
-              emb: tuple[str, str] | None = None, marked: str | None = None, progress=None) -> BuccCandidates:
+              emb: tuple[str, str] | None = None, marked: str | None = None, progress=None,
+              emb_config: EmbeddingsConfig = EmbeddingsConfig()) -> BuccCandidates:
     src, tgt, gold_path = files
     sid, stext = read_bucc_sentences(src)
     tid, ttext = read_bucc_sentences(tgt)
@@ -176,7 +193,8 @@ def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: Mi
             raise CorpusError(f"{gold_path}: pair {a}\t{b} names an id missing from {src if a not in known_s else tgt}")
     cs, ct = side_configs(config, marked, ("src", "tgt"))
     if emb is not None:
-        x, y = _embeddings(emb[0], model, len(stext), cs), _embeddings(emb[1], model, len(ttext), ct)
+        x = _embeddings(emb[0], model, len(stext), cs, emb_config, src)
+        y = _embeddings(emb[1], model, len(ttext), ct, emb_config, tgt)
     else:
         x, y = _encode(stext, model, cs), _encode(ttext, model, ct)
     return bucc_candidates(x, y, sid, tid, gold, config=mine, name=os.path.basename(src),
@@ -186,14 +204,18 @@ def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: Mi
 def run_bucc(files: tuple[str, str, str], *, tune_on: tuple[str, str, str] | None = None, oracle: bool = False,
              threshold: float | None = None, model=None, config: EncodeConfig = EncodeConfig(),
              mine: MineConfig = MineConfig(), emb: tuple[str, str] | None = None,
-             marked: str | None = None, progress=None) -> BuccReport:
+             emb_config: EmbeddingsConfig = EmbeddingsConfig(), marked: str | None = None,
+             progress=None) -> BuccReport:
     """BUCC 2018 protocol on ``files`` = (source sentences, target sentences, gold). The threshold is
     tuned for F1 on ``tune_on`` (another set), or on the evaluated set itself with ``oracle``, or
     given as ``threshold``; exactly one of the three. ``marked``: "src" or "tgt" (separate vocabularies).
+    ``emb``: precomputed embeddings of the evaluated set's sentences (in the files' order), in
+    ``emb_config``'s format (:func:`bitextmine.encoding.external.open_embeddings`); ``model`` may then be
+    None, unless a file has a sidecar or ``tune_on`` is given (that set is encoded).
     ``progress(set_name, n)`` is called as k-NN query rows of each set are searched."""
     if sum(x is not None and x is not False for x in (tune_on, threshold)) + bool(oracle) != 1:
         raise ConfigError("give exactly one of --tune-on SRC TGT GOLD, --oracle or --threshold")
-    cand = _bucc_set(files, model, config, mine, emb, marked, progress)
+    cand = _bucc_set(files, model, config, mine, emb, marked, progress, emb_config)
     tune_result = None
     if tune_on is not None:
         t = _bucc_set(tune_on, model, config, mine, marked=marked, progress=progress)

@@ -6,25 +6,22 @@ k nearest neighbours in both directions, margin scores, then one of the retrieva
   intersect  pairs found by both forward and backward
   union      pairs found by either
   max        forward and backward candidates together, best score first, each sentence used at most once
-The threshold applies in every mode. Exact duplicate lines on a side are embedded once and keep all
-their line numbers.
+The threshold applies in every mode. Mining files runs in stages (:mod:`bitextmine.pipeline`): exact
+duplicate lines on a side are embedded once and keep all their line numbers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, TextIO
+from typing import Callable, TextIO
 
 import numpy as np
 
-from .. import __version__
-from ..config import MODES, EncodeConfig, MineConfig
-from ..corpus import file_checksum, read_lines
+from ..config import MODES, EmbeddingsConfig, EncodeConfig, MineConfig, PipelineConfig
 from ..errors import ConfigError
 from ..search.exact import knn_both
 from ..search.index import knn, recall_at_k, resolve_index
 from .margin import candidate_scores
-from ..filtering.rules import check_pair
 
 
 @dataclass
@@ -105,27 +102,37 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
     bj = bwd.argmax(1)
     rows_b = np.arange(m)
     b = (Iyx[rows_b, bj], rows_b, bwd[rows_b, bj], Dyx[rows_b, bj])
-    if config.mode == "forward":
-        s, t, sc, cos = f
-    elif config.mode == "backward":
-        s, t, sc, cos = b
-    elif config.mode == "intersect":
-        # a target is the backward choice of one source only, so this map is one-to-one
-        back_of_tgt = np.full(m, -1, np.int64)
-        back_of_tgt[b[1]] = b[0]
-        both = back_of_tgt[f[1]] == f[0]
-        s, t, sc, cos = (a[both] for a in f)
-    else:
-        s, t, sc, cos = (np.concatenate([u, v]) for u, v in zip(f, b))
-        if config.mode == "union":
-            _, keep = np.unique(s.astype(np.int64) * m + t, return_index=True)
-        else:  # max
-            keep = greedy_one_to_one(s, t, sc)
-        s, t, sc, cos = s[keep], t[keep], sc[keep], cos[keep]
+    s, t, sc, cos, _ = select_pairs(f, b, config)
     ok = (sc >= config.threshold) & (cos >= config.min_cosine)
     pairs = _sorted(s[ok], t[ok], sc[ok], cos[ok])
     pairs.info = info
     return pairs
+
+
+def select_pairs(f: tuple, b: tuple, config: MineConfig) -> tuple:
+    """Apply config.mode to the forward candidates f = (src, tgt, score, cos) (one per source row, ascending
+    src) and the backward ones b (one per target row, ascending tgt); int64 / float32 (c,) arrays.
+
+    Returns (src, tgt, score, cos, origin int8: 0 forward, 1 backward), before the threshold. Candidates
+    scoring below config.threshold may be left out of f and b beforehand: what remains at or above it is
+    the same (intersect: a pair's backward twin has its score; max: the greedy choice among candidates at
+    or above the threshold never looks further down). The cosine floor must not be applied beforehand.
+    """
+    if config.mode == "forward":
+        return (*f, np.zeros(len(f[0]), np.int8))
+    if config.mode == "backward":
+        return (*b, np.ones(len(b[0]), np.int8))
+    if config.mode == "intersect":
+        pos = np.minimum(np.searchsorted(b[1], f[1]), max(len(b[1]) - 1, 0))
+        both = (b[1][pos] == f[1]) & (b[0][pos] == f[0]) if len(b[1]) else np.zeros(len(f[0]), bool)
+        return (*(a[both] for a in f), np.zeros(int(both.sum()), np.int8))
+    s, t, sc, cos = (np.concatenate([u, v]) for u, v in zip(f, b))
+    origin = np.repeat(np.array([0, 1], np.int8), [len(f[0]), len(b[0])])
+    if config.mode == "union":
+        _, keep = np.unique(s.astype(np.int64) * (int(t.max(initial=0)) + 1) + t, return_index=True)
+    else:  # max
+        keep = greedy_one_to_one(s, t, sc)
+    return s[keep], t[keep], sc[keep], cos[keep], origin[keep]
 
 
 def neighbours(x: np.ndarray, y: np.ndarray, config: MineConfig = MineConfig(), progress=None):
@@ -159,38 +166,6 @@ def _knn(q: np.ndarray, d: np.ndarray, index: str, config: MineConfig, progress)
 
 
 @dataclass
-class UniqueLines:
-    """Distinct non-empty lines of a side: texts (u,), first row int64 (u,), all 1-based line numbers."""
-
-    texts: list[str]
-    first: np.ndarray
-    line_ids: list[list[int]] = field(default_factory=list)
-    n_lines: int = 0
-    n_empty: int = 0
-
-    @classmethod
-    def of(cls, lines: Sequence[str]) -> "UniqueLines":
-        index: dict[str, int] = {}
-        texts: list[str] = []
-        first: list[int] = []
-        ids: list[list[int]] = []
-        n_empty = 0
-        for i, line in enumerate(lines):
-            if not line.strip():
-                n_empty += 1
-                continue
-            u = index.get(line)
-            if u is None:
-                index[line] = len(texts)
-                texts.append(line)
-                first.append(i)
-                ids.append([i + 1])
-            else:
-                ids[u].append(i + 1)
-        return cls(texts, np.asarray(first, np.int64), ids, len(lines), n_empty)
-
-
-@dataclass
 class MineStats:
     src_lines: int
     tgt_lines: int
@@ -212,64 +187,32 @@ def mine_files(
     model=None,
     config: MineConfig = MineConfig(),
     encode_config: EncodeConfig = EncodeConfig(),
+    pipeline: PipelineConfig = PipelineConfig(),
+    embeddings: EmbeddingsConfig = EmbeddingsConfig(),
     src_emb: str | None = None,
     tgt_emb: str | None = None,
     ids: bool = False,
+    explain: bool = False,
     marked: str | None = None,
     rules=None,
     src_lang: str | None = None,
     tgt_lang: str | None = None,
-    progress: Callable[[str, int], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> MineStats:
     """Mine two text files and write ``score<TAB>src<TAB>tgt`` lines (plus ``<TAB>src_ids<TAB>tgt_ids``
     with comma-separated 1-based line numbers when ``ids``) to ``out``, best score first.
 
-    ``src_emb``/``tgt_emb`` are precomputed embedding files from ``bitextmine encode`` for the same
-    text and model; they are checked against the text's checksum and the model's fingerprint.
-    Empty lines cannot be mined and are counted in the returned stats. ``marked`` ("src" or "tgt")
-    names the side in the marked language of a separate-vocabulary model. ``rules`` (a RuleConfig)
-    drops candidates that break a rule of :func:`bitextmine.rules.check_pair` (with the languages for
-    the script and langdetect rules); the drops are counted per reason in the stats.
+    Runs the staged pipeline (:func:`bitextmine.pipeline.mine_corpus`, which documents every argument):
+    the pairs of :func:`mine_embeddings` on the distinct lines' embeddings. ``src_emb``/``tgt_emb`` hold
+    the embeddings of every line (from ``bitextmine encode``, checked against the text and the model, or
+    from any encoder). Empty lines cannot be mined and are counted in the returned stats. ``marked``
+    ("src" or "tgt") names the side in the marked language of a separate-vocabulary model. ``rules`` (a
+    RuleConfig) drops candidates that break a rule of :func:`bitextmine.filtering.rules.check_pair`; the
+    drops are counted per reason in the stats. ``progress(stage, done, total)`` after each task.
     """
-    from ..encoding import Encoder, load_embeddings, side_configs, vectors_fingerprint
-    from ..model import load_model
+    from ..pipeline import mine_corpus
 
-    side_cfgs = side_configs(encode_config, marked, ("src", "tgt"))
-    model = model or load_model(None)
-    sides = []
-    for side_config, path, emb_path in zip(side_cfgs, (src_path, tgt_path), (src_emb, tgt_emb)):
-        lines = read_lines(path)
-        u = UniqueLines.of(lines)
-        if emb_path:
-            x = load_embeddings(emb_path, model=model, text_sha256=file_checksum(path), count=len(lines),
-                                sif=side_config.sif, marked=side_config.marked)
-            if len(u.first) != len(x) or np.any(u.first != np.arange(len(x))):  # else: stays memory-mapped
-                x = np.asarray(x[u.first], np.float32)
-        else:
-            x = Encoder(model, side_config).encode_all(u.texts, (lambda n: progress("encode", n)) if progress else None)
-        sides.append((u, x))
-    (us, xs), (ut, xt) = sides
-    pairs = mine_embeddings(xs, xt, config=config, progress=(lambda n: progress("search", n)) if progress else None)
-    rejected: dict[str, int] = {}
-    written = 0
-    for s, t, sc in zip(pairs.src, pairs.tgt, pairs.score):
-        if rules is not None:
-            why = check_pair(us.texts[s], ut.texts[t], rules, src_lang, tgt_lang)
-            if why:
-                rejected[why] = rejected.get(why, 0) + 1
-                continue
-        written += 1
-        row = f"{sc:.6f}\t{us.texts[s]}\t{ut.texts[t]}"
-        if ids:
-            row += "\t" + ",".join(map(str, us.line_ids[s])) + "\t" + ",".join(map(str, ut.line_ids[t]))
-        out.write(row + "\n")
-    fp = vectors_fingerprint(model, sif=encode_config.sif) + (f"+marked-{marked}" if marked else "")
-    sig = (f"bitextmine {__version__}|model:{fp}|k:{config.k}|margin:{config.margin}|"
-           f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}")
-    if rules is not None:
-        sig += f"|rules:{src_lang or '-'}-{tgt_lang or '-'}"
-    if pairs.info.get("index") != ["flat", "flat"]:
-        sig += f"|index:{'/'.join(pairs.info['index'])}:nprobe{config.nprobe}"
-    return MineStats(us.n_lines, ut.n_lines, len(us.texts), len(ut.texts), us.n_empty, ut.n_empty,
-                     written, sig, rejected, pairs.info)
-
+    return mine_corpus(src_path, tgt_path, out, model=model, config=config, encode_config=encode_config,
+                       pipeline=pipeline, embeddings=embeddings, src_emb=src_emb, tgt_emb=tgt_emb, ids=ids,
+                       explain=explain, marked=marked, rules=rules, src_lang=src_lang, tgt_lang=tgt_lang,
+                       progress=progress)

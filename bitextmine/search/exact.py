@@ -443,20 +443,27 @@ def exact_rows(q: np.ndarray, o: np.ndarray, rows: np.ndarray, k: int, c: int, *
             ids = torch.arange(a, a + len(Of), device=device).expand_as(sim)
             # stable: among equal values the earlier (lower) rows stay, whatever the block size
             v, i = merge_best(v, i, sim, ids, c)
-    sub = _Rows(q, rows)
+    sub = RowView(q, rows)
     eps = eps_factor("fp32", q.shape[1]) * np.linalg.norm(Q.cpu().numpy(), axis=1) * o_max
     D, I, _ = rescore(sub, o, v.cpu().numpy(), i.cpu().numpy(), k, eps)
     return D, I
 
 
-class _Rows:
-    """A view of the rows ``rows`` of ``a`` for :func:`rescore` (slicing only)."""
+class RowView:
+    """The rows ``rows`` int (r,) of ``a`` (n, d) as an (r, d) array-like: len, shape and indexing by a slice or
+    an index array give float32 copies (what :func:`knn_both` and :func:`rescore` read); ``normalise``: each
+    row divided by its L2 norm (zero rows stay zero), the same values whichever way a row is read."""
 
-    def __init__(self, a: np.ndarray, rows: np.ndarray):
-        self.a, self.rows, self.shape = a, rows, (len(rows), a.shape[1])
+    def __init__(self, a: np.ndarray, rows: np.ndarray, *, normalise: bool = False):
+        self.a, self.rows, self.shape, self.normalise = a, rows, (len(rows), a.shape[1]), normalise
+        self.ndim, self.dtype = 2, np.dtype(np.float32)
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, s: slice) -> np.ndarray:
-        return _gather_f32(self.a, self.rows[s])
+    def __getitem__(self, s) -> np.ndarray:
+        x = _gather_f32(self.a, self.rows[s])
+        if self.normalise:
+            norm = np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
+            np.divide(x, norm, out=x, where=norm > 0)
+        return x

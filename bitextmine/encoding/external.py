@@ -1,0 +1,108 @@
+"""Embeddings from any encoder: precomputed sentence embeddings read without loading them.
+
+Two formats (:class:`bitextmine.config.EmbeddingsConfig`):
+
+* ``npy``: a 2-D float16 or float32 ``.npy``, one row per line of its text. With the sidecar that
+  ``bitextmine encode`` writes (``OUT.npy.json``), or a chunked ``encode --chunk-lines`` directory, it is
+  read by :func:`bitextmine.encoding.store.load_embeddings`, which checks the model that made it; without a
+  sidecar (another encoder's output, ``np.save``) no model is needed or checked.
+* ``raw``: LASER's format, a headerless file of float32 rows (float16 with ``fp16``) of ``dim`` values.
+
+Rows are not normalised here: a search by inner product is by cosine only for L2-normalised rows.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..config import EMB_FORMATS
+from ..errors import ConfigError, ModelFormatError
+from .store import load_embeddings
+
+
+def has_sidecar(path: str) -> bool:
+    """True when ``path`` is an embedding store of ``bitextmine encode``: a ``.npy`` with its ``.npy.json``
+    sidecar, or a chunked directory (its ``manifest.json``). Its model is then checked, so the caller must
+    load it and pass it to :func:`open_embeddings`."""
+    return os.path.isdir(path) or os.path.isfile(path + ".json")
+
+
+def embeddings_need_model(paths, fmt: str = "npy") -> bool:
+    """Whether any of ``paths`` (format ``fmt``) is checked against a model (:func:`has_sidecar`)."""
+    return fmt == "npy" and any(has_sidecar(p) for p in paths)
+
+
+def open_embeddings(path: str, *, fmt: str = "npy", dim: int = 0, fp16: bool = False, rows: int | None = None,
+                    text: str | None = None, model=None, sif: bool = False, marked: bool = False) -> np.ndarray:
+    """Open precomputed embeddings as a read-only (n, d) array, memory-mapped (not read into memory).
+
+    ``fmt`` "npy": a 2-D float16 or float32 ``.npy`` (its dtype and shape are in its header; ``fp16`` is
+    ignored, ``dim`` checked when > 0). With a sidecar (:func:`has_sidecar`), ``model`` (a
+    :class:`bitextmine.model.Model`, with ``sif``/``marked`` as encoded) is required and checked through
+    :func:`bitextmine.encoding.store.load_embeddings`; a chunked directory is concatenated in memory.
+    ``fmt`` "raw": headerless float32 rows (float16 with ``fp16``) of ``dim`` (> 0) values.
+
+    ``rows``: the expected row count (the line count of the text file named ``text``). Returns float32 or
+    float16 (n, d), read-only. Raises ConfigError for a wrong format, dim, file size or row count,
+    ModelFormatError for an unreadable ``.npy`` or a sidecar that does not match.
+    """
+    if fmt not in EMB_FORMATS:
+        raise ConfigError(f"embedding format {fmt!r}: expected one of {', '.join(EMB_FORMATS)}")
+    if fmt == "raw":
+        x = _open_raw(path, dim, fp16)
+    elif has_sidecar(path):
+        if model is None:
+            raise ConfigError(f"{path}: has the sidecar of 'bitextmine encode'; its model is needed to check it")
+        x = load_embeddings(path, model=model, sif=sif, marked=marked)
+    else:
+        x = _open_npy(path)
+    if fmt == "npy" and dim > 0 and x.shape[1] != dim:
+        raise ConfigError(f"{path}: rows of {x.shape[1]} values; expected --dim {dim}")
+    if rows is not None and x.shape[0] != rows:
+        raise ConfigError(f"{path}: {x.shape[0]} rows, but {text or 'the text'} has {rows} lines; "
+                          "expected one row per line")
+    if x.flags.writeable:  # a chunked encoding, concatenated in memory
+        x.setflags(write=False)
+    return x
+
+
+def _missing(path: str) -> None:
+    if not os.path.exists(path):
+        raise ConfigError(f"{path}: no such file; expected embeddings")
+    if os.path.isdir(path):
+        raise ConfigError(f"{path}: is a directory; expected an embeddings file")
+
+
+def _open_raw(path: str, dim: int, fp16: bool) -> np.ndarray:
+    """A raw file of ``dim``-value rows as a read-only memory map, float16 with ``fp16`` else float32."""
+    if dim <= 0:
+        raise ConfigError(f"{path}: raw embeddings need --dim (the values per row; the file has no header)")
+    _missing(path)
+    dtype = np.dtype(np.float16 if fp16 else np.float32)
+    size = os.path.getsize(path)
+    row_bytes = dim * dtype.itemsize
+    if size % row_bytes:
+        raise ConfigError(f"{path}: {size} bytes is not a whole number of rows of dim {dim} x {dtype.name} "
+                          f"({row_bytes} bytes each); check --dim and --fp16")
+    n = size // row_bytes
+    if n == 0:  # an empty file cannot be memory-mapped
+        x = np.zeros((0, dim), dtype)
+        x.setflags(write=False)
+        return x
+    return np.memmap(path, dtype=dtype, mode="r", shape=(n, dim))
+
+
+def _open_npy(path: str) -> np.ndarray:
+    """A sidecar-less .npy as a read-only memory map; checks it is 2-D float16/float32."""
+    _missing(path)
+    try:
+        x = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ModelFormatError(f"{path}: not a readable .npy file ({e})") from None
+    if x.ndim != 2:
+        raise ConfigError(f"{path}: shape {x.shape}; expected 2-D embeddings (rows, dim)")
+    if x.dtype not in (np.float16, np.float32):
+        raise ConfigError(f"{path}: dtype {x.dtype}; expected float16 or float32")
+    return x

@@ -1,0 +1,309 @@
+"""The staged mining run: plan, dedup, encode, k-NN, margins, selection, output (see the package docstring)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import asdict
+from typing import Callable, TextIO
+
+import numpy as np
+
+from .. import __version__
+from ..config import EmbeddingsConfig, EncodeConfig, MineConfig, PipelineConfig
+from . import dedup, stages
+from .engine import make_engine
+from .plan import plan_side
+from .stages import SIDES
+from .workdir import WorkDir, load_arrays, verifies
+
+Progress = Callable[[str, int, int], None]  # (stage, tasks done so far, tasks in all)
+
+
+class _Run:
+    """One run's state: work directory, engine, plans, row offsets and the tasks each stage computed."""
+
+    def __init__(self, work: WorkDir, engine, progress: Progress | None):
+        self.work, self.engine, self.progress = work, engine, progress
+        self.plans: dict = {}
+        self.offsets: dict = {}
+        self.computed: dict[str, int] = {}
+        self.live: dict = {}
+        self.recall: list | None = None
+
+    def stage(self, name: str, fn, tasks: list[tuple[str | None, tuple]], gpu: bool = False) -> list:
+        """Run ``fn(*args)`` for each (output file, args) whose output does not exist and verify yet."""
+        todo = [args for out, args in tasks if out is None or not verifies(self.work.path(out))]
+        total, count = len(todo), [0]
+
+        def done() -> None:
+            count[0] += 1
+            if self.progress:
+                self.progress(name, count[0], total)
+
+        self.computed[name] = self.computed.get(name, 0) + total
+        return self.engine.map(fn, todo, gpu=gpu, done=done)
+
+
+def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: dict) -> dict:
+    keep = {k: v for k, v in asdict(config).items() if k not in ("device", "block_size", "precision", "recall_check")}
+    return {"bitextmine": __version__, "vectors": vectors, "chunk_lines": pconf.chunk_lines,
+            "bucket_lines": pconf.bucket_lines, **keep, "src_emb": sources["src"], "tgt_emb": sources["tgt"]}
+
+
+def _dedup(run: _Run, pconf: PipelineConfig) -> None:
+    w = run.work
+    for side in SIDES:
+        plan = run.plans[side]
+        nc = len(plan["chunks"])
+        buckets = max(1, -(-plan["lines"] // pconf.bucket_lines))
+        run.stage("hash", dedup.hash_chunk, [(dedup.hash_file(side, c), (w, side, plan, c)) for c in range(nc)])
+        run.stage("dedup", dedup.dedup_bucket,
+                  [(dedup.bucket_file(side, b), (w, side, plan, b, buckets)) for b in range(buckets)])
+        run.stage("rows", dedup.chunk_reps, [(dedup.rep_file(side, c), (w, side, plan, c, buckets)) for c in range(nc)])
+        run.offsets[side] = dedup.row_offsets(w, side, plan)
+
+
+def _encode(run: _Run, sources: dict, model, encode_configs: dict) -> None:
+    for side in SIDES:
+        if sources[side] is not None:
+            continue
+        plan = run.plans[side]
+        run.stage("encode", stages.encode_chunk,
+                  [(stages.emb_file(side, c), (run.work, side, plan, c, model.path, encode_configs[side]))
+                   for c in range(len(plan["chunks"]))], gpu=True)
+
+
+def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict) -> None:
+    """k-NN both ways: exact cells (:func:`stages.knn_cell`) for directions searching a flat side, IVF shards
+    for the others (``kinds``: the index of each searched side); then reduce and margins per chunk."""
+    from ..device import resolve_device
+
+    w, off = run.work, run.offsets
+    live = {s: [c for c in range(len(off[s]) - 1) if off[s][c + 1] > off[s][c]] for s in SIDES}
+    search = {"k": config.k, "candidates": config.candidates, "block_rows": config.block_size,
+              "shard_rows": config.shard_rows, "device": resolve_device(config.device), "precision": config.precision}
+    if "flat" in kinds.values():
+        run.stage("knn", stages.knn_cell, [(stages.cell_file(i, j), (w, run.plans, i, j, off, sources, search))
+                                           for i in live["src"] for j in live["tgt"]], gpu=True)
+    for side in (s for s in SIDES if kinds[s] != "flat"):  # the searched side's index
+        ivf = {"kind": kinds[side], "nlist": config.nlist, "train_sample": config.train_sample, "pq_m": config.pq_m,
+               "seed": config.seed}
+        run.stage("index", stages.train_index, [(stages.index_file(side), (w, side, run.plans, off, sources, ivf))])
+        run.stage("shards", stages.fill_shard, [(stages.index_file(side, c), (w, side, c, run.plans, off, sources))
+                                                for c in live[side]])
+        q = "tgt" if side == "src" else "src"
+        k = min(config.k, int(off[side][-1]))
+        run.stage("knn", stages.search_shard,
+                  [(stages.ivf_cell_file(q, i, j), (w, q, i, j, run.plans, sources, k, config.nprobe, config.block_size))
+                   for i in live[q] for j in live[side]])
+    for side, other in (("src", "tgt"), ("tgt", "src")):
+        run.stage("reduce", stages.reduce_chunk,
+                  [(stages.nn_file(side, c), (w, side, c, live[other], config.k, kinds[other] != "flat"))
+                   for c in live[side]])
+    if config.recall_check:
+        run.recall = [_recall(run, side, sources, config, search) for side in SIDES]
+    for side in SIDES:
+        run.stage("margins", stages.margins_chunk,
+                  [(stages.cand_file(side, c), (w, side, c, off, config.margin, config.threshold)) for c in live[side]])
+    run.live = live
+
+
+def _recall(run: _Run, side: str, sources: dict, config: MineConfig, search: dict) -> float:
+    """recall@k of ``side``'s neighbour lists on config.recall_check seeded sampled rows (exact search: 1)."""
+    n = int(run.offsets[side][-1])
+    rows = np.sort(np.random.default_rng(config.seed).choice(n, min(config.recall_check, n), replace=False))
+    return run.stage("recall", stages.recall_sample,
+                     [(None, (run.work, side, run.plans, run.offsets, sources, rows, search))])[0]
+
+
+def _candidates(run: _Run, side: str) -> dict[str, np.ndarray]:
+    parts = [load_arrays(run.work.path(stages.cand_file(side, c))) for c in run.live[side]]
+    keys = ("row", "other", "score", "cos", "mean_q", "mean_o")
+    if not parts:
+        return {k: np.zeros(0, np.float32 if k not in ("row", "other") else np.int64) for k in keys}
+    return {k: np.concatenate([p[k] for p in parts]) for k in keys}
+
+
+def _select(run: _Run, config: MineConfig):
+    from ..mining.mine import select_pairs
+
+    fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
+    f = (fc["row"], fc["other"], fc["score"], fc["cos"])
+    b = (bc["other"], bc["row"], bc["score"], bc["cos"])
+    s, t, sc, cos, origin = select_pairs(f, b, config)
+    ok = (sc >= config.threshold) & (cos >= config.min_cosine)
+    s, t, sc, cos, origin = s[ok], t[ok], sc[ok], cos[ok], origin[ok]
+    order = np.lexsort((t, s, -sc.astype(np.float64)))
+    s, t, sc, cos, origin = s[order], t[order], sc[order], cos[order], origin[order]
+    # neighbour means and whether the other direction proposed the same pair (for --explain)
+    mean_s = np.concatenate([fc["mean_q"], bc["mean_o"]])[_lookup(np.concatenate([fc["row"], bc["other"]]), s)]
+    mean_t = np.concatenate([fc["mean_o"], bc["mean_q"]])[_lookup(np.concatenate([fc["other"], bc["row"]]), t)]
+    in_f = _pair_in(fc["row"], fc["other"], s, t)
+    in_b = _pair_in(bc["other"], bc["row"], s, t)
+    direction = np.where(in_f & in_b, 2, origin)
+    return s, t, sc, cos, mean_s, mean_t, direction
+
+
+def _lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Positions in ``keys`` of each of ``wanted`` (every wanted key occurs in keys)."""
+    order = np.argsort(keys, kind="stable")
+    return order[np.searchsorted(keys[order], wanted)]
+
+
+def _pair_in(a: np.ndarray, b: np.ndarray, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    big = np.int64(max(int(b.max(initial=0)), int(t.max(initial=0))) + 1)
+    return np.isin(s * big + t, a * big + b)
+
+
+def _texts(run: _Run, side: str, rows: np.ndarray, ids: bool) -> tuple[dict, dict]:
+    """{row id: text} and {row id: [1-based line numbers]} for the distinct rows ``rows``."""
+    w, plan, off = run.work, run.plans[side], run.offsets[side]
+    want = np.unique(rows)
+    owner = np.searchsorted(off, want, side="right") - 1
+    first_of = np.empty(len(want), np.int64)
+    for c in np.unique(owner):
+        sel = owner == c
+        first_of[sel] = dedup.firsts(w, side, plan, int(c))[want[sel] - off[c]]
+    wanted = np.sort(first_of)
+    chunks = range(len(plan["chunks"])) if ids else np.unique(owner).tolist()
+    parts = run.stage("texts", stages.texts_chunk, [(None, (w, side, plan, int(c), wanted)) for c in chunks])
+    row_of = dict(zip(first_of.tolist(), want.tolist()))
+    text, lines = {}, {}
+    for firsts, texts, reps in parts:
+        for f, s in zip(firsts, texts):
+            text[row_of[f]] = s
+        for f, line in reps:
+            lines.setdefault(row_of[f], []).append(line)
+    return text, {r: sorted(v) for r, v in lines.items()}
+
+
+def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool, rules, langs) -> tuple[int, dict]:
+    from ..filtering.rules import check_pair
+
+    rejected: dict[str, int] = {}
+    written = 0
+    names = ("fwd", "bwd", "both")
+    for s, t, sc, cos, ms, mt, d in zip(*(a.tolist() for a in pairs)):
+        a, b = src[0][s], tgt[0][t]
+        if rules is not None:
+            why = check_pair(a, b, rules, *langs)
+            if why:
+                rejected[why] = rejected.get(why, 0) + 1
+                continue
+        row = f"{sc:.6f}\t{a}\t{b}"
+        if ids or explain:
+            row += "\t" + ",".join(map(str, src[1][s])) + "\t" + ",".join(map(str, tgt[1][t]))
+        if explain:
+            row += f"\t{cos:.6f}\t{ms:.6f}\t{mt:.6f}\t{names[d]}"
+        out.write(row + "\n")
+        written += 1
+    return written, rejected
+
+
+def mine_corpus(
+    src_path: str,
+    tgt_path: str,
+    out: TextIO,
+    *,
+    model=None,
+    config: MineConfig = MineConfig(),
+    encode_config: EncodeConfig = EncodeConfig(),
+    pipeline: PipelineConfig = PipelineConfig(),
+    embeddings: EmbeddingsConfig = EmbeddingsConfig(),
+    src_emb: str | None = None,
+    tgt_emb: str | None = None,
+    ids: bool = False,
+    explain: bool = False,
+    marked: str | None = None,
+    rules=None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    progress: Progress | None = None,
+):
+    """Mine two text files in stages through a work directory and write ``score<TAB>src<TAB>tgt`` lines
+    (``ids``: plus ``<TAB>src_ids<TAB>tgt_ids``; ``explain``: ids plus ``<TAB>cosine<TAB>src_mean<TAB>tgt_mean
+    <TAB>fwd|bwd|both``) to ``out``, best score first. Returns :class:`bitextmine.mining.mine.MineStats`.
+
+    The result equals :func:`bitextmine.mining.mine.mine_embeddings` on the distinct lines' embeddings, for
+    any chunk size and engine. ``pipeline.work_dir`` keeps the stages' files (empty: a temporary directory,
+    removed after); ``pipeline.resume`` continues a stopped run there. ``src_emb``/``tgt_emb``: embeddings of
+    every line from any encoder (``embeddings``: npy or LASER's raw format); then no model is needed, unless
+    a file has a ``bitextmine encode`` sidecar, which is checked against ``model``.
+    """
+    from ..encoding import side_configs
+    from ..mining.mine import MineStats
+    from ..search.index import resolve_index
+
+    temp = not pipeline.work_dir
+    work = WorkDir(tempfile.mkdtemp(prefix="bitextmine-") if temp else pipeline.work_dir)
+    engine = None
+    try:
+        sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
+        work.begin(_settings(config, pipeline, vectors, sources), pipeline.resume)
+        engine = make_engine(pipeline.engine, pipeline.ray_address or None)
+        run = _Run(work, engine, progress)
+        for side, path in zip(SIDES, (src_path, tgt_path)):
+            run.plans[side] = plan_side(work, side, path, pipeline.chunk_lines)
+        _check_rows(run, sources, model, encode_config, marked)
+        _dedup(run, pipeline)
+        kinds = {s: resolve_index(config.index, int(run.offsets[s][-1]), config.auto_flat_max) for s in SIDES}
+        _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
+        n_rows = {s: int(run.offsets[s][-1]) for s in SIDES}
+        written, rejected = 0, {}
+        if n_rows["src"] and n_rows["tgt"]:
+            _search(run, sources, config, kinds)
+            pairs = _select(run, config)
+            src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)
+            written, rejected = _write(out, pairs, src, tgt, ids, explain, rules, (src_lang, tgt_lang))
+        sig = (f"bitextmine {__version__}|{vectors}|k:{config.k}|margin:{config.margin}|"
+               f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}")
+        if rules is not None:
+            sig += f"|rules:{src_lang or '-'}-{tgt_lang or '-'}"
+        index = [kinds["tgt"], kinds["src"]]
+        if index != ["flat", "flat"]:
+            sig += f"|index:{'/'.join(index)}:nprobe{config.nprobe}"
+        lines = {s: run.plans[s]["lines"] for s in SIDES}
+        blank = {s: dedup.blank_count(work, s, run.plans[s]) for s in SIDES}
+        return MineStats(lines["src"], lines["tgt"], n_rows["src"], n_rows["tgt"], blank["src"], blank["tgt"],
+                         written, sig, rejected, {"index": index, "computed": run.computed,
+                                                  **({"recall": run.recall} if run.recall else {})})
+    finally:
+        if engine is not None:
+            engine.close()
+        if temp:
+            shutil.rmtree(work.root, ignore_errors=True)
+
+
+def _sources(embs: dict, econf: EmbeddingsConfig, model, encode_config: EncodeConfig, marked):
+    """Where each side's vectors come from (None: the encode stage; else open_embeddings' arguments), the
+    signature's vectors field and the model (loaded only when a side is encoded or has a sidecar)."""
+    from ..encoding import has_sidecar, vectors_fingerprint
+    from ..model import load_model
+
+    sources = {side: None if embs[side] is None else
+               {"path": os.path.abspath(embs[side]), "format": econf.format, "dim": econf.dim, "fp16": econf.fp16}
+               for side in SIDES}
+    if all(embs[s] is not None and not has_sidecar(embs[s]) for s in SIDES):
+        return sources, "vectors:external", model
+    model = model or load_model(None)
+    fp = vectors_fingerprint(model, sif=encode_config.sif) + (f"+marked-{marked}" if marked else "")
+    return sources, f"model:{fp}", model
+
+
+def _check_rows(run: _Run, sources: dict, model, encode_config: EncodeConfig, marked) -> None:
+    """Each embeddings file has one row per line of its text; a sidecar names the model in use and the text."""
+    from ..encoding import has_sidecar, load_embeddings, open_embeddings, side_configs
+
+    cfgs = dict(zip(SIDES, side_configs(encode_config, marked, SIDES)))
+    for side in SIDES:
+        src, plan = sources[side], run.plans[side]
+        if src is None:
+            continue
+        if has_sidecar(src["path"]):
+            load_embeddings(src["path"], model=model, text_sha256=plan["input"]["sha256"], count=plan["lines"],
+                            sif=cfgs[side].sif, marked=cfgs[side].marked)
+        else:
+            open_embeddings(src["path"], fmt=src["format"], dim=src["dim"], fp16=src["fp16"], rows=plan["lines"],
+                            text=plan["input"]["path"])

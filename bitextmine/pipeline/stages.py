@@ -1,0 +1,273 @@
+"""The stages after dedup, each a function from files in the work directory to one file (or a value).
+
+encode     per chunk: its distinct rows' embeddings, float32 (u, d)
+knn        per (source chunk, target chunk) cell: exact k-NN both ways within the cell, global row ids
+reduce     per chunk of either side: the cells' k best merged (ties to the lower row id) and their mean
+margins    per chunk of either side: each row's best candidate by margin score, kept at or above the threshold
+texts      per chunk: the texts and every line number of the rows the selection kept
+
+Merging cells' k best by (value, then lower id) gives what one search over the whole side gives, since
+each cell's values are exact float32 products (:func:`bitextmine.search.exact.knn_both`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dedup import firsts, rep_file
+from .plan import read_chunk
+from .workdir import WorkDir, load_arrays, save_arrays, save_npy
+
+SIDES = ("src", "tgt")
+_MODELS: dict = {}
+
+
+def emb_file(side: str, c: int) -> str:
+    return f"{side}/emb-{c:06d}.npy"
+
+
+def cell_file(i: int, j: int) -> str:
+    return f"knn/cell-{i:06d}-{j:06d}.npz"
+
+
+def nn_file(side: str, c: int) -> str:
+    return f"{side}/nn-{c:06d}.npz"
+
+
+def mean_file(side: str, c: int) -> str:
+    return f"{side}/mean-{c:06d}.npy"
+
+
+def cand_file(side: str, c: int) -> str:
+    return f"{side}/cand-{c:06d}.npz"
+
+
+def _model(path):
+    from ..model import load_model
+
+    if path not in _MODELS:
+        _MODELS[path] = load_model(path)
+    return _MODELS[path]
+
+
+def encode_chunk(work: WorkDir, side: str, plan: dict, c: int, model_path, encode_config) -> None:
+    """Write chunk c's distinct rows' embeddings (float32 (u, d), L2-normalised; model at ``model_path``)."""
+    from ..encoding import Encoder
+
+    lines = read_chunk(work, plan, c)
+    first = firsts(work, side, plan, c) - (plan["chunks"][c]["first_line"] - 1)
+    x = Encoder(_model(model_path), encode_config).encode_all([lines[p] for p in first])
+    save_npy(work.path(emb_file(side, c)), np.ascontiguousarray(x, np.float32))
+
+
+def side_rows(work: WorkDir, side: str, plan: dict, c: int, source: dict | None):
+    """Chunk c's distinct rows as a (u, d) array or memory map: from the encode stage (``source`` None) or
+    an embeddings file of every line (``source``: the open_embeddings arguments)."""
+    if source is None:
+        return np.load(work.path(emb_file(side, c)), mmap_mode="r")
+    from ..encoding import has_sidecar, load_embeddings, open_embeddings
+    from ..search.exact import RowView
+
+    rows = firsts(work, side, plan, c)
+    if has_sidecar(source["path"]):  # bitextmine's own, L2-normalised (checked against the model by the driver)
+        x = load_embeddings(source["path"])
+        if len(rows) and rows[-1] - rows[0] == len(rows) - 1:
+            return x[rows[0] : rows[-1] + 1]  # no duplicates or blank lines in the chunk: a view, no copy
+        return RowView(x, rows)
+    x = open_embeddings(source["path"], fmt=source["format"], dim=source["dim"], fp16=source["fp16"])
+    return RowView(x, rows, normalise=True)  # any encoder's rows: normalised as they are read
+
+
+def knn_cell(work: WorkDir, plans: dict, i: int, j: int, offsets: dict, sources: dict, search: dict) -> None:
+    """Write cell (i, j): source chunk i's k best among target chunk j (Df float32 (n_i, k'), If int64 global
+    target rows) and the reverse (Db (m_j, k''), Ib global source rows); ``search``: knn_both's options."""
+    from ..search.exact import knn_both
+
+    x = side_rows(work, "src", plans["src"], i, sources["src"])
+    y = side_rows(work, "tgt", plans["tgt"], j, sources["tgt"])
+    Df, If, Db, Ib, _ = knn_both(x, y, **search)
+    save_arrays(work.path(cell_file(i, j)), Df=Df, If=If + offsets["tgt"][j], Db=Db, Ib=Ib + offsets["src"][i])
+
+
+def merge_topk(D: list[np.ndarray], I: list[np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of each row over parts D[p] float32 (r, k_p) / I[p] int64 (r, k_p) given in ascending id
+    order (each part's rows sorted by value, ties by lower id): ties go to the lower id."""
+    Dc, Ic = np.concatenate(D, 1), np.concatenate(I, 1)
+    order = np.argsort(-Dc, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(Dc, order, 1), np.take_along_axis(Ic, order, 1)
+
+
+def reduce_chunk(work: WorkDir, side: str, c: int, others: list[int], k: int, ivf: bool = False) -> None:
+    """Write chunk c's k best over the cells with the other side's chunks ``others`` (ascending), and the
+    neighbour mean of each row (float32 (u,)). ``ivf``: the cells of :func:`search_shard` (slots no shard
+    filled become cosine -1 at row 0, as a FAISS search of one index gives them)."""
+    D, I = [], []
+    for o in others:
+        if ivf:
+            z = load_arrays(work.path(ivf_cell_file(side, c, o)))
+            D.append(z["D"])
+            I.append(z["I"])
+            continue
+        z = load_arrays(work.path(cell_file(c, o) if side == "src" else cell_file(o, c)))
+        D.append(z["Df"] if side == "src" else z["Db"])
+        I.append(z["If"] if side == "src" else z["Ib"])
+    D_, I_ = merge_topk(D, I, k)
+    if ivf:
+        missing = ~np.isfinite(D_)
+        D_[missing], I_[missing] = -1.0, 0
+    save_npy(work.path(mean_file(side, c)), D_.mean(1))
+    save_arrays(work.path(nn_file(side, c)), D=D_, I=I_)
+
+
+def _gather_means(work: WorkDir, side: str, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The neighbour means of ``side``'s rows ``ids`` int64 (any shape), read chunk by chunk."""
+    out = np.empty(ids.shape, np.float32)
+    owner = np.searchsorted(offsets, ids, side="right") - 1
+    for c in np.unique(owner):
+        sel = owner == c
+        out[sel] = np.load(work.path(mean_file(side, int(c))), mmap_mode="r")[ids[sel] - offsets[c]]
+    return out
+
+
+def margins_chunk(work: WorkDir, side: str, c: int, offsets: dict, margin: str, threshold: float) -> None:
+    """Write chunk c's candidates: each row's best neighbour by margin score, where that score >= threshold:
+    row, other (global row ids, int64), score, cos, mean_q, mean_o (float32)."""
+    from ..mining.margin import margin_scores
+
+    other = "tgt" if side == "src" else "src"
+    z = load_arrays(work.path(nn_file(side, c)))
+    D, I = z["D"], z["I"]
+    mean_q = np.load(work.path(mean_file(side, c)))
+    mean_o = _gather_means(work, other, offsets[other], I)
+    score = margin_scores(D, mean_q[:, None], mean_o, margin)
+    r = np.arange(len(D))
+    j = score.argmax(1) if D.shape[1] else np.zeros(len(D), np.int64)
+    keep = np.flatnonzero(score[r, j] >= threshold) if D.shape[1] else np.zeros(0, np.int64)
+    rj = (keep, j[keep])
+    save_arrays(work.path(cand_file(side, c)), row=offsets[side][c] + keep, other=I[rj], score=score[rj], cos=D[rj],
+                mean_q=mean_q[keep], mean_o=mean_o[rj])
+
+
+def texts_chunk(work: WorkDir, side: str, plan: dict, c: int, wanted: np.ndarray) -> tuple[list, list, list]:
+    """For the 0-based first lines ``wanted`` int64 (sorted): (first lines in chunk c, their texts, and
+    (first line, 1-based line) for each line of chunk c that repeats a wanted line, itself included)."""
+    chunk = plan["chunks"][c]
+    a = chunk["first_line"] - 1
+    rep = np.load(work.path(rep_file(side, c)))
+    hit = np.flatnonzero(np.isin(rep, wanted))
+    own = hit[rep[hit] == a + hit]
+    texts = []
+    if len(own):
+        lines = read_chunk(work, plan, c)
+        texts = [lines[p] for p in own]
+    return (a + own).tolist(), texts, list(zip(rep[hit].tolist(), (a + hit + 1).tolist()))
+
+
+# --- approximate search: one IVF index per side, trained once, one shard per chunk -----------------------
+
+def index_file(side: str, c: int | None = None) -> str:
+    return f"index/{side}-trained.faiss" if c is None else f"index/{side}-{c:06d}.faiss"
+
+
+def ivf_cell_file(side: str, c: int, o: int) -> str:
+    return f"knn/ivf-{side}-{c:06d}-{o:06d}.npz"
+
+
+def train_index(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict, ivf: dict) -> None:
+    """Write ``side``'s trained, empty IVF (ivf["kind"] ivf | ivfpq) index, trained on a seeded sample of its
+    rows drawn as :func:`bitextmine.search.index.knn` draws it from the whole side (so the same index)."""
+    from ..device import faiss_module, pq_subquantizers
+
+    faiss = faiss_module()
+    off, m = offsets[side], int(offsets[side][-1])
+    nlist = min(ivf["nlist"] or max(16, int(4 * np.sqrt(m))), max(1, m // 8))
+    sample = min(m, ivf["train_sample"] or 64 * nlist)
+    rows = np.sort(np.random.default_rng(ivf["seed"]).choice(m, sample, replace=False)) if sample < m else np.arange(m)
+    owner = np.searchsorted(off, rows, side="right") - 1
+    parts = [side_rows(work, side, plans[side], int(c), sources[side])[rows[owner == c] - off[c]] for c in np.unique(owner)]
+    x = np.ascontiguousarray(np.concatenate(parts), np.float32)
+    d = x.shape[1]
+    quantizer = faiss.IndexFlatIP(d)
+    if ivf["kind"] == "ivfpq":
+        index = faiss.IndexIVFPQ(quantizer, d, nlist, pq_subquantizers(d, ivf["pq_m"], "cpu"), 8,
+                                 faiss.METRIC_INNER_PRODUCT)
+    else:
+        index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+    index.train(x)
+    _write_index(faiss, index, work.path(index_file(side)))
+
+
+def _write_index(faiss, index, path: str) -> None:
+    from .workdir import atomic_path
+    import os
+
+    tmp = atomic_path(path)
+    faiss.write_index(index, tmp)
+    os.replace(tmp, path)
+
+
+def fill_shard(work: WorkDir, side: str, c: int, plans: dict, offsets: dict, sources: dict) -> None:
+    """Write chunk c's shard: the trained index with chunk c's rows added under their global row ids."""
+    from ..device import faiss_module
+
+    faiss = faiss_module()
+    index = faiss.read_index(work.path(index_file(side)))
+    y = side_rows(work, side, plans[side], c, sources[side])
+    for a in range(0, len(y), 262_144):
+        block = np.ascontiguousarray(y[a : a + 262_144], np.float32)
+        index.add_with_ids(block, np.arange(a, a + len(block), dtype=np.int64) + offsets[side][c])
+    _write_index(faiss, index, work.path(index_file(side, c)))
+
+
+def search_shard(work: WorkDir, side: str, c: int, o: int, plans: dict, sources: dict, k: int, nprobe: int,
+                 block: int) -> None:
+    """Write the k best of ``side``'s chunk c among the other side's shard o (D float32, I int64 global ids;
+    slots the shard cannot fill: D -inf, I -1)."""
+    from ..device import faiss_module
+
+    faiss = faiss_module()
+    other = "tgt" if side == "src" else "src"
+    index = faiss.read_index(work.path(index_file(other, o)))
+    index.nprobe = nprobe
+    x = side_rows(work, side, plans[side], c, sources[side])
+    D = np.empty((len(x), k), np.float32)
+    I = np.empty((len(x), k), np.int64)
+    for a in range(0, len(x), block):
+        D[a : a + block], I[a : a + block] = index.search(np.ascontiguousarray(x[a : a + block], np.float32), k)
+    D[I < 0] = -np.inf
+    save_arrays(work.path(ivf_cell_file(side, c, o)), D=D, I=I)
+
+
+def gather_rows(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict, rows: np.ndarray) -> np.ndarray:
+    """``side``'s rows ``rows`` int64 (r,) (global row ids, ascending) as float32 (r, d)."""
+    off = offsets[side]
+    owner = np.searchsorted(off, rows, side="right") - 1
+    return np.concatenate([np.asarray(side_rows(work, side, plans[side], int(c), sources[side])[rows[owner == c] - off[c]],
+                                      np.float32) for c in np.unique(owner)])
+
+
+def recall_sample(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict, rows: np.ndarray,
+                  search: dict) -> float:
+    """Mean share of the exact k nearest neighbours (float32, over every chunk of the other side) of
+    ``side``'s rows ``rows`` (ascending) that the reduce stage's lists hold."""
+    from ..search.exact import knn_both
+
+    other = "tgt" if side == "src" else "src"
+    q = gather_rows(work, side, plans, offsets, sources, rows)
+    D, I = [], []
+    for o in range(len(plans[other]["chunks"])):
+        if offsets[other][o + 1] > offsets[other][o]:
+            d, i, *_ = knn_both(q, side_rows(work, other, plans[other], o, sources[other]), **search)
+            D.append(d)
+            I.append(i + offsets[other][o])
+    _, exact = merge_topk(D, I, search["k"])
+    found = gather_nn(work, side, offsets, rows)
+    return float(np.mean([len(set(a) & set(b)) / len(b) for a, b in zip(found.tolist(), exact.tolist())]))
+
+
+def gather_nn(work: WorkDir, side: str, offsets: dict, rows: np.ndarray) -> np.ndarray:
+    """The reduce stage's neighbour ids (int64 (r, k)) of ``side``'s rows ``rows`` (ascending)."""
+    off = offsets[side]
+    owner = np.searchsorted(off, rows, side="right") - 1
+    return np.concatenate([load_arrays(work.path(nn_file(side, int(c))))["I"][rows[owner == c] - off[c]]
+                           for c in np.unique(owner)])

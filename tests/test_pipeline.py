@@ -1,0 +1,246 @@
+"""The staged mining run: dedup against a dictionary, the same pairs for any chunk size, engine and
+source of embeddings, resume after a removed part or a kill, and refusal to resume a changed run."""
+
+import gzip
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from conftest import shared_path, toy_corpus, write_lines
+
+from bitextmine.config import EmbeddingsConfig, MineConfig, PipelineConfig
+from bitextmine.errors import ConfigError, MissingDependencyError
+from bitextmine.mining.mine import mine_embeddings, mine_files
+from bitextmine.pipeline import dedup
+from bitextmine.pipeline.plan import plan_side, read_chunk
+from bitextmine.pipeline.workdir import WorkDir
+
+
+def _lines(seed: int, n: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    pool = [f"line {i} " + "x" * int(rng.integers(0, 5)) for i in range(n // 3)] + ["", "  ", "\t"]
+    return [pool[int(i)] for i in rng.integers(0, len(pool), n)]
+
+
+def _reference(lines: list[str]):
+    """Distinct non-blank lines in first-occurrence order with their 1-based line numbers: a dictionary."""
+    seen: dict[str, list[int]] = {}
+    for i, s in enumerate(lines, 1):
+        if s.strip():
+            seen.setdefault(s, []).append(i)
+    return list(seen), list(seen.values())
+
+
+@pytest.mark.parametrize("chunk_lines,bucket_lines", [(1000, 10**6), (7, 10), (1, 3)])
+def test_dedup_matches_a_dictionary(tmp_path, chunk_lines, bucket_lines):
+    lines = _lines(3, 200)
+    path = write_lines(tmp_path / "a.txt", lines)
+    work = WorkDir(str(tmp_path / "w"))
+    plan = plan_side(work, "src", path, chunk_lines)
+    assert [s for c in range(len(plan["chunks"])) for s in read_chunk(work, plan, c)] == lines
+    buckets = max(1, -(-plan["lines"] // bucket_lines))
+    for c in range(len(plan["chunks"])):
+        dedup.hash_chunk(work, "src", plan, c)
+    for b in range(buckets):
+        dedup.dedup_bucket(work, "src", plan, b, buckets)
+    for c in range(len(plan["chunks"])):
+        dedup.chunk_reps(work, "src", plan, c, buckets)
+    texts, ids = _reference(lines)
+    first = np.concatenate([dedup.firsts(work, "src", plan, c) for c in range(len(plan["chunks"]))])
+    assert [lines[i] for i in first] == texts
+    assert dedup.row_offsets(work, "src", plan)[-1] == len(texts)
+    rep = np.concatenate([np.load(work.path(dedup.rep_file("src", c))) for c in range(len(plan["chunks"]))])
+    assert [(np.flatnonzero(rep == f) + 1).tolist() for f in first] == ids
+    assert dedup.blank_count(work, "src", plan) == sum(1 for s in lines if not s.strip())
+
+
+def test_plan_reads_lines_as_the_corpus_reader(tmp_path):
+    from bitextmine.corpus import read_lines
+
+    raw = "\ufeffa\r\nb\n\nc\u2028d\x0ce\n last".encode()
+    (tmp_path / "a.txt").write_bytes(raw)
+    with gzip.open(tmp_path / "a.txt.gz", "wb") as f:
+        f.write(raw)
+    for name in ("a.txt", "a.txt.gz"):
+        for chunk_lines in (1, 2, 10):
+            work = WorkDir(str(tmp_path / f"w-{name}-{chunk_lines}"))
+            plan = plan_side(work, "src", str(tmp_path / name), chunk_lines)
+            got = [s for c in range(len(plan["chunks"])) for s in read_chunk(work, plan, c)]
+            assert got == read_lines(str(tmp_path / name)) and plan["lines"] == 5
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory):
+    """Two toy sides with planted translations, duplicates and blank lines."""
+    d = tmp_path_factory.mktemp("sides")
+    src, tgt = toy_corpus(n=160, seed=7)
+    s_lines = src[:100] + [src[3], "", src[50]] + src[100:130]
+    t_lines = tgt[:70][::-1] + ["  ", tgt[10]] + tgt[130:160]
+    return write_lines(d / "s.txt", s_lines), write_lines(d / "t.txt", t_lines)
+
+
+def _mine(sides, model, **kw) -> tuple[str, object]:
+    out = io.StringIO()
+    kw.setdefault("config", MineConfig(threshold=0))
+    stats = mine_files(*sides, out, model=model, **kw)
+    return out.getvalue(), stats
+
+
+def _by_embeddings(sides, model, config: MineConfig) -> str:
+    """The reference: mine_embeddings on the distinct lines, written with every line number."""
+    from bitextmine.corpus import read_lines
+    from bitextmine.encoding import encode
+
+    rows = []
+    for path in sides:
+        texts, ids = _reference(read_lines(path))
+        rows.append((texts, ids, encode(texts, model)))
+    (st, si, sx), (tt, ti, tx) = rows
+    p = mine_embeddings(sx, tx, config=config)
+    return "".join(f"{sc:.6f}\t{st[s]}\t{tt[t]}\t{','.join(map(str, si[s]))}\t{','.join(map(str, ti[t]))}\n"
+                   for s, t, sc in zip(p.src, p.tgt, p.score))
+
+
+@pytest.mark.parametrize("mode", ["max", "forward", "backward", "intersect", "union"])
+def test_any_chunk_size_gives_the_pairs_of_mine_embeddings(sides, toy_model, mode):
+    config = MineConfig(threshold=0.9, mode=mode)
+    want = _by_embeddings(sides, toy_model, config)
+    assert want.count("\n") > 20
+    for chunk_lines in (1000, 17):
+        got, stats = _mine(sides, toy_model, config=config, ids=True, pipeline=PipelineConfig(chunk_lines=chunk_lines))
+        assert got == want, chunk_lines
+    assert (stats.src_lines, stats.src_unique, stats.src_empty) == (133, 130, 1)
+    assert (stats.tgt_lines, stats.tgt_unique, stats.tgt_empty) == (102, 100, 1)
+
+
+def test_explain_columns(sides, toy_model):
+    from bitextmine.encoding import encode
+
+    got, _ = _mine(sides, toy_model, explain=True, pipeline=PipelineConfig(chunk_lines=13))
+    rows = [r.split("\t") for r in got.splitlines()]
+    assert rows and all(len(r) == 9 for r in rows)
+    plain, _ = _mine(sides, toy_model, ids=True)
+    assert ["\t".join(r[:5]) for r in rows] == plain.splitlines()
+    for r in rows[:10]:
+        x, y = encode([r[1], r[2]], toy_model)
+        cos, ms, mt = float(r[5]), float(r[6]), float(r[7])
+        assert abs(cos - float(x @ y)) < 1e-5
+        assert abs(float(r[0]) - cos / ((ms + mt) / 2)) < 1e-4  # ratio margin from the printed parts
+        assert r[8] in ("fwd", "bwd", "both")
+    assert {r[8] for r in rows} & {"both"}
+
+
+def test_ivf_chunks_equal_one_index(sides, toy_model):
+    config = MineConfig(threshold=0, index="ivf", nlist=4, nprobe=2)
+    one, s1 = _mine(sides, toy_model, config=config, ids=True)
+    for chunk_lines in (40, 9):
+        got, _ = _mine(sides, toy_model, config=config, ids=True, pipeline=PipelineConfig(chunk_lines=chunk_lines))
+        assert got == one
+    assert s1.info["index"] == ["ivf", "ivf"] and "index:ivf/ivf" in s1.signature
+    _, s2 = _mine(sides, toy_model, config=MineConfig(threshold=0, index="ivf", nlist=4, nprobe=4, recall_check=50))
+    assert s2.info["recall"] == [1.0, 1.0]  # every cell probed: exact
+
+
+def test_embeddings_from_any_encoder(sides, toy_model, tmp_path):
+    """Raw LASER-format and sidecar-less .npy embeddings of every line give the pairs of the model itself."""
+    from bitextmine.corpus import read_lines
+    from bitextmine.encoding import encode
+
+    want, _ = _mine(sides, toy_model, ids=True)
+    paths = {}
+    for name, path in zip(("s", "t"), sides):
+        x = encode(read_lines(path), toy_model)
+        (3 * x).astype(np.float32).tofile(tmp_path / f"{name}.raw")
+        np.save(tmp_path / f"{name}.npy", 3 * x)
+        paths[name] = str(tmp_path / name)
+    def rows(tsv: str) -> tuple[list, np.ndarray]:
+        cols = [r.split("\t") for r in tsv.splitlines()]
+        return [r[1:] for r in cols], np.array([float(r[0]) for r in cols])
+
+    want_pairs, want_scores = rows(want)
+    for fmt, ext in (("raw", ".raw"), ("npy", ".npy")):  # rows scaled by 3: normalised again as they are read
+        got, stats = _mine(sides, None, ids=True, src_emb=paths["s"] + ext, tgt_emb=paths["t"] + ext,
+                           embeddings=EmbeddingsConfig(format=fmt, dim=32), pipeline=PipelineConfig(chunk_lines=11))
+        got_pairs, got_scores = rows(got)
+        assert got_pairs == want_pairs and np.abs(got_scores - want_scores).max() < 1e-5
+        assert "vectors:external" in stats.signature
+    with pytest.raises(ConfigError, match=r"133 rows, but .*t.txt has 102 lines"):
+        _mine(sides, None, src_emb=paths["s"] + ".raw", tgt_emb=paths["s"] + ".raw",
+              embeddings=EmbeddingsConfig(format="raw", dim=32))
+
+
+def test_resume_recomputes_only_a_removed_part(sides, toy_model, tmp_path):
+    work = str(tmp_path / "w")
+    pipe = PipelineConfig(work_dir=work, chunk_lines=30)
+    first, s1 = _mine(sides, toy_model, ids=True, pipeline=pipe)
+    assert s1.info["computed"]["encode"] == 5 + 4 and s1.info["computed"]["knn"] == 5 * 4
+    with pytest.raises(ConfigError, match="--resume"):
+        _mine(sides, toy_model, ids=True, pipeline=pipe)
+    os.remove(os.path.join(work, "tgt", "emb-000002.npy"))
+    resumed = PipelineConfig(work_dir=work, chunk_lines=30, resume=True)
+    again, s2 = _mine(sides, toy_model, ids=True, pipeline=resumed)
+    assert again == first
+    computed = {k: v for k, v in s2.info["computed"].items() if v and k != "texts"}
+    assert computed == {"encode": 1}
+    with pytest.raises(ConfigError, match="threshold was 0"):
+        _mine(sides, toy_model, config=MineConfig(threshold=1), pipeline=resumed)
+
+
+def test_a_changed_input_refuses_to_resume(tmp_path, toy_model):
+    src, tgt = toy_corpus(n=40, seed=1)
+    sp, tp = write_lines(tmp_path / "s.txt", src), write_lines(tmp_path / "t.txt", tgt)
+    pipe = PipelineConfig(work_dir=str(tmp_path / "w"), chunk_lines=10)
+    _mine((sp, tp), toy_model, pipeline=pipe)
+    write_lines(tmp_path / "t.txt", tgt[:-1] + ["changed"])
+    with pytest.raises(ConfigError, match=r"t\.txt: changed since"):
+        _mine((sp, tp), toy_model, pipeline=PipelineConfig(work_dir=str(tmp_path / "w"), chunk_lines=10, resume=True))
+
+
+def test_ray_missing_is_one_line_error(monkeypatch):
+    from bitextmine.pipeline.engine import make_engine
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'bitextmine\[ray\]'"):
+        make_engine("ray")
+
+
+@pytest.mark.slow
+def test_ray_gives_the_same_bytes(sides, toy_model, tmp_path):
+    ray = pytest.importorskip("ray", reason="the ray extra: pip install 'bitextmine[ray]' (.ci/run installs it)")
+    want, _ = _mine(sides, toy_model, ids=True, pipeline=PipelineConfig(chunk_lines=1000))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        for chunk_lines in (1000, 23):
+            got, stats = _mine(sides, toy_model, ids=True, pipeline=PipelineConfig(engine="ray", chunk_lines=chunk_lines))
+            assert got == want
+        ivf = MineConfig(threshold=0, index="ivf", nlist=4, nprobe=2)
+        local, _ = _mine(sides, toy_model, config=ivf, pipeline=PipelineConfig(chunk_lines=40))
+        on_ray, _ = _mine(sides, toy_model, config=ivf, pipeline=PipelineConfig(chunk_lines=40, engine="ray"))
+        assert on_ray == local
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.slow
+def test_kill_and_resume_on_real_data(tmp_path):
+    """kill -9 in the middle of a run on real sentences; --resume writes the bytes of an uninterrupted run."""
+    de, en = shared_path("train", "wmt_newstest", "en-de.de.gz"), shared_path("train", "wmt_newstest", "en-de.en.gz")
+    base = [sys.executable, "-m", "bitextmine", "mine", de, en, "--ids", "--chunk-lines", "5000", "-q"]
+    whole = subprocess.run(base, capture_output=True, text=True, check=True).stdout
+    assert whole.count("\n") > 100
+    work = str(tmp_path / "w")
+    p = subprocess.Popen(base + ["--work-dir", work, "-o", str(tmp_path / "a.tsv")])
+    deadline = time.time() + 120
+    knn = os.path.join(work, "knn")
+    while time.time() < deadline and not (os.path.isdir(knn) and any(f.endswith(".npz") for f in os.listdir(knn))):
+        time.sleep(0.02)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert not os.path.exists(tmp_path / "a.tsv") or (tmp_path / "a.tsv").read_text() != whole
+    subprocess.run(base + ["--work-dir", work, "--resume", "-o", str(tmp_path / "a.tsv")], check=True)
+    assert (tmp_path / "a.tsv").read_text() == whole

@@ -1,0 +1,765 @@
+"""LASER's own mining script (facebookresearch/LASER source/mine_bitexts.py) against `bitextmine mine`
+on the same embeddings: time, peak memory and the pairs they write.
+
+    git -C LASER show HEAD:source/mine_bitexts.py > .bench/mine_bitexts.py      # or any user copy
+    python tools/bench_laser.py --laser-script .bench/mine_bitexts.py --work .bench/w --n 10000 --dim 300
+    python tools/bench_laser.py --laser-script .bench/mine_bitexts.py --work .bench/w --n 10000 --lift
+    python tools/bench_laser.py --laser-script .bench/mine_bitexts.py --work .bench/w --n 1000000 --lift \\
+        --laser-timeout 600 --laser-prefix 0.005 0.01 0.02               # LASER stopped, its full time estimated
+
+Sentences: those of tools/bench_mine.py (its `prepare`, cached in --work and shared with it): N distinct
+foreign sentences from ../shared/data/train and N distinct English ones, about half of the sources with
+their translation among the targets, encoded with the bundled model (float32, dimension 300,
+L2-normalised). `--lift` maps the rows to 1,024 dimensions (LASER's) with a fixed seeded random
+300 x 1024 matrix with orthonormal rows, which keeps every cosine (so neighbours, margins and pairs)
+unchanged up to float32 rounding. Each size gets a folder --work/laser-N-dD with src.txt, tgt.txt and
+src.raw, tgt.raw in LASER's raw format (headerless float32 rows, float16 with --fp16).
+
+LASER's script runs unchanged, as a subprocess: a byte-identical copy of --laser-script is run from a
+temporary folder, with $LASER pointing at stub modules written there (source/embed.py: SentenceEncoder,
+EncodeLoad and EncodeFile that refuse to run, and LASER's own EmbedLoad, which reads the raw files;
+source/lib/text_processing.py: Token, BPEfastApply). Its command line (printed with the table):
+
+    python mine_bitexts.py src.txt tgt.txt --src-lang xx --trg-lang en --src-embeddings src.raw
+        --trg-embeddings tgt.raw --output laser.tsv --mode mine --retrieval max --margin ratio -k 4
+        --unify --dim D --threshold T --verbose [--fp16]         (no --gpu: FAISS on the CPU)
+
+--verbose adds a dozen lines, timestamped as they arrive, which split LASER's time into its stages.
+bitextmine runs `--ours-cmd` (default: `mine` on the raw files when this checkout's `mine` has
+--emb-format, else on .npy copies with the sidecar of `bitextmine encode`; see --help).
+
+Each miner runs as its own process tree, started by a small helper process: wall seconds from start
+to exit, peak resident memory of the tree (the RSS of the process and all its descendants, summed,
+sampled every 0.05 s from /proc) and getrusage(RUSAGE_CHILDREN).ru_maxrss in the helper (the
+largest single process of the tree). GB = 10^9 bytes.
+
+Pairs: both write score<TAB>src<TAB>tgt; pairs are compared by their texts: pairs each, shared pairs,
+% identical = shared / max(pairs each), and the largest score difference among shared pairs
+(bitextmine writes 6 decimals).
+
+LASER estimate (--laser-prefix F ...): LASER runs on the first m = F x N source sentences against all
+N targets. With N fixed every stage's work grows linearly in m (k-NN both ways: m x N products; the
+margin loops: m x k and N x k scores; the 1:1 selection: m + N candidates; loading m + N rows), so
+each stage's time is fitted as a + b m (least squares over the prefixes) and evaluated at m = N.
+Stages that the full run completed before --laser-timeout stopped it are taken as measured. The
+peak memory is fitted the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import itertools
+import json
+import os
+import re
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+GB = 1e9
+
+# --- LASER's raw embedding format -------------------------------------------------------------------
+
+
+def write_raw(path, x: np.ndarray, *, fp16: bool = False) -> None:
+    """Write ``x`` (n, d) as LASER writes embeddings (``encoded.tofile``): headerless rows, little-endian
+    float32, or float16 with ``fp16``. ``path``: a file name, or a binary file open for writing (appended)."""
+    np.ascontiguousarray(x, dtype="<f2" if fp16 else "<f4").tofile(path)
+
+
+def raw_rows(path: str, dim: int, *, fp16: bool = False) -> np.ndarray:
+    """A raw file's rows as a read-only memory map (n, dim)."""
+    dtype = np.dtype("<f2" if fp16 else "<f4")
+    return np.memmap(path, dtype=dtype, mode="r", shape=(os.path.getsize(path) // (dim * dtype.itemsize), dim))
+
+
+def read_raw(path: str, dim: int, *, fp16: bool = False) -> np.ndarray:
+    """Read a raw file as LASER's ``EmbedLoad`` does: (size // dim, dim), float16 with ``fp16`` else float32."""
+    x = np.fromfile(path, dtype=np.float16 if fp16 else np.float32, count=-1)
+    return x[: x.shape[0] // dim * dim].reshape(-1, dim)
+
+
+def lift_matrix(d_in: int = 300, d_out: int = 1024, *, seed: int = 0) -> np.ndarray:
+    """A seeded random float64 (d_in, d_out) matrix with orthonormal rows: ``x @ W`` keeps every inner
+    product (W W^T = I), so cosines, neighbours and margins are those of ``x``."""
+    if d_out < d_in:
+        raise ValueError(f"cannot lift {d_in} dimensions to {d_out}: expected d_out >= d_in")
+    q, r = np.linalg.qr(np.random.default_rng(seed).standard_normal((d_out, d_in)))
+    return (q * np.sign(np.diag(r))).T  # signs fixed: a unique (Haar-distributed) Q for the seed
+
+
+def lift(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """float32 (n, d_out) = ``x`` (n, d_in) @ ``w`` (d_in, d_out), the product in float64."""
+    out = np.empty((len(x), w.shape[1]), np.float32)
+    for i in range(0, len(x), 65536):
+        out[i:i + 65536] = np.asarray(x[i:i + 65536], np.float64) @ w
+    return out
+
+
+# --- stub modules for LASER's encoder imports --------------------------------------------------------
+
+EMBED_STUB = '''"""Stub of LASER's source/embed.py written by bitextmine's tools/bench_laser.py.
+
+mine_bitexts.py imports SentenceEncoder, EncodeLoad, EncodeFile and EmbedLoad; mining from precomputed
+embeddings only calls EmbedLoad, which is LASER's own (source/embed.py, BSD licence). The encoder
+names refuse to run.
+"""
+
+import numpy as np
+
+
+def _no_encoder(*args, **kwargs):
+    raise NotImplementedError("bench_laser stub: no LASER encoder here; embeddings are precomputed")
+
+
+class SentenceEncoder:
+    def __init__(self, *args, **kwargs):
+        _no_encoder()
+
+
+EncodeLoad = EncodeFile = _no_encoder
+
+
+# Load existing embeddings (LASER source/embed.py)
+def EmbedLoad(fname, dim=1024, verbose=False, fp16=False):
+    x = np.fromfile(fname, dtype=(np.float16 if fp16 else np.float32), count=-1)
+    x.resize(x.shape[0] // dim, dim)
+    if verbose:
+        print(" - Embeddings: {:s}, {:d}x{:d}".format(fname, x.shape[0], dim))
+    return x
+'''
+
+TEXT_PROCESSING_STUB = '''"""Stub of LASER's source/lib/text_processing.py written by bitextmine's tools/bench_laser.py:
+mine_bitexts.py imports Token and BPEfastApply but never calls them when mining precomputed embeddings."""
+
+
+def _no_preprocessing(*args, **kwargs):
+    raise NotImplementedError("bench_laser stub: no LASER tokenisation here; embeddings are precomputed")
+
+
+Token = BPEfastApply = _no_preprocessing
+'''
+
+
+def write_laser_stubs(root: str) -> str:
+    """Write the stub LASER tree under ``root``; returns the folder to export as $LASER."""
+    laser = os.path.join(root, "LASER")
+    os.makedirs(os.path.join(laser, "source", "lib"), exist_ok=True)
+    os.makedirs(os.path.join(laser, "source", "tools"), exist_ok=True)
+    for rel, text in (("source/embed.py", EMBED_STUB), ("source/lib/__init__.py", ""),
+                      ("source/lib/text_processing.py", TEXT_PROCESSING_STUB)):
+        with open(os.path.join(laser, rel), "w", encoding="utf-8") as f:
+            f.write(text)
+    return laser
+
+
+# --- pair files ---------------------------------------------------------------------------------------
+
+
+def read_pairs(path: str, src_texts: set | None = None, tgt_texts: set | None = None) -> dict[tuple[str, str], float]:
+    """{(src text, tgt text): score} of a ``score<TAB>src<TAB>tgt`` file (LASER's and bitextmine's mined
+    output). A line with more tabs (a text containing one) is split where both sides are known texts of
+    ``src_texts``/``tgt_texts``; without them, or when no split fits, at the first tab after the score."""
+    pairs = {}
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
+        for n, line in enumerate(f, 1):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 3:
+                raise ValueError(f"{path} line {n}: {len(parts)} columns; expected score<TAB>src<TAB>tgt")
+            score = float(parts[0])
+            rest = parts[1:]
+            cut = 1
+            if len(rest) > 2 and src_texts is not None and tgt_texts is not None:
+                for c in range(1, len(rest)):
+                    if "\t".join(rest[:c]) in src_texts and "\t".join(rest[c:]) in tgt_texts:
+                        cut = c
+                        break
+            pairs[("\t".join(rest[:cut]), "\t".join(rest[cut:]))] = score
+    return pairs
+
+
+def compare_pairs(a: dict, b: dict) -> dict:
+    """Pairs each, shared pairs (same src and tgt text), % identical (shared / max of the two counts), and
+    the largest absolute score difference among the shared pairs (None when none is shared)."""
+    shared = a.keys() & b.keys()
+    return {"pairs_a": len(a), "pairs_b": len(b), "shared": len(shared),
+            "identical_pct": 100.0 * len(shared) / max(len(a), len(b)) if (a or b) else 100.0,
+            "max_abs_score_diff": max((abs(a[p] - b[p]) for p in shared), default=None)}
+
+
+# --- measuring a process tree -------------------------------------------------------------------------
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _children_map() -> dict[int, list[int]]:
+    """{ppid: [pid, ...]} of every process (a scan of /proc/*/stat)."""
+    kids: dict[int, list[int]] = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/stat", "rb") as f:
+                    s = f.read()
+            except OSError:
+                continue
+            ppid = int(s[s.rindex(b")") + 2:].split(None, 2)[1])
+            kids.setdefault(ppid, []).append(int(p))
+    return kids
+
+
+def tree_pids(pid: int) -> list[int]:
+    """``pid`` and its descendants (from /proc/PID/task/*/children where the kernel has it, else a scan)."""
+    try:
+        out, todo = [], [pid]
+        while todo:
+            q = todo.pop()
+            out.append(q)
+            for t in os.listdir(f"/proc/{q}/task"):
+                with open(f"/proc/{q}/task/{t}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        return out
+    except FileNotFoundError:
+        if not os.path.exists(f"/proc/{pid}"):
+            return []
+    kids = _children_map()
+    out, todo = [], [pid]
+    while todo:
+        q = todo.pop()
+        out.append(q)
+        todo.extend(kids.get(q, ()))
+    return out
+
+
+def tree_rss(pid: int) -> int:
+    """Bytes resident in ``pid`` and its descendants, summed (/proc/PID/statm; 0 once it is gone)."""
+    total = 0
+    for p in tree_pids(pid):
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * PAGE
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def _measure_here(spec: dict) -> dict:
+    """Run ``spec['cmd']`` (in its own session), timestamping each output line, sampling the tree's RSS
+    every 0.05 s, stopping it after ``spec['timeout']`` seconds; then the helper's RUSAGE_CHILDREN."""
+    env = dict(os.environ, **spec.get("env", {}))
+    lines: list[tuple[float, str]] = []
+    log = open(spec["log"], "w", encoding="utf-8", errors="replace")  # noqa: SIM115 (written by a thread, closed below)
+    t0 = time.perf_counter()
+    p = subprocess.Popen(spec["cmd"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         env=env, cwd=spec.get("cwd"), text=True, errors="replace", start_new_session=True)
+    peak = [0]
+    stopped = [None]
+    done = threading.Event()
+
+    def read() -> None:
+        for line in p.stdout:
+            lines.append((time.perf_counter() - t0, line.rstrip("\n")))
+            log.write(f"{lines[-1][0]:10.3f}  {line}")
+
+    def sample() -> None:
+        timeout = spec.get("timeout")
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss(p.pid))
+            now = time.perf_counter() - t0
+            try:
+                if timeout and stopped[0] is None and now > timeout:
+                    stopped[0] = now
+                    os.killpg(p.pid, signal.SIGTERM)
+                elif stopped[0] is not None and now > stopped[0] + 5:
+                    os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            done.wait(0.05)
+
+    threads = [threading.Thread(target=read, daemon=True), threading.Thread(target=sample, daemon=True)]
+    for t in threads:
+        t.start()
+    _, status, _ = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    done.set()
+    for t in threads:
+        t.join(timeout=10)
+    log.close()
+    return {"cmd": spec["cmd"], "wall_s": wall, "returncode": p.returncode, "stopped_at_s": stopped[0],
+            "peak_tree_rss_bytes": peak[0],
+            "ru_maxrss_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, "lines": lines}
+
+
+def measure(cmd: list[str], *, log: str, env: dict | None = None, timeout: float | None = None,
+            cwd: str | None = None) -> dict:
+    """Run ``cmd`` under a fresh helper process (this script, --measure-spec), so that its RUSAGE_CHILDREN
+    is this command's alone. Returns wall_s, peak_tree_rss_bytes, ru_maxrss_bytes, returncode,
+    stopped_at_s (None unless stopped by ``timeout``) and lines [(seconds, text)] of its output."""
+    with tempfile.TemporaryDirectory(prefix="bench_laser.") as tmp:
+        spec_path, out_path = os.path.join(tmp, "spec.json"), os.path.join(tmp, "result.json")
+        with open(spec_path, "w") as f:
+            json.dump({"cmd": cmd, "env": env or {}, "timeout": timeout, "cwd": cwd, "log": log}, f)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--measure-spec", spec_path, out_path], check=True)
+        with open(out_path) as f:
+            return json.load(f)
+
+
+# --- LASER's stages, from its --verbose lines ---------------------------------------------------------
+
+# the --verbose lines of mine_bitexts.py that open each stage, in order; a stage ends where the next begins
+LASER_MARKS = [(" - perform", "knn_fwd"), (" - perform", "knn_bwd"), (" - mining for parallel data", "score_fwd"),
+               (" - scoring", None), (" - scoring", "score_bwd"), (" - writing alignments", "select")]
+STAGES = {"load": "start-up, imports, texts and embeddings loaded", "knn_fwd": "k-NN src->tgt (FAISS IndexFlatIP)",
+          "knn_bwd": "k-NN tgt->src", "score_fwd": "margin scores src->tgt (Python loop)",
+          "score_bwd": "margin scores tgt->src", "select": "1:1 selection (Python loop), writing and exit"}
+
+
+def laser_stages(lines: list, wall: float, finished: bool) -> tuple[dict[str, float], str | None]:
+    """({stage: seconds} of the stages LASER completed, the stage it was in when stopped or None) from
+    its timestamped --verbose output."""
+    starts = {"load": 0.0}
+    i = 0
+    for t, text in lines:
+        if i < len(LASER_MARKS) and text.startswith(LASER_MARKS[i][0]):
+            if LASER_MARKS[i][1]:
+                starts[LASER_MARKS[i][1]] = t
+            i += 1
+    order = [s for s in STAGES if s in starts]
+    done = {}
+    for a, b in itertools.pairwise(order):
+        done[a] = starts[b] - starts[a]
+    if finished and order[-1] == "select":
+        done["select"] = wall - starts["select"]
+        return done, None
+    return done, order[-1]
+
+
+def fit_at(ms: list[float], ts: list[float], m: float) -> float:
+    """Least-squares line a + b m through (ms, ts), evaluated at ``m`` (proportional through 0 for one point)."""
+    if len(set(ms)) < 2:
+        return ts[0] * m / ms[0]
+    b, a = np.polyfit(np.asarray(ms, float), np.asarray(ts, float), 1)
+    return float(a + b * m)
+
+
+# --- data ---------------------------------------------------------------------------------------------
+
+
+def prepared(cache: str, n: int) -> tuple[str, str]:
+    """(src, tgt) .npy paths of tools/bench_mine.py's sentences for ``n`` in ``cache`` (made there when absent;
+    bench_mine's temporary corpus folder is removed)."""
+    sys.path.insert(0, HERE)
+    import bench_mine
+
+    os.makedirs(cache, exist_ok=True)
+    before = set(os.listdir(cache))
+    try:
+        return bench_mine.prepare(cache, n)
+    finally:
+        for name in set(os.listdir(cache)) - before:
+            if name.startswith("tmp") and os.path.isdir(os.path.join(cache, name)):
+                shutil.rmtree(os.path.join(cache, name))
+
+
+def make_inputs(cache: str, run_dir: str, n: int, *, dim: int, fp16: bool, lift_seed: int, want_npy: bool) -> dict:
+    """src/tgt .txt, .raw (and .npy with a sidecar when ``want_npy``) in ``run_dir``; returns their paths."""
+    src_npy, tgt_npy = prepared(cache, n)
+    # what the files in run_dir were made from: made again when it changes (another cache, seed or embeddings)
+    stamp = {"cache": os.path.abspath(cache), "lift_seed": lift_seed if dim != 300 else None,
+             "embeddings": [os.path.getmtime(src_npy), os.path.getmtime(tgt_npy)]}
+    stamp_path = os.path.join(run_dir, "made-from.json")
+    if os.path.isdir(run_dir):
+        try:
+            with open(stamp_path) as f:
+                same = json.load(f) == stamp
+        except (OSError, ValueError):
+            same = False
+        if not same:
+            shutil.rmtree(run_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    with open(stamp_path, "w") as f:
+        json.dump(stamp, f)
+    w = lift_matrix(300, dim, seed=lift_seed) if dim != 300 else None
+    paths = {}
+    for side, npy in (("src", src_npy), ("tgt", tgt_npy)):
+        txt = os.path.join(run_dir, f"{side}.txt")
+        if not os.path.exists(txt):
+            shutil.copyfile(npy[:-4] + ".txt", txt)
+        x = np.load(npy, mmap_mode="r")
+        if x.shape[1] != 300:
+            raise SystemExit(f"{npy}: rows of {x.shape[1]}; expected the bundled model's 300")
+        raw = os.path.join(run_dir, f"{side}.raw")
+        if not os.path.exists(raw):
+            with open(raw + ".partial", "wb") as f:  # block by block: a lifted 1M side is 4 GB
+                for i in range(0, len(x), 65536):
+                    write_raw(f, lift(x[i:i + 65536], w) if w is not None else x[i:i + 65536], fp16=fp16)
+            os.replace(raw + ".partial", raw)
+        paths[f"{side}_txt"], paths[f"{side}_raw"], paths[f"{side}_npy"] = txt, raw, ""
+        if want_npy:
+            out = os.path.join(run_dir, f"{side}.npy")
+            if not os.path.exists(out + ".json"):
+                y = raw_rows(raw, dim, fp16=fp16)
+                z = np.lib.format.open_memmap(out, mode="w+", dtype=y.dtype, shape=y.shape)
+                for i in range(0, len(y), 65536):
+                    z[i:i + 65536] = y[i:i + 65536]
+                z.flush()
+                del z
+                with open(npy + ".json") as f:  # bench_mine's sidecar: the model and the text's sha256
+                    meta = json.load(f)
+                meta.update(dim=dim, dtype="float16" if fp16 else "float32")
+                with open(out + ".json", "w") as f:
+                    json.dump(meta, f, indent=2)
+            paths[f"{side}_npy"] = out
+    return paths
+
+
+def write_prefix(run_dir: str, paths: dict, m: int, *, dim: int, fp16: bool) -> dict:
+    """The first ``m`` source lines and rows in run_dir/prefix-m (the targets unchanged)."""
+    d = os.path.join(run_dir, f"prefix-{m}")
+    os.makedirs(d, exist_ok=True)
+    out = dict(paths, src_txt=os.path.join(d, "src.txt"), src_raw=os.path.join(d, "src.raw"), dir=d)
+    with open(paths["src_txt"], encoding="utf-8") as f, open(out["src_txt"], "w", encoding="utf-8") as g:
+        g.writelines(itertools.islice(f, m))
+    write_raw(out["src_raw"], raw_rows(paths["src_raw"], dim, fp16=fp16)[:m], fp16=fp16)
+    return out
+
+
+# --- the two commands ---------------------------------------------------------------------------------
+
+RAW_TEMPLATE = ("{python} -m bitextmine mine {src_txt} {tgt_txt} --src-emb {src_raw} --tgt-emb {tgt_raw} "
+                "--emb-format raw --dim {dim} {fp16_flag} --threshold {threshold} --min-cosine -1 --k {k} "
+                "--margin ratio --mode max --index flat --device cpu -o {out}")
+NPY_TEMPLATE = ("{python} -m bitextmine mine {src_txt} {tgt_txt} --src-emb {src_npy} --tgt-emb {tgt_npy} "
+                "--threshold {threshold} --min-cosine -1 --k {k} --margin ratio --mode max --index flat "
+                "--device cpu -o {out}")
+
+
+def ours_env() -> dict:
+    """This checkout first on PYTHONPATH, so `python -m bitextmine` runs it."""
+    return {"PYTHONPATH": ROOT + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")}
+
+
+def default_template(fp16: bool) -> tuple[str, str, str]:
+    """(template, fp16 flag, note): raw files when this checkout's `mine` has --emb-format, else .npy."""
+    r = subprocess.run([sys.executable, "-m", "bitextmine", "mine", "--help"], capture_output=True, text=True,
+                       check=False, env=dict(os.environ, **ours_env()))
+    if r.returncode != 0:
+        raise SystemExit(f"`python -m bitextmine mine --help` failed:\n{r.stderr[-2000:]}")
+    if "--emb-format" in r.stdout:
+        flag = next((f for f in ("--emb-fp16", "--fp16") if re.search(rf"{f}\b", r.stdout)), None) if fp16 else ""
+        if flag is None:
+            raise SystemExit("this bitextmine's `mine --help` names no --emb-fp16 or --fp16 for raw float16 "
+                             "files; give the command with --ours-cmd")
+        return RAW_TEMPLATE, flag, "bitextmine read the raw files (--emb-format raw)"
+    return NPY_TEMPLATE, "", ("bitextmine read .npy copies of the same rows with the sidecar of `bitextmine encode` "
+                              "(this checkout's `mine` has no --emb-format yet)")
+
+
+def laser_cmd(script: str, p: dict, *, out: str, dim: int, threshold: float, k: int, fp16: bool) -> list[str]:
+    return ([sys.executable, script, p["src_txt"], p["tgt_txt"], "--src-lang", "xx", "--trg-lang", "en",
+             "--src-embeddings", p["src_raw"], "--trg-embeddings", p["tgt_raw"], "--output", out,
+             "--mode", "mine", "--retrieval", "max", "--margin", "ratio", "-k", str(k), "--unify",
+             "--dim", str(dim), "--threshold", f"{threshold:g}", "--verbose"] + (["--fp16"] if fp16 else []))
+
+
+def ours_cmd(template: str, p: dict, *, out: str, dim: int, threshold: float, k: int, fp16_flag: str) -> list[str]:
+    q = {key: shlex.quote(v) for key, v in p.items() if isinstance(v, str)}
+    return shlex.split(template.format(python=shlex.quote(sys.executable), out=shlex.quote(out), dim=dim,
+                                       threshold=f"{threshold:g}", k=k, fp16_flag=fp16_flag, **q))
+
+
+# --- one size -------------------------------------------------------------------------------------------
+
+
+def run_laser(script: str, laser_env: dict, p: dict, run_dir: str, args, tag: str = "laser", timeout=None) -> dict:
+    out = os.path.join(p.get("dir", run_dir), f"{tag}.tsv")
+    cmd = laser_cmd(script, p, out=out, dim=args.dim, threshold=args.threshold, k=args.k, fp16=args.fp16)
+    r = measure(cmd, log=out[:-4] + ".log", env=laser_env, timeout=timeout)
+    finished = r["returncode"] == 0
+    if not finished and r["stopped_at_s"] is None:
+        tail = "\n".join(t for _, t in r["lines"][-15:])
+        raise SystemExit(f"LASER failed (exit {r['returncode']}):\n{tail}")
+    r["stages"], r["stopped_in"] = laser_stages(r["lines"], r["wall_s"], finished)
+    r["out"] = out if finished else None
+    return r
+
+
+def bench_size(n: int, cache: str, script: str, laser_env: dict, template: str, fp16_flag: str, args) -> dict:
+    run_dir = os.path.join(args.work, f"laser-{n}-d{args.dim}" + ("-fp16" if args.fp16 else ""))
+    p = make_inputs(cache, run_dir, n, dim=args.dim, fp16=args.fp16, lift_seed=args.lift_seed,
+                    want_npy="{src_npy}" in template or "{tgt_npy}" in template)
+    res: dict = {"n": n, "dim": args.dim, "fp16": args.fp16, "threshold": args.threshold, "k": args.k,
+                 "run_dir": run_dir}
+    ours, laser = [], []
+    for rep in range(args.repeat):
+        if not args.no_ours:
+            out = os.path.join(run_dir, "bm.tsv")
+            cmd = ours_cmd(template, p, out=out, dim=args.dim, threshold=args.threshold, k=args.k, fp16_flag=fp16_flag)
+            r = measure(cmd, log=os.path.join(run_dir, "bm.log"), env=ours_env())
+            if r["returncode"] != 0:
+                tail = "\n".join(t for _, t in r["lines"][-15:])
+                raise SystemExit(f"bitextmine failed (exit {r['returncode']}): {shlex.join(cmd)}\n{tail}")
+            r["out"] = out
+            ours.append(r)
+            print(f"  [{n:,}] bitextmine run {rep + 1}: {r['wall_s']:.1f} s, "
+                  f"{r['peak_tree_rss_bytes'] / GB:.2f} GB", file=sys.stderr, flush=True)
+        if not args.no_laser_full and not (laser and laser[-1]["stopped_in"]):  # a stopped run is not repeated
+            r = run_laser(script, laser_env, p, run_dir, args, timeout=args.laser_timeout)
+            laser.append(r)
+            print(f"  [{n:,}] LASER run {rep + 1}: {r['wall_s']:.1f} s"
+                  + (f" (stopped in {r['stopped_in']})" if r["stopped_in"] else "")
+                  + f", {r['peak_tree_rss_bytes'] / GB:.2f} GB", file=sys.stderr, flush=True)
+    res["ours"] = min(ours, key=lambda r: r["wall_s"]) if ours else None
+    res["laser"] = min(laser, key=lambda r: (r["stopped_in"] is not None, r["wall_s"])) if laser else None
+    if args.laser_prefix:
+        res["prefix"] = []
+        for f in args.laser_prefix:
+            m = max(1, round(f * n))
+            q = write_prefix(run_dir, p, m, dim=args.dim, fp16=args.fp16)
+            runs = []
+            for rep in range(args.repeat):
+                runs.append(run_laser(script, laser_env, q, run_dir, args, timeout=None))
+                print(f"  [{n:,}] LASER on a prefix of {m:,} sources, run {rep + 1}: {runs[-1]['wall_s']:.1f} s",
+                      file=sys.stderr, flush=True)
+            # each stage's best over the repeats: the least disturbed by other work on the machine
+            res["prefix"].append({"m": m, "wall_s": min(r["wall_s"] for r in runs),
+                                  "stages": {s: min(r["stages"][s] for r in runs) for s in STAGES},
+                                  "peak_tree_rss_bytes": max(r["peak_tree_rss_bytes"] for r in runs)})
+        ms = [x["m"] for x in res["prefix"]]
+        # a stage cannot take negative time; a fit that says so (noise at small sizes) is shown as 0
+        fitted = {s: max(0.0, fit_at(ms, [x["stages"][s] for x in res["prefix"]], n)) for s in STAGES}
+        res["knn_grows"] = all(np.polyfit(ms, [x["stages"][s] for x in res["prefix"]], 1)[0] > 0
+                               for s in ("knn_fwd", "knn_bwd")) if len(set(ms)) > 1 else True
+        measured = res["laser"]["stages"] if res["laser"] else {}
+        res["estimate"] = {"stages_fitted": fitted, "total_fitted": sum(fitted.values()),
+                           "total": sum(measured.get(s, fitted[s]) for s in STAGES),
+                           "stages_measured": sorted(measured),
+                           "peak_tree_rss_bytes": fit_at(ms, [x["peak_tree_rss_bytes"] for x in res["prefix"]], n)}
+    if res["ours"] and res["laser"] and res["laser"]["out"]:
+        texts = []
+        for side in ("src", "tgt"):
+            with open(p[f"{side}_txt"], encoding="utf-8") as f:
+                texts.append(set(f.read().split("\n")))
+        res["pairs"] = compare_pairs(read_pairs(res["laser"]["out"], *texts), read_pairs(res["ours"]["out"], *texts))
+    return res
+
+
+# --- report -------------------------------------------------------------------------------------------
+
+
+def cpu_caption(args, note: str, script_sha: str, template: str) -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+    except OSError:
+        info = ""
+    flags = sorted(set(re.findall(r"\b(avx512_bf16|amx_bf16|avx2)\b", info)))
+    model = re.search(r"^model name\s*:\s*(.*)$", info, re.MULTILINE)
+    lift_note = (f" dim {args.dim}: the bundled model's 300-d rows times a fixed random 300 x {args.dim} matrix with "
+                 f"orthonormal rows (seed {args.lift_seed}): cosines preserved, so LASER's dimension with the same "
+                 "neighbour structure." if args.dim != 300 else "")
+    return (f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores ({model.group(1) if model else 'CPU'}), "
+            f"CPU flags: {' '.join(flags) or 'none of avx2/avx512_bf16/amx_bf16'}; LASER without --gpu (FAISS on the "
+            f"CPU){', bitextmine --device cpu' if '--device cpu' in template else ''}. Real sentences encoded with the bundled model (float32, "
+            f"{'stored as float16, ' if args.fp16 else ''}L2-normalised).{lift_note} Threshold {args.threshold:g}, "
+            f"k {args.k}, ratio margin, max retrieval. LASER mine_bitexts.py sha256 {script_sha[:12]}; {note}."
+            + (f" {args.note}" if args.note else ""))
+
+
+def fmt_s(x: float | None) -> str:
+    return "" if x is None else f"{x:,.1f}"
+
+
+def row(res: dict) -> str:
+    o, l_, est = res.get("ours"), res.get("laser"), res.get("estimate")
+    lt = l_["wall_s"] if l_ and not l_["stopped_in"] else None
+    lmem = l_["peak_tree_rss_bytes"] / GB if l_ else None
+    lt_txt = fmt_s(lt)
+    if lt is None and est:
+        lt, lt_txt = est["total"], f"~{est['total']:,.0f} (est.)"
+    elif lt is None and l_:
+        lt_txt = f"> {l_['wall_s']:,.0f} (stopped in {l_['stopped_in']})"
+    mem_est = bool(est) and (l_ is None or l_["stopped_in"] is not None)
+    if mem_est:
+        lmem = max(lmem or 0.0, est["peak_tree_rss_bytes"] / GB)
+    ot = o["wall_s"] if o else None
+    omem = o["peak_tree_rss_bytes"] / GB if o else None
+    pr = res.get("pairs")
+    cells = [f"{res['n']:,} x {res['n']:,}", str(res["dim"]), lt_txt, fmt_s(ot),
+             f"{lt / ot:.2f}x" if lt and ot else "",
+             ("" if lmem is None else f"{lmem:.2f}" + (" (est.)" if mem_est else "")),
+             "" if omem is None else f"{omem:.2f}",
+             f"{omem / lmem:.2f}" if omem and lmem else "",
+             f"{pr['pairs_a']:,} / {pr['pairs_b']:,}" if pr else "",
+             f"{pr['identical_pct']:.2f}" if pr else ""]
+    return "| " + " | ".join(cells) + " |"
+
+
+def details(res: dict) -> list[str]:
+    out = [f"{res['n']:,} x {res['n']:,}, dim {res['dim']} ({res['run_dir']}):"]
+    for name, key in (("LASER", "laser"), ("bitextmine", "ours")):
+        r = res.get(key)
+        if r:
+            out.append(f"  {name}: {r['wall_s']:.2f} s, peak tree RSS {r['peak_tree_rss_bytes'] / GB:.3f} GB, "
+                       f"ru_maxrss {r['ru_maxrss_bytes'] / GB:.3f} GB; {shlex.join(r['cmd'])}")
+    l_ = res.get("laser")
+    if l_:
+        out.append("  LASER stages (s): " + ", ".join(f"{STAGES[s]} {t:.2f}" for s, t in l_["stages"].items())
+                   + (f"; stopped after {l_['stopped_at_s']:.0f} s in: {STAGES[l_['stopped_in']]}"
+                      if l_["stopped_in"] else ""))
+    o = res.get("ours")
+    if o:
+        summary = [t for _, t in o["lines"] if " pairs from " in t]
+        if summary:
+            out.append(f"  bitextmine: {summary[-1].strip()}")
+    est = res.get("estimate")
+    if est:
+        for x in res["prefix"]:
+            out.append(f"  LASER on the first {x['m']:,} sources (best of each stage over the repeats, s): "
+                       + ", ".join(f"{s} {t:.2f}" for s, t in x["stages"].items())
+                       + f"; peak {x['peak_tree_rss_bytes'] / GB:.2f} GB")
+        if not res.get("knn_grows", True):
+            out.append("  WARNING: LASER's k-NN time did not grow with the prefix size: the timings are dominated by "
+                       "noise (sizes too small, or other work on the machine); the estimate is not meaningful")
+        ms = ", ".join(f"{x['m']:,} ({x['wall_s']:.1f} s)" for x in res["prefix"])
+        out.append(f"  LASER estimate from source prefixes m = {ms} against all {res['n']:,} targets, each stage "
+                   f"fitted as a + b m and taken at m = {res['n']:,}: "
+                   + ", ".join(f"{STAGES[s]} {t:.1f}" for s, t in est["stages_fitted"].items())
+                   + f"; total {est['total_fitted']:.1f} s"
+                   + (f" ({est['total']:.1f} s with the stages the full run completed as measured: "
+                      f"{', '.join(est['stages_measured'])})" if est["stages_measured"] else "")
+                   + f"; peak memory {est['peak_tree_rss_bytes'] / GB:.2f} GB")
+        if l_ and not l_["stopped_in"]:
+            out.append(f"  check of the estimate: fitted {est['total_fitted']:.1f} s against "
+                       f"{l_['wall_s']:.1f} s measured ({est['total_fitted'] / l_['wall_s'] - 1:+.1%})")
+    pr = res.get("pairs")
+    if pr:
+        d = pr["max_abs_score_diff"]
+        out.append(f"  pairs: LASER {pr['pairs_a']:,}, bitextmine {pr['pairs_b']:,}, shared {pr['shared']:,} "
+                   f"({pr['identical_pct']:.2f} %), largest score difference of shared pairs "
+                   + ("n/a" if d is None else f"{d:.2e}"))
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--measure-spec":  # the helper process of measure()
+        with open(sys.argv[2]) as f:
+            r = _measure_here(json.load(f))
+        with open(sys.argv[3], "w") as f:
+            json.dump(r, f)
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--laser-script", required=True, metavar="PATH", help="a copy of LASER's source/mine_bitexts.py")
+    ap.add_argument("--work", required=True, metavar="DIR", help="sentences, embeddings and outputs (cached)")
+    ap.add_argument("--n", type=int, action="append", default=[], metavar="N", help="sentences per side (repeatable)")
+    ap.add_argument("--sizes-from", metavar="DIR", default=None,
+                    help="also every size whose sentences and embeddings a tools/bench_mine.py (or bench_laser) "
+                         "--work folder DIR holds (src.N.npy, tgt.N.npy and their .txt), taken from there")
+    ap.add_argument("--dim", type=int, default=None, help="embedding dimension: 300 (the model's) or more (lifted)")
+    ap.add_argument("--lift", action="store_true", help="--dim 1024: LASER's dimension, cosines preserved")
+    ap.add_argument("--lift-seed", type=int, default=0)
+    ap.add_argument("--fp16", action="store_true", help="raw files of float16 (LASER --fp16)")
+    ap.add_argument("--threshold", type=float, default=0.0, help="margin threshold for both (LASER's default 0)")
+    ap.add_argument("-k", type=int, default=4, help="neighbours per direction")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each miner per size; the fastest is reported")
+    ap.add_argument("--laser-timeout", type=float, default=None, metavar="S",
+                    help="stop LASER's full run after S seconds and report the stage it reached")
+    ap.add_argument("--laser-prefix", type=float, nargs="+", default=None, metavar="F",
+                    help="also run LASER on the first F x N source sentences (against all N targets) for each "
+                         "fraction F, and estimate its full time stage by stage (see the method above)")
+    ap.add_argument("--no-laser-full", action="store_true", help="skip LASER's full run (with --laser-prefix: "
+                    "estimate only)")
+    ap.add_argument("--no-ours", action="store_true", help="skip bitextmine (test the LASER half alone)")
+    ap.add_argument("--ours-cmd", default=None, metavar="TEMPLATE",
+                    help="bitextmine's command, with {python} {src_txt} {tgt_txt} {src_raw} {tgt_raw} {src_npy} "
+                         "{tgt_npy} (.npy copies with a sidecar, written when named) {dim} {threshold} {k} "
+                         "{fp16_flag} {out}. Default: " + RAW_TEMPLATE + "; or, while `mine` has no "
+                         "--emb-format: " + NPY_TEMPLATE)
+    ap.add_argument("--fp16-flag", default=None, help="what {fp16_flag} becomes with --fp16 in --ours-cmd")
+    ap.add_argument("--note", default="", help="appended to the table caption (e.g. 'shared machine')")
+    ap.add_argument("--json", default=None, metavar="FILE", help="also write every measurement here")
+    args = ap.parse_args()
+    if args.dim is None:
+        args.dim = 1024 if args.lift else 300
+    if args.dim < 300:
+        ap.error(f"--dim {args.dim}: expected 300 (the bundled model's) or more (lifted)")
+    if args.lift and args.dim == 300:
+        ap.error("--lift with --dim 300: expected --dim 1024 (the default with --lift) or none")
+    if not os.path.isfile(args.laser_script):
+        ap.error(f"--laser-script {args.laser_script}: no such file")
+    if args.no_laser_full and not args.laser_prefix and args.no_ours:
+        ap.error("nothing to run")
+    sizes = {n: args.work for n in args.n}
+    if args.sizes_from:
+        for name in sorted(os.listdir(args.sizes_from)):
+            m = re.fullmatch(r"src\.(\d+)\.npy", name)
+            n = int(m.group(1)) if m else 0
+            if n and all(os.path.exists(os.path.join(args.sizes_from, f"{s}.{n}.{e}"))
+                         for s in ("src", "tgt") for e in ("npy", "npy.json", "txt")):
+                sizes[n] = args.sizes_from
+    sizes = sorted(sizes.items())
+    if not sizes:
+        ap.error("no size: give --n N or --sizes-from DIR")
+    os.makedirs(args.work, exist_ok=True)
+
+    if args.ours_cmd:
+        template, note = args.ours_cmd, "bitextmine ran --ours-cmd"
+        fp16_flag = (args.fp16_flag or "--fp16") if args.fp16 else ""
+    elif args.no_ours:
+        template, fp16_flag, note = "", "", "bitextmine not run"
+    else:
+        template, fp16_flag, note = default_template(args.fp16)
+    with open(args.laser_script, "rb") as f:
+        script_bytes = f.read()
+    script_sha = hashlib.sha256(script_bytes).hexdigest()
+    tmp = tempfile.mkdtemp(prefix="bench_laser.")
+    try:
+        # run from a folder of its own: a copy beside LASER's real embed.py would import that one first
+        script = os.path.join(tmp, "mine_bitexts.py")
+        with open(script, "wb") as f:
+            f.write(script_bytes)
+        laser_env = {"LASER": write_laser_stubs(tmp), "PYTHONUNBUFFERED": "1"}
+        results = [bench_size(n, cache, script, laser_env, template, fp16_flag, args) for n, cache in sizes]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(cpu_caption(args, note, script_sha, template))
+    print()
+    print("| N x N | dim | LASER s | bitextmine s | speed ratio | LASER peak GB | bitextmine peak GB | memory ratio "
+          "| pairs (LASER / bitextmine) | % identical |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for res in results:
+        print(row(res))
+    print("\nspeed ratio = LASER s / bitextmine s; memory ratio = bitextmine / LASER (peak RSS of the process tree); "
+          "% identical = shared pairs (same source and target text) / the larger pair count.\n")
+    for res in results:
+        print("\n".join(details(res)))
+    if any(r.get("estimate") for r in results):
+        print("\nLASER estimates: LASER ran on the first m source sentences against all N targets for a few m. "
+              "With N fixed, every stage's work grows linearly in m (k-NN both ways: m x N products; margin loops: "
+              "m x k and N x k; 1:1 selection: m + N candidates; loading: m + N rows), so each stage's time was "
+              "fitted as a + b m (least squares) and evaluated at m = N; stages that the full run completed before "
+              "it was stopped are counted as measured. Peak memory was fitted the same way.")
+    if args.json:
+        for res in results:
+            for key in ("ours", "laser"):
+                if res.get(key):
+                    res[key].pop("lines", None)
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
