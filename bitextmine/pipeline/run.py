@@ -67,9 +67,12 @@ def _dedup(run: _Run, pconf: PipelineConfig) -> None:
 
 def _encode(run: _Run, sources: dict, model, encode_configs: dict) -> None:
     for side in SIDES:
-        if sources[side] is not None:
-            continue
         plan = run.plans[side]
+        if sources[side] is not None:
+            if not sources[side]["sidecar"]:
+                run.stage("import", stages.import_chunk, [(stages.emb_file(side, c), (run.work, side, plan, c,
+                                                           sources[side])) for c in range(len(plan["chunks"]))])
+            continue
         run.stage("encode", stages.encode_chunk,
                   [(stages.emb_file(side, c), (run.work, side, plan, c, model.path, encode_configs[side]))
                    for c in range(len(plan["chunks"]))], gpu=True)
@@ -283,8 +286,8 @@ def _sources(embs: dict, econf: EmbeddingsConfig, model, encode_config: EncodeCo
     from ..model import load_model
 
     sources = {side: None if embs[side] is None else
-               {"path": os.path.abspath(embs[side]), "format": econf.format, "dim": econf.dim, "fp16": econf.fp16}
-               for side in SIDES}
+               {"path": os.path.abspath(embs[side]), "format": econf.format, "dim": econf.dim, "fp16": econf.fp16,
+                "sidecar": has_sidecar(embs[side])} for side in SIDES}
     if all(embs[s] is not None and not has_sidecar(embs[s]) for s in SIDES):
         return sources, "vectors:external", model
     model = model or load_model(None)
@@ -294,14 +297,14 @@ def _sources(embs: dict, econf: EmbeddingsConfig, model, encode_config: EncodeCo
 
 def _check_rows(run: _Run, sources: dict, model, encode_config: EncodeConfig, marked) -> None:
     """Each embeddings file has one row per line of its text; a sidecar names the model in use and the text."""
-    from ..encoding import has_sidecar, load_embeddings, open_embeddings, side_configs
+    from ..encoding import load_embeddings, open_embeddings, side_configs
 
     cfgs = dict(zip(SIDES, side_configs(encode_config, marked, SIDES)))
     for side in SIDES:
         src, plan = sources[side], run.plans[side]
         if src is None:
             continue
-        if has_sidecar(src["path"]):
+        if src["sidecar"]:
             load_embeddings(src["path"], model=model, text_sha256=plan["input"]["sha256"], count=plan["lines"],
                             sif=cfgs[side].sif, marked=cfgs[side].marked)
         else:

@@ -12,11 +12,13 @@ each cell's values are exact float32 products (:func:`bitextmine.search.exact.kn
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .dedup import firsts, rep_file
 from .plan import read_chunk
-from .workdir import WorkDir, load_arrays, save_arrays, save_npy
+from .workdir import WorkDir, atomic_path, load_arrays, save_arrays, save_npy
 
 SIDES = ("src", "tgt")
 _MODELS: dict = {}
@@ -60,22 +62,36 @@ def encode_chunk(work: WorkDir, side: str, plan: dict, c: int, model_path, encod
     save_npy(work.path(emb_file(side, c)), np.ascontiguousarray(x, np.float32))
 
 
+def import_chunk(work: WorkDir, side: str, plan: dict, c: int, source: dict, block: int = 65_536) -> None:
+    """Write chunk c's distinct rows of an embeddings file from any encoder, L2-normalised, as float32 (u, d)
+    (read and written ``block`` rows at a time): what the encode stage writes for text."""
+    from ..encoding import open_embeddings
+    from ..search.exact import RowView
+    x = open_embeddings(source["path"], fmt=source["format"], dim=source["dim"], fp16=source["fp16"])
+    rows = RowView(x, firsts(work, side, plan, c), normalise=True)
+    path = work.path(emb_file(side, c))
+    tmp = atomic_path(path) + ".npy"
+    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=rows.shape)
+    for a in range(0, len(rows), block):
+        out[a : a + block] = rows[a : a + block]
+    out.flush()
+    del out
+    os.replace(tmp, path)
+
+
 def side_rows(work: WorkDir, side: str, plan: dict, c: int, source: dict | None):
-    """Chunk c's distinct rows as a (u, d) array or memory map: from the encode stage (``source`` None) or
-    an embeddings file of every line (``source``: the open_embeddings arguments)."""
-    if source is None:
+    """Chunk c's distinct rows as a (u, d) array or memory map: from the encode or import stage, or (``source``
+    with "sidecar") straight from an embeddings file of every line that ``bitextmine encode`` wrote."""
+    if source is None or not source.get("sidecar"):  # encoded or imported into the work directory
         return np.load(work.path(emb_file(side, c)), mmap_mode="r")
-    from ..encoding import has_sidecar, load_embeddings, open_embeddings
+    from ..encoding import load_embeddings
     from ..search.exact import RowView
 
     rows = firsts(work, side, plan, c)
-    if has_sidecar(source["path"]):  # bitextmine's own, L2-normalised (checked against the model by the driver)
-        x = load_embeddings(source["path"])
-        if len(rows) and rows[-1] - rows[0] == len(rows) - 1:
-            return x[rows[0] : rows[-1] + 1]  # no duplicates or blank lines in the chunk: a view, no copy
-        return RowView(x, rows)
-    x = open_embeddings(source["path"], fmt=source["format"], dim=source["dim"], fp16=source["fp16"])
-    return RowView(x, rows, normalise=True)  # any encoder's rows: normalised as they are read
+    x = load_embeddings(source["path"])  # bitextmine's own, L2-normalised (checked against the model by the driver)
+    if len(rows) and rows[-1] - rows[0] == len(rows) - 1:
+        return x[rows[0] : rows[-1] + 1]  # no duplicates or blank lines in the chunk: a view, no copy
+    return RowView(x, rows)
 
 
 def knn_cell(work: WorkDir, plans: dict, i: int, j: int, offsets: dict, sources: dict, search: dict) -> None:
@@ -198,9 +214,6 @@ def train_index(work: WorkDir, side: str, plans: dict, offsets: dict, sources: d
 
 
 def _write_index(faiss, index, path: str) -> None:
-    from .workdir import atomic_path
-    import os
-
     tmp = atomic_path(path)
     faiss.write_index(index, tmp)
     os.replace(tmp, path)
