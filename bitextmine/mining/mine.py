@@ -13,11 +13,11 @@ duplicate lines on a side are embedded once and keep all their line numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, TextIO
+from typing import Callable
 
 import numpy as np
 
-from ..config import MODES, EmbeddingsConfig, EncodeConfig, MineConfig, PipelineConfig
+from ..config import MODES, MineConfig
 from ..errors import ConfigError
 from ..search.exact import knn_both
 from ..search.index import knn, recall_at_k, resolve_index
@@ -179,40 +179,5 @@ class MineStats:
     info: dict = field(default_factory=dict)  # index per direction, recall@k when checked (Pairs.info)
 
 
-def mine_files(
-    src_path: str,
-    tgt_path: str,
-    out: TextIO,
-    *,
-    model=None,
-    config: MineConfig = MineConfig(),
-    encode_config: EncodeConfig = EncodeConfig(),
-    pipeline: PipelineConfig = PipelineConfig(),
-    embeddings: EmbeddingsConfig = EmbeddingsConfig(),
-    src_emb: str | None = None,
-    tgt_emb: str | None = None,
-    ids: bool = False,
-    explain: bool = False,
-    marked: str | None = None,
-    rules=None,
-    src_lang: str | None = None,
-    tgt_lang: str | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
-) -> MineStats:
-    """Mine two text files and write ``score<TAB>src<TAB>tgt`` lines (plus ``<TAB>src_ids<TAB>tgt_ids``
-    with comma-separated 1-based line numbers when ``ids``) to ``out``, best score first.
-
-    Runs the staged pipeline (:func:`bitextmine.pipeline.mine_corpus`, which documents every argument):
-    the pairs of :func:`mine_embeddings` on the distinct lines' embeddings. ``src_emb``/``tgt_emb`` hold
-    the embeddings of every line (from ``bitextmine encode``, checked against the text and the model, or
-    from any encoder). Empty lines cannot be mined and are counted in the returned stats. ``marked``
-    ("src" or "tgt") names the side in the marked language of a separate-vocabulary model. ``rules`` (a
-    RuleConfig) drops candidates that break a rule of :func:`bitextmine.filtering.rules.check_pair`; the
-    drops are counted per reason in the stats. ``progress(stage, done, total)`` after each task.
-    """
-    from ..pipeline import mine_corpus
-
-    return mine_corpus(src_path, tgt_path, out, model=model, config=config, encode_config=encode_config,
-                       pipeline=pipeline, embeddings=embeddings, src_emb=src_emb, tgt_emb=tgt_emb, ids=ids,
-                       explain=explain, marked=marked, rules=rules, src_lang=src_lang, tgt_lang=tgt_lang,
-                       progress=progress)
+# mining two files runs in stages; it lives with them and is re-exported here, beside mine_embeddings
+from ..pipeline.run import mine_files  # noqa: E402, F401

@@ -8,9 +8,9 @@ neighbour means; each row's best candidate above the threshold) -> selection (th
 Each stage writes its files under temporary names and renames them; a file that exists and loads is not
 computed again, so a stopped run continues with ``resume``. Modules: workdir (layout, atomic writes,
 resume checks), plan, dedup, stages (encode, knn, reduce, margins, texts), engine (local, Ray), run (the
-driver: :func:`mine_corpus`).
+driver: :func:`mine_files`).
 """
 
-from .run import mine_corpus
+from .run import mine_files
 
-__all__ = ["mine_corpus"]
+__all__ = ["mine_files"]

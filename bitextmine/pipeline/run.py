@@ -164,13 +164,13 @@ def _texts(run: _Run, side: str, rows: np.ndarray, ids: bool) -> tuple[dict, dic
     """{row id: text} and {row id: [1-based line numbers]} for the distinct rows ``rows``."""
     w, plan, off = run.work, run.plans[side], run.offsets[side]
     want = np.unique(rows)
-    owner = np.searchsorted(off, want, side="right") - 1
     first_of = np.empty(len(want), np.int64)
-    for c in np.unique(owner):
-        sel = owner == c
-        first_of[sel] = dedup.firsts(w, side, plan, int(c))[want[sel] - off[c]]
+    holding = []
+    for c, sel, local in stages.by_chunk(off, want):
+        first_of[sel] = dedup.firsts(w, side, plan, c)[local]
+        holding.append(c)
     wanted = np.sort(first_of)
-    chunks = range(len(plan["chunks"])) if ids else np.unique(owner).tolist()
+    chunks = range(len(plan["chunks"])) if ids else holding
     parts = run.stage("texts", stages.texts_chunk, [(None, (w, side, plan, int(c), wanted)) for c in chunks])
     row_of = dict(zip(first_of.tolist(), want.tolist()))
     text, lines = {}, {}
@@ -205,7 +205,7 @@ def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool,
     return written, rejected
 
 
-def mine_corpus(
+def mine_files(
     src_path: str,
     tgt_path: str,
     out: TextIO,
@@ -233,7 +233,11 @@ def mine_corpus(
     any chunk size and engine. ``pipeline.work_dir`` keeps the stages' files (empty: a temporary directory,
     removed after); ``pipeline.resume`` continues a stopped run there. ``src_emb``/``tgt_emb``: embeddings of
     every line from any encoder (``embeddings``: npy or LASER's raw format); then no model is needed, unless
-    a file has a ``bitextmine encode`` sidecar, which is checked against ``model``.
+    a file has a ``bitextmine encode`` sidecar, which is checked against the text and ``model``. Blank lines
+    cannot be mined and are counted in the stats. ``marked`` ("src" or "tgt") names the side in the marked
+    language of a separate-vocabulary model. ``rules`` (a RuleConfig) drops pairs that break a rule of
+    :func:`bitextmine.filtering.rules.check_pair` (with the languages), counted per reason in the stats.
+    ``progress(stage, done, total)`` after each task.
     """
     from ..encoding import side_configs
     from ..mining.mine import MineStats

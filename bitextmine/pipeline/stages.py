@@ -135,13 +135,20 @@ def reduce_chunk(work: WorkDir, side: str, c: int, others: list[int], k: int, iv
     save_arrays(work.path(nn_file(side, c)), D=D_, I=I_)
 
 
-def _gather_means(work: WorkDir, side: str, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The neighbour means of ``side``'s rows ``ids`` int64 (any shape), read chunk by chunk."""
-    out = np.empty(ids.shape, np.float32)
+def by_chunk(offsets: np.ndarray, ids: np.ndarray):
+    """Yield (chunk c, mask of ``ids`` in it, their positions in chunk c) for each chunk that holds some of the
+    global row ids ``ids`` int64 (any shape); ``offsets`` int64 (chunks + 1,): each chunk's first row id."""
     owner = np.searchsorted(offsets, ids, side="right") - 1
     for c in np.unique(owner):
         sel = owner == c
-        out[sel] = np.load(work.path(mean_file(side, int(c))), mmap_mode="r")[ids[sel] - offsets[c]]
+        yield int(c), sel, ids[sel] - offsets[c]
+
+
+def _gather_means(work: WorkDir, side: str, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The neighbour means of ``side``'s rows ``ids`` int64 (any shape), read chunk by chunk."""
+    out = np.empty(ids.shape, np.float32)
+    for c, sel, local in by_chunk(offsets, ids):
+        out[sel] = np.load(work.path(mean_file(side, c)), mmap_mode="r")[local]
     return out
 
 
@@ -190,27 +197,16 @@ def ivf_cell_file(side: str, c: int, o: int) -> str:
 
 
 def train_index(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict, ivf: dict) -> None:
-    """Write ``side``'s trained, empty IVF (ivf["kind"] ivf | ivfpq) index, trained on a seeded sample of its
-    rows drawn as :func:`bitextmine.search.index.knn` draws it from the whole side (so the same index)."""
-    from ..device import faiss_module, pq_subquantizers
+    """Write ``side``'s trained, empty IVF (ivf["kind"] ivf | ivfpq) index, with the cells and seeded training
+    sample :func:`bitextmine.search.index.knn` uses for the whole side (so the same index)."""
+    from ..device import faiss_module
+    from ..search.index import ivf_recipe, ivf_untrained
 
-    faiss = faiss_module()
-    off, m = offsets[side], int(offsets[side][-1])
-    nlist = min(ivf["nlist"] or max(16, int(4 * np.sqrt(m))), max(1, m // 8))
-    sample = min(m, ivf["train_sample"] or 64 * nlist)
-    rows = np.sort(np.random.default_rng(ivf["seed"]).choice(m, sample, replace=False)) if sample < m else np.arange(m)
-    owner = np.searchsorted(off, rows, side="right") - 1
-    parts = [side_rows(work, side, plans[side], int(c), sources[side])[rows[owner == c] - off[c]] for c in np.unique(owner)]
-    x = np.ascontiguousarray(np.concatenate(parts), np.float32)
-    d = x.shape[1]
-    quantizer = faiss.IndexFlatIP(d)
-    if ivf["kind"] == "ivfpq":
-        index = faiss.IndexIVFPQ(quantizer, d, nlist, pq_subquantizers(d, ivf["pq_m"], "cpu"), 8,
-                                 faiss.METRIC_INNER_PRODUCT)
-    else:
-        index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+    nlist, rows = ivf_recipe(int(offsets[side][-1]), ivf["nlist"], ivf["train_sample"], ivf["seed"])
+    x = gather_rows(work, side, plans, offsets, sources, rows)
+    index = ivf_untrained(x.shape[1], nlist, ivf["kind"], ivf["pq_m"], "cpu")
     index.train(x)
-    _write_index(faiss, index, work.path(index_file(side)))
+    _write_index(faiss_module(), index, work.path(index_file(side)))
 
 
 def _write_index(faiss, index, path: str) -> None:
@@ -222,13 +218,11 @@ def _write_index(faiss, index, path: str) -> None:
 def fill_shard(work: WorkDir, side: str, c: int, plans: dict, offsets: dict, sources: dict) -> None:
     """Write chunk c's shard: the trained index with chunk c's rows added under their global row ids."""
     from ..device import faiss_module
+    from ..search.index import add_rows
 
     faiss = faiss_module()
     index = faiss.read_index(work.path(index_file(side)))
-    y = side_rows(work, side, plans[side], c, sources[side])
-    for a in range(0, len(y), 262_144):
-        block = np.ascontiguousarray(y[a : a + 262_144], np.float32)
-        index.add_with_ids(block, np.arange(a, a + len(block), dtype=np.int64) + offsets[side][c])
+    add_rows(index, side_rows(work, side, plans[side], c, sources[side]), int(offsets[side][c]))
     _write_index(faiss, index, work.path(index_file(side, c)))
 
 
@@ -253,10 +247,8 @@ def search_shard(work: WorkDir, side: str, c: int, o: int, plans: dict, sources:
 
 def gather_rows(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict, rows: np.ndarray) -> np.ndarray:
     """``side``'s rows ``rows`` int64 (r,) (global row ids, ascending) as float32 (r, d)."""
-    off = offsets[side]
-    owner = np.searchsorted(off, rows, side="right") - 1
-    return np.concatenate([np.asarray(side_rows(work, side, plans[side], int(c), sources[side])[rows[owner == c] - off[c]],
-                                      np.float32) for c in np.unique(owner)])
+    return np.concatenate([np.asarray(side_rows(work, side, plans[side], c, sources[side])[local], np.float32)
+                           for c, _, local in by_chunk(offsets[side], rows)])
 
 
 def recall_sample(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict, rows: np.ndarray,
@@ -280,7 +272,5 @@ def recall_sample(work: WorkDir, side: str, plans: dict, offsets: dict, sources:
 
 def gather_nn(work: WorkDir, side: str, offsets: dict, rows: np.ndarray) -> np.ndarray:
     """The reduce stage's neighbour ids (int64 (r, k)) of ``side``'s rows ``rows`` (ascending)."""
-    off = offsets[side]
-    owner = np.searchsorted(off, rows, side="right") - 1
-    return np.concatenate([load_arrays(work.path(nn_file(side, int(c))))["I"][rows[owner == c] - off[c]]
-                           for c in np.unique(owner)])
+    return np.concatenate([load_arrays(work.path(nn_file(side, c)))["I"][local]
+                           for c, _, local in by_chunk(offsets[side], rows)])

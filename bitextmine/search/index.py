@@ -28,26 +28,38 @@ def resolve_index(kind: str, rows: int, auto_flat_max: int) -> str:
     return kind
 
 
+def ivf_recipe(m: int, nlist: int, train_sample: int, seed: int) -> tuple[int, np.ndarray]:
+    """(cells, training rows int64 ascending) of an IVF index over m rows: ``nlist`` (0 = 4 sqrt(m), at least 16),
+    at most m / 8, trained on a seeded sample of ``train_sample`` rows (0 = 64 per cell)."""
+    nlist = nlist or max(16, int(4 * np.sqrt(m)))
+    nlist = min(nlist, max(1, m // 8))  # at least a few rows per cell
+    sample = min(m, train_sample or 64 * nlist)
+    rows = np.sort(np.random.default_rng(seed).choice(m, sample, replace=False)) if sample < m else np.arange(m)
+    return nlist, rows
+
+
+def ivf_untrained(d: int, nlist: int, kind: str, pq_m: int, where: str):
+    """An empty FAISS IVF (``kind`` ivf) or IVF-PQ (ivfpq) index by inner product, ``nlist`` cells, dimension d."""
+    faiss = faiss_module()
+    quantizer = faiss.IndexFlatIP(d)
+    if kind == "ivfpq":
+        return faiss.IndexIVFPQ(quantizer, d, nlist, pq_subquantizers(d, pq_m, where), 8, faiss.METRIC_INNER_PRODUCT)
+    return faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+
+
 def _ivf_index(y: np.ndarray, kind: str, *, nlist: int, nprobe: int, train_sample: int, pq_m: int, seed: int,
                where: str):
     """A trained and filled FAISS IVF (``kind`` ivf) or IVF-PQ (ivfpq) index by inner product over y float (m, d),
     on ``where`` (cpu | cuda: moved to the FAISS GPUs before training, so the k-means runs there)."""
     faiss = faiss_module()
     m, d = y.shape
-    nlist = nlist or max(16, int(4 * np.sqrt(m)))
-    nlist = min(nlist, max(1, m // 8))  # at least a few rows per cell
-    quantizer = faiss.IndexFlatIP(d)
-    if kind == "ivfpq":
-        index = faiss.IndexIVFPQ(quantizer, d, nlist, pq_subquantizers(d, pq_m, where), 8, faiss.METRIC_INNER_PRODUCT)
-    else:
-        index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+    nlist, rows = ivf_recipe(m, nlist, train_sample, seed)
+    index = ivf_untrained(d, nlist, kind, pq_m, where)
     gpu = where == "cuda"
     if gpu:
         index = faiss.index_cpu_to_all_gpus(index)
-    sample = min(m, train_sample or 64 * nlist)
-    rows = np.sort(np.random.default_rng(seed).choice(m, sample, replace=False)) if sample < m else np.arange(m)
     index.train(np.ascontiguousarray(y[rows], np.float32))
-    _add(index, y)
+    add_rows(index, y)
     if gpu:
         faiss.GpuParameterSpace().set_index_parameter(index, "nprobe", nprobe)
     else:
@@ -55,10 +67,15 @@ def _ivf_index(y: np.ndarray, kind: str, *, nlist: int, nprobe: int, train_sampl
     return index
 
 
-def _add(index, y: np.ndarray) -> None:
-    """Add y's rows in slices: the float32 copy of a memory-mapped side stays small."""
+def add_rows(index, y: np.ndarray, first_id: int | None = None) -> None:
+    """Add y's rows in slices (the float32 copy of a memory-mapped side stays small); with ``first_id``,
+    under the ids first_id, first_id + 1, ... (``add_with_ids``)."""
     for a in range(0, len(y), 262_144):
-        index.add(np.ascontiguousarray(y[a : a + 262_144], np.float32))
+        block = np.ascontiguousarray(y[a : a + 262_144], np.float32)
+        if first_id is None:
+            index.add(block)
+        else:
+            index.add_with_ids(block, np.arange(first_id + a, first_id + a + len(block), dtype=np.int64))
 
 
 def knn(
@@ -108,7 +125,7 @@ def knn(
     flat = faiss.IndexFlatIP(y.shape[1])
     if backend == "faiss-gpu":
         flat = faiss.index_cpu_to_all_gpus(flat)
-    _add(flat, y)
+    add_rows(flat, y)
     return _search(flat, x, k, block_size, progress)
 
 
