@@ -1,6 +1,7 @@
 """The staged mining run: dedup against a dictionary, the same pairs for any chunk size, engine and
 source of embeddings, resume after a removed part or a kill, and refusal to resume a changed run."""
 
+import dataclasses
 import gzip
 import io
 import os
@@ -187,8 +188,40 @@ def test_resume_recomputes_only_a_removed_part(sides, toy_model, tmp_path):
     assert again == first
     computed = {k: v for k, v in s2.info["computed"].items() if v and k != "texts"}
     assert computed == {"encode": 1}
-    with pytest.raises(ConfigError, match="threshold was 0"):
-        _mine(sides, toy_model, config=MineConfig(threshold=1), pipeline=resumed)
+    with pytest.raises(ConfigError, match="chunk_lines was 30"):
+        _mine(sides, toy_model, pipeline=PipelineConfig(work_dir=work, chunk_lines=31, resume=True))
+
+
+@pytest.mark.parametrize("change, redone", [
+    ({"threshold": 1.05}, {"margins"}),
+    ({"mode": "intersect", "min_cosine": 0.2}, set()),
+    ({"k": 3, "margin": "distance"}, {"knn", "reduce", "margins"}),
+])
+def test_resume_with_other_settings_reuses_the_rest(sides, toy_model, tmp_path, change, redone):
+    """A resumed run with changed later-stage settings recomputes only what depends on them and writes what a
+    fresh run with those settings writes."""
+    work = str(tmp_path / "w")
+    _mine(sides, toy_model, ids=True, pipeline=PipelineConfig(work_dir=work, chunk_lines=30))
+    config = dataclasses.replace(MineConfig(threshold=0), **change)
+    want, _ = _mine(sides, toy_model, ids=True, config=config, pipeline=PipelineConfig(chunk_lines=30))
+    got, stats = _mine(sides, toy_model, ids=True, config=config,
+                       pipeline=PipelineConfig(work_dir=work, chunk_lines=30, resume=True))
+    assert got == want
+    assert stats.info["changed"] == sorted(change)
+    assert {k for k, v in stats.info["computed"].items() if v and k != "texts"} == redone
+
+
+def test_resume_ivf_with_another_nprobe_keeps_the_trained_index(sides, toy_model, tmp_path):
+    work = str(tmp_path / "w")
+    ivf = dict(index="ivf", nlist=4, train_sample=100)
+    _mine(sides, toy_model, config=MineConfig(**ivf, nprobe=1), pipeline=PipelineConfig(work_dir=work, chunk_lines=30))
+    config = MineConfig(**ivf, nprobe=3)
+    want, _ = _mine(sides, toy_model, config=config, pipeline=PipelineConfig(chunk_lines=30))
+    got, stats = _mine(sides, toy_model, config=config, pipeline=PipelineConfig(work_dir=work, chunk_lines=30,
+                                                                                resume=True))
+    assert got == want and stats.info["changed"] == ["nprobe"]
+    assert not stats.info["computed"].get("index") and not stats.info["computed"].get("shards")
+    assert stats.info["computed"]["knn"] > 0
 
 
 def test_a_changed_input_refuses_to_resume(tmp_path, toy_model):

@@ -52,6 +52,15 @@ def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: 
             "bucket_lines": pconf.bucket_lines, **keep, "src_emb": sources["src"], "tgt_emb": sources["tgt"]}
 
 
+# the files each setting's results live in: resuming with it changed removes them and computes them again
+_MARGINS = ("*/cand-*",)
+_KNN = ("knn/*", "*/nn-*", "*/mean-*", *_MARGINS)
+_INDEX = ("index/*", *_KNN)
+REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed"), _INDEX),
+        **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
+        "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": ()}
+
+
 def _dedup(run: _Run, pconf: PipelineConfig) -> None:
     w = run.work
     for side in SIDES:
@@ -231,7 +240,8 @@ def mine_files(
 
     The result equals :func:`bitextmine.mining.mine.mine_embeddings` on the distinct lines' embeddings, for
     any chunk size and engine. ``pipeline.work_dir`` keeps the stages' files (empty: a temporary directory,
-    removed after); ``pipeline.resume`` continues a stopped run there. ``src_emb``/``tgt_emb``: embeddings of
+    removed after); ``pipeline.resume`` continues a stopped run there, or reruns it with other search, margin or
+selection settings, reusing the chunks, embeddings and trained index (info "changed": the settings that differ). ``src_emb``/``tgt_emb``: embeddings of
     every line from any encoder (``embeddings``: npy or LASER's raw format); then no model is needed, unless
     a file has a ``bitextmine encode`` sidecar, which is checked against the text and ``model``. Blank lines
     cannot be mined and are counted in the stats. ``marked`` ("src" or "tgt") names the side in the marked
@@ -248,7 +258,7 @@ def mine_files(
     engine = None
     try:
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
-        work.begin(_settings(config, pipeline, vectors, sources), pipeline.resume)
+        changed = work.begin(_settings(config, pipeline, vectors, sources), pipeline.resume, REDO)
         engine = make_engine(pipeline.engine, pipeline.ray_address or None)
         run = _Run(work, engine, progress)
         for side, path in zip(SIDES, (src_path, tgt_path)):
@@ -275,6 +285,7 @@ def mine_files(
         blank = {s: dedup.blank_count(work, s, run.plans[s]) for s in SIDES}
         return MineStats(lines["src"], lines["tgt"], n_rows["src"], n_rows["tgt"], blank["src"], blank["tgt"],
                          written, sig, rejected, {"index": index, "computed": run.computed,
+                                                  "changed": changed,
                                                   **({"recall": run.recall} if run.recall else {})})
     finally:
         if engine is not None:

@@ -8,12 +8,15 @@ Layout (every file written under a temporary name and renamed, so a file that ex
     src/hash-000000.npy ...       stage outputs, one file per chunk, block or cell
 
 A stage's output that exists and loads is not computed again. ``run.json`` records the settings that
-change any result and each input's size, modification time and sha256; resuming with a changed input or
-setting is refused, naming it.
+change any result and each input's size, modification time and sha256; resuming with a changed input is
+refused, naming it. A changed setting is refused too, unless the run names the files that depend on it
+(``begin``'s ``redo``): those are removed and computed again, the rest (chunks, embeddings, a trained
+index) reused, so one work directory serves runs at several thresholds, nprobe values or margins.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from typing import Any
@@ -114,9 +117,11 @@ class WorkDir:
         os.makedirs(os.path.dirname(p), exist_ok=True)
         return p
 
-    def begin(self, settings: dict, resume: bool) -> None:
+    def begin(self, settings: dict, resume: bool, redo: dict[str, tuple[str, ...]] | None = None) -> list[str]:
         """Start a run with ``settings`` (JSON-able; what changes a result). Without ``resume`` the directory
-        must hold no earlier run; with it, an earlier run must have recorded the same settings."""
+        must hold no earlier run; with it, a setting that differs from the earlier run's is refused unless
+        ``redo`` maps it to the glob patterns (relative paths) of the files that depend on it: those files are
+        removed and the new settings recorded. Returns the changed settings' names (sorted)."""
         run = os.path.join(self.root, RUN_FILE)
         if os.path.exists(run):
             if not resume:
@@ -125,11 +130,24 @@ class WorkDir:
             old = load_json(run)
             if old.get("format_version") != FORMAT_VERSION:
                 raise ModelFormatError(f"{run}: format_version {old.get('format_version')}; expected {FORMAT_VERSION}")
-            for key in sorted(set(old["settings"]) | set(settings)):
-                if old["settings"].get(key) != settings.get(key):
+            changed = sorted(k for k in set(old["settings"]) | set(settings) if old["settings"].get(k) != settings.get(k))
+            for key in changed:
+                if key not in (redo or {}):
                     raise ConfigError(f"{self.root}: cannot resume: {key} was {old['settings'].get(key)!r}, "
                                       f"now {settings.get(key)!r}")
-            return
+            if changed:  # remove before recording the new settings: a stop in between leaves nothing stale
+                self.remove(sorted({p for k in changed for p in redo[k]}))
+                save_json(run, {**old, "settings": settings})
+            return changed
         elif resume and any(os.scandir(self.root)):
             raise ConfigError(f"{self.root}: no {RUN_FILE}; not a bitextmine work directory")
         save_json(run, {"format_version": FORMAT_VERSION, "settings": settings})
+        return []
+
+    def remove(self, patterns: list[str]) -> None:
+        """Remove the files whose paths relative to the root match any of the glob ``patterns``."""
+        for folder, _, files in os.walk(self.root):
+            for name in files:
+                rel = os.path.relpath(os.path.join(folder, name), self.root).replace(os.sep, "/")
+                if any(fnmatch.fnmatch(rel, p) for p in patterns):
+                    os.remove(os.path.join(folder, name))
