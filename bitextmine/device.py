@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 
 from .config import AMP_MODES, PRECISIONS, TABLE_PRECISIONS
 from .errors import ConfigError, MissingDependencyError
@@ -52,10 +53,44 @@ def cpu_flags() -> frozenset:
         return frozenset()
 
 
+# oneDNN's instruction-set caps (ONEDNN_MAX_CPU_ISA) below AVX512_CORE_BF16: torch's bf16 products are then
+# emulated in float32 (~8x slower), whatever the CPU has
+_ISA_WITHOUT_BF16 = frozenset({"sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni"})
+
+
 def cpu_native_bf16() -> bool:
-    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX): bf16 products then beat float32;
-    without them (AVX2 only) they are ~8x slower."""
-    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+    """Whether torch multiplies bf16 natively on this CPU (AVX512-BF16 or AMX, not capped below them by
+    ONEDNN_MAX_CPU_ISA): bf16 products then beat float32; without them (AVX2 only) they are ~8x slower."""
+    cap = (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "").strip().lower()
+    return cap not in _ISA_WITHOUT_BF16 and bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+
+
+@functools.cache
+def cpu_fp32_matmul(rows: int, cols: int, d: int) -> str:
+    """torch | numpy: the faster float32 product of (rows, d) @ (d, cols) on this CPU, timed once per process
+    and shape (best of three, ~0.1 s at d = 1024). torch's BLAS and numpy's are different libraries (MKL,
+    OpenBLAS), and which is faster depends on the CPU: on some AMD CPUs numpy's is 1.2x to 1.8x faster."""
+    import time
+
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((rows, d), np.float32), rng.standard_normal((cols, d), np.float32)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+
+    def best(f) -> float:
+        f()
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    with torch.inference_mode():
+        t_torch = best(lambda: ta @ tb.T)
+    return "numpy" if best(lambda: a @ b.T) < t_torch else "torch"
 
 
 def cuda_capability(device: str = "cuda") -> tuple[int, int]:

@@ -82,6 +82,21 @@ def test_search_precision(fake_gpu, cpu_with):
         D.search_precision("fp8", "cpu")
 
 
+def test_a_onednn_isa_cap_below_bf16_means_float32_tiles(cpu_with, monkeypatch):
+    cpu_with("avx2", "avx512_bf16")
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    for cap, want in (("AVX2", "fp32"), ("avx512_core_vnni", "fp32"), ("AVX512_CORE_BF16", "bf16"), ("", "bf16")):
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+        assert D.search_precision("auto", "cpu") == want, cap
+
+
+def test_cpu_fp32_matmul_names_a_backend_once_per_shape():
+    D.cpu_fp32_matmul.cache_clear()
+    first = D.cpu_fp32_matmul(32, 64, 16)
+    assert first in ("torch", "numpy")
+    assert D.cpu_fp32_matmul(32, 64, 16) == first and D.cpu_fp32_matmul.cache_info().hits == 1
+
+
 def test_amp_dtype(fake_gpu, no_gpu):
     assert D.amp_dtype("auto", "cpu") is None and D.amp_dtype("off", "cpu") is None
     assert D.amp_dtype("bf16", "cpu") is torch.bfloat16

@@ -138,6 +138,21 @@ def test_many_identical_rows_resolve_to_the_lowest_ones_for_any_tiling():
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("matmul", ["torch", "numpy"])
+def test_float32_tiles_by_either_blas_match_brute_force(matmul, monkeypatch):
+    """Float32 tiles take the faster of torch's and numpy's products on a CPU: either gives the exact answer."""
+    monkeypatch.setattr(exact, "cpu_fp32_matmul", lambda *shape: matmul)
+    rng = np.random.default_rng(5)
+    x, y = unit(rng, 150), unit(rng, 260)
+    x[7] = y[3]  # a tie with another exact copy
+    y[9] = y[3]
+    Dxy, Ixy, Dyx, Iyx, info = knn_both(x, y, 4, precision="fp32", tile_rows=32, tile_cols=64, block_rows=64)
+    assert info["matmul"] == matmul
+    for D, I, (want_D, want_I) in ((Dxy, Ixy, brute(x, y, 4)), (Dyx, Iyx, brute(y, x, 4))):
+        np.testing.assert_array_equal(I, want_I)
+        np.testing.assert_allclose(D, want_D, atol=1e-6)
+
+
 @pytest.mark.parametrize("precision", ["bf16", "fp32"])
 def test_a_callers_high_matmul_precision_does_not_void_the_certification(precision):
     rng = np.random.default_rng(11)

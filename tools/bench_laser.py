@@ -37,6 +37,11 @@ Pairs: both write score<TAB>src<TAB>tgt; pairs are compared by their texts: pair
 % identical = shared / max(pairs each), and the largest score difference among shared pairs
 (bitextmine writes 6 decimals).
 
+An AVX2-only CPU (--emulate-avx2) on a CPU with more: every library both miners use is capped at AVX2
+through its own switch (AVX2_ENV: oneDNN, MKL, OpenBLAS of numpy and FAISS, torch's kernels, FAISS's
+SIMD level), so bf16 products run emulated as they do on an AVX2-only CPU and bitextmine picks
+float32 tiles. The caption says so; clock rates and caches stay those of the machine.
+
 LASER estimate (--laser-prefix F ...): LASER runs on the first m = F x N source sentences against all
 N targets. With N fixed every stage's work grows linearly in m (k-NN both ways: m x N products; the
 margin loops: m x k and N x k scores; the 1:1 selection: m + N candidates; loading m + N rows), so
@@ -446,6 +451,10 @@ NPY_TEMPLATE = ("{python} -m bitextmine mine {src_txt} {tgt_txt} --src-emb {src_
                 "--device cpu -o {out}")
 
 
+AVX2_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
+            "ATEN_CPU_CAPABILITY": "avx2", "FAISS_OPT_LEVEL": "avx2"}
+
+
 def ours_env() -> dict:
     """This checkout first on PYTHONPATH, so `python -m bitextmine` runs it."""
     return {"PYTHONPATH": ROOT + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")}
@@ -566,6 +575,9 @@ def cpu_caption(args, note: str, script_sha: str, template: str) -> str:
     except OSError:
         info = ""
     flags = sorted(set(re.findall(r"\b(avx512_bf16|amx_bf16|avx2)\b", info)))
+    if args.emulate_avx2:
+        caps = " ".join(f"{k}={v}" for k, v in AVX2_ENV.items())
+        flags = [f"{' '.join(flags)} capped at AVX2 (--emulate-avx2: {caps})"]
     model = re.search(r"^model name\s*:\s*(.*)$", info, re.MULTILINE)
     lift_note = (f" dim {args.dim}: the bundled model's 300-d rows times a fixed random 300 x {args.dim} matrix with "
                  f"orthonormal rows (seed {args.lift_seed}): cosines preserved, so LASER's dimension with the same "
@@ -688,6 +700,7 @@ def main() -> None:
                          "{fp16_flag} {out}. Default: " + RAW_TEMPLATE + "; or, while `mine` has no "
                          "--emb-format: " + NPY_TEMPLATE)
     ap.add_argument("--fp16-flag", default=None, help="what {fp16_flag} becomes with --fp16 in --ours-cmd")
+    ap.add_argument("--emulate-avx2", action="store_true", help="cap both miners' libraries at AVX2 (AVX2_ENV)")
     ap.add_argument("--note", default="", help="appended to the table caption (e.g. 'shared machine')")
     ap.add_argument("--json", default=None, metavar="FILE", help="also write every measurement here")
     args = ap.parse_args()
@@ -713,6 +726,8 @@ def main() -> None:
     if not sizes:
         ap.error("no size: give --n N or --sizes-from DIR")
     os.makedirs(args.work, exist_ok=True)
+    if args.emulate_avx2:
+        os.environ.update(AVX2_ENV)  # inherited by both miners and the helpers measuring them
 
     if args.ours_cmd:
         template, note = args.ours_cmd, "bitextmine ran --ours-cmd"

@@ -33,7 +33,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..device import exact_matmul, resident_rows, search_precision
+from ..device import cpu_fp32_matmul, exact_matmul, resident_rows, search_precision
 from ..errors import ConfigError
 from .topk import merge_best
 
@@ -201,7 +201,8 @@ def _dots(Q: np.ndarray, r: np.ndarray, o: np.ndarray, idx: np.ndarray) -> np.nd
 
 class _Plan(NamedTuple):
     """Sizes and dtype of one pass: tiles tile_rows x tile_cols, x streamed in blocks of block_rows, y resident
-    ``shard`` rows at a time, c candidates per row, on ``dev`` (a torch.device) with tiles of ``dtype``."""
+    ``shard`` rows at a time, c candidates per row, on ``dev`` (a torch.device) with tiles of ``dtype``,
+    multiplied by ``matmul`` (torch, or numpy's BLAS for float32 tiles on CPUs where it is faster)."""
 
     dev: object
     dtype: object
@@ -210,6 +211,7 @@ class _Plan(NamedTuple):
     tile_cols: int
     block_rows: int
     shard: int
+    matmul: str = "torch"
 
 
 class _Best(NamedTuple):
@@ -242,7 +244,8 @@ def knn_both(
 
     x float (n, d), y float (m, d) (memory maps are fine). Returns (Dxy float32 (n, min(k, m)), Ixy int64,
     Dyx float32 (m, min(k, n)), Iyx int64, info); rows sorted by decreasing similarity, ties by lower index.
-    info: precision used, rows searched again (``refined``: [x side, y side]). ``block_rows`` x rows per
+    info: precision used, rows searched again (``refined``: [x side, y side]), the tiles' ``matmul`` (torch
+    or numpy: the faster on this CPU, :func:`bitextmine.device.cpu_fp32_matmul`). ``block_rows`` x rows per
     streamed block, tiles of ``tile_rows`` x ``tile_cols`` (0: by device), ``shard_rows`` y rows resident
     at a time (0 = 64 MiB of them on a CPU, what fits on a GPU); ``candidates`` per row (>= k);
     ``precision`` auto | bf16 | fp32 for the tiles (:func:`bitextmine.device.search_precision`). ``progress`` gets n + m
@@ -261,7 +264,8 @@ def knn_both(
             precision = "fp32"
         plan = _plan(n, m, x.shape[1], max(candidates, k), dev, precision, block_rows, tile_rows, tile_cols, shard_rows)
         best = _pass(x, y, plan, progress)
-        return _certified(x, y, best, k, precision, device, plan.c)
+        D1, I1, D2, I2, info = _certified(x, y, best, k, precision, device, plan.c)
+        return D1, I1, D2, I2, {**info, "matmul": plan.matmul}
 
 
 def _plan(n: int, m: int, d: int, c: int, dev, precision: str, block_rows: int, tile_rows: int, tile_cols: int,
@@ -277,7 +281,8 @@ def _plan(n: int, m: int, d: int, c: int, dev, precision: str, block_rows: int, 
     itemsize = 2 if precision == "bf16" else 4
     shard = shard_rows if 0 < shard_rows < m else resident_rows(m, n, d, c, str(dev), itemsize, align=G)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    return _Plan(dev, dtype, c, tile_rows, tile_cols, block_rows, shard)
+    matmul = cpu_fp32_matmul(256, tile_cols, d) if dev.type == "cpu" and precision == "fp32" else "torch"
+    return _Plan(dev, dtype, c, tile_rows, tile_cols, block_rows, shard, matmul)
 
 
 def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress) -> _Best:
@@ -334,7 +339,7 @@ def _block(X, rows: int, a: int, Y, s0: int, s1: int, plan: _Plan, best: _Best) 
         rv, ri = best.row_v[a + r0 : a + r1], best.row_i[a + r0 : a + r1]
         for t0 in range(0, s1 - s0, plan.tile_cols):
             t1 = min(s1 - s0, t0 + plan.tile_cols)
-            S = Xt @ Y[t0 : t0 + _ceil(t1 - t0)].T
+            S = _product(Xt, Y[t0 : t0 + _ceil(t1 - t0)], plan.matmul)
             if len(S) > r1 - r0:  # padding rows and columns never pass a floor
                 S[r1 - r0 :] = -torch.inf
             if S.shape[1] > t1 - t0:
@@ -345,6 +350,15 @@ def _block(X, rows: int, a: int, Y, s0: int, s1: int, plan: _Plan, best: _Best) 
             j, r, v = _candidates(S, sv[t0:t1, -1], t1 - t0, 1, c)
             sv[t0:t1], si[t0:t1] = _merge(sv[t0:t1], si[t0:t1], j, r + a + r0, v)
         best.row_v[a + r0 : a + r1], best.row_i[a + r0 : a + r1] = rv, ri
+
+
+def _product(A, B, matmul: str):
+    """The tile A @ B.T (torch tensors (r, d) and (t, d)), by torch or (``matmul`` numpy, CPU float32) numpy's BLAS."""
+    import torch
+
+    if matmul == "numpy":
+        return torch.from_numpy(A.numpy() @ B.numpy().T)
+    return A @ B.T
 
 
 def _certified(x: np.ndarray, y: np.ndarray, best: _Best, k: int, precision: str, device: str, c: int):
