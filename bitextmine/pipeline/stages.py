@@ -64,18 +64,18 @@ def encode_chunk(work: WorkDir, side: str, plan: dict, c: int, model_path, encod
 
 def import_chunk(work: WorkDir, side: str, plan: dict, c: int, source: dict, block: int = 65_536) -> None:
     """Write chunk c's distinct rows of an embeddings file from any encoder, L2-normalised, as float32 (u, d)
-    (read and written ``block`` rows at a time): what the encode stage writes for text."""
+    (read and written ``block`` rows at a time, by plain writes: no page of the output stays in this
+    process's memory): what the encode stage writes for text."""
     from ..encoding import open_embeddings
     from ..search.exact import RowView
     x = open_embeddings(source["path"], fmt=source["format"], dim=source["dim"], fp16=source["fp16"])
     rows = RowView(x, firsts(work, side, plan, c), normalise=True)
     path = work.path(emb_file(side, c))
-    tmp = atomic_path(path) + ".npy"
-    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=rows.shape)
-    for a in range(0, len(rows), block):
-        out[a : a + block] = rows[a : a + block]
-    out.flush()
-    del out
+    tmp = atomic_path(path)
+    with open(tmp, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": rows.shape})
+        for a in range(0, len(rows), block):
+            f.write(np.ascontiguousarray(rows[a : a + block], "<f4").tobytes())
     os.replace(tmp, path)
 
 
