@@ -359,7 +359,7 @@ def _search_options(f):
     f = click.option("--shard-rows", type=click.IntRange(0), default=M.shard_rows, show_default=True,
                      help="Search the other side in shards of N rows, one in memory at a time, merging each query's "
                           "neighbours over the shards (global neighbour means: scores do not depend on N). 0 = automatic "
-                          "(exact search: 64 MiB of rows on a CPU, what fits on a GPU; otherwise the whole side).")(f)
+                          "(exact search: 32 MiB of rows on a CPU, what fits on a GPU; otherwise the whole side).")(f)
     f = click.option("--precision", type=click.Choice(PRECISIONS), default=M.precision, show_default=True,
                      help="Exact search: bf16 similarity tiles, candidates rescored in float32 and certified (the "
                           "result of float32 search, faster), or fp32 throughout; auto = bf16 on GPUs and CPUs "

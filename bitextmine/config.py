@@ -96,7 +96,7 @@ class MineConfig:
     recall_check: int = 0  # compare this many sampled queries with exact search and report recall@k
     seed: int = 1  # IVF training sample and recall-check queries
     # search the other side in shards of this many rows (sides larger than memory). 0 = automatic: exact
-    # search of both sides holds 64 MiB of rows on a CPU and what fits in half the free memory on a GPU;
+    # search of both sides holds 32 MiB of rows on a CPU and what fits in half the free memory on a GPU;
     # other searches take the whole side
     shard_rows: int = 0
     # exact search: similarity tiles in bf16, candidates rescored in float32 and certified (the result of

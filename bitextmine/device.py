@@ -16,7 +16,7 @@ import os
 from .config import AMP_MODES, PRECISIONS, TABLE_PRECISIONS
 from .errors import ConfigError, MissingDependencyError
 
-CPU_RESIDENT_BYTES = 64 << 20  # exact search: y rows held at once on a CPU (re-reading x per shard costs ~1 % at 1M)
+CPU_RESIDENT_BYTES = 32 << 20  # exact search: y rows held at once on a CPU (re-reading x per shard costs ~2 % at 1M)
 GPU_TILE_BYTES = 2 * 8192 * 32768 * 6  # exact search: two CUDA tiles (bf16 products and their float32 copies)
 FLAT_SIM_BYTES = 1 << 30  # torch flat k-NN: float32 similarities of one query block against one shard of y
 # FAISS GPU IVF-PQ: code bytes (= sub-quantizers at 8 bits) that IVFPQ::isSupportedPQCodeLength accepts
@@ -206,7 +206,7 @@ def pq_subquantizers(d: int, pq_m: int, where: str) -> int:
 
 def resident_rows(m: int, n: int, d: int, c: int, device: str, itemsize: int = 2, *, align: int = 16) -> int:
     """Exact search: rows of the searched side (m rows of d values of ``itemsize`` bytes) to hold on
-    ``device`` at once. On a CPU, 64 MiB of them; on a GPU, as many as fit in half its free memory beside
+    ``device`` at once. On a CPU, 32 MiB of them; on a GPU, as many as fit in half its free memory beside
     both sides' candidates (n + m rows of c float32 values and int32 ids) and two tiles. At least
     ``align`` rows."""
     if not is_cuda(device):

@@ -109,9 +109,9 @@ def test_amp_dtype(fake_gpu, no_gpu):
 
 
 def test_resident_rows_by_hand(fake_gpu):
-    # CPU: 64 MiB of rows, 600 bytes a bf16 row of 300 values, 1,200 a float32 row
-    assert D.resident_rows(10**7, 10, 300, 16, "cpu", 2) == 67_108_864 // 600 == 111_848
-    assert D.resident_rows(10**7, 10, 300, 16, "cpu", 4) == 55_924
+    # CPU: 32 MiB of rows, 600 bytes a bf16 row of 300 values, 1,200 a float32 row
+    assert D.resident_rows(10**7, 10, 300, 16, "cpu", 2) == 33_554_432 // 600 == 55_924
+    assert D.resident_rows(10**7, 10, 300, 16, "cpu", 4) == 27_962
     assert D.resident_rows(5000, 10, 300, 16, "cpu", 2) == 5000
     assert D.resident_rows(3, 10, 300, 16, "cpu", 2, align=16) == 16
     # GPU with 80 GiB free: half of it, less the candidates (101M rows x 16 x 8 bytes) and two tiles

@@ -62,7 +62,7 @@ def encode_chunk(work: WorkDir, side: str, plan: dict, c: int, model_path, encod
     save_npy(work.path(emb_file(side, c)), np.ascontiguousarray(x, np.float32))
 
 
-def import_chunk(work: WorkDir, side: str, plan: dict, c: int, source: dict, block: int = 65_536) -> None:
+def import_chunk(work: WorkDir, side: str, plan: dict, c: int, source: dict, block: int = 8192) -> None:
     """Write chunk c's distinct rows of an embeddings file from any encoder, L2-normalised, as float32 (u, d)
     (read and written ``block`` rows at a time, by plain writes: no page of the output stays in this
     process's memory): what the encode stage writes for text."""
@@ -75,7 +75,7 @@ def import_chunk(work: WorkDir, side: str, plan: dict, c: int, source: dict, blo
     with open(tmp, "wb") as f:
         np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": rows.shape})
         for a in range(0, len(rows), block):
-            f.write(np.ascontiguousarray(rows[a : a + block], "<f4").tobytes())
+            np.ascontiguousarray(rows[a : a + block], "<f4").tofile(f)
     os.replace(tmp, path)
 
 

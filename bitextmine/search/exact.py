@@ -58,7 +58,7 @@ def rows_f32(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return out
 
 
-def _in_order(a: np.ndarray, idx: np.ndarray, chunk: int = 8192):
+def _in_order(a: np.ndarray, idx: np.ndarray, chunk: int = 2048):
     """Yield (positions int64 (<= chunk,), rows float32 (<= chunk, d)): the rows ``idx`` int (r,) of ``a``,
     read ``chunk`` at a time in ascending order, ``rows[i]`` being ``a[idx[positions[i]]]`` (a memory
     map's pages are let go after each chunk: random rows touch a page each)."""
@@ -247,7 +247,7 @@ def knn_both(
     info: precision used, rows searched again (``refined``: [x side, y side]), the tiles' ``matmul`` (torch
     or numpy: the faster on this CPU, :func:`bitextmine.device.cpu_fp32_matmul`). ``block_rows`` x rows per
     streamed block, tiles of ``tile_rows`` x ``tile_cols`` (0: by device), ``shard_rows`` y rows resident
-    at a time (0 = 64 MiB of them on a CPU, what fits on a GPU); ``candidates`` per row (>= k);
+    at a time (0 = 32 MiB of them on a CPU, what fits on a GPU); ``candidates`` per row (>= k);
     ``precision`` auto | bf16 | fp32 for the tiles (:func:`bitextmine.device.search_precision`). ``progress`` gets n + m
     in all. The safety check, the pass and the rescoring all run under :func:`bitextmine.device.exact_matmul`
     (no TF32, float32 accumulation), whatever the caller's matmul settings.
@@ -438,7 +438,7 @@ def best_k(E: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarr
 
 
 def exact_rows(q: np.ndarray, o: np.ndarray, rows: np.ndarray, k: int, c: int, *, device: str = "cpu",
-               block: int = 16384) -> tuple[np.ndarray, np.ndarray]:
+               block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """The k best rows of o for the q rows ``rows`` int64 (r,), by float32 search over o in blocks (equal
     values: lower rows first, also beyond c tied rows), then :func:`rescore` (so values match the
     bfloat16 path's). Returns (D float32 (r, k), I int64 (r, k))."""
