@@ -393,7 +393,9 @@ def _pipeline_options(f):
                      help="Run the stages in this process, or as Ray tasks (pip install 'bitextmine[ray]').")(f)
     f = click.option("--chunk-lines", type=click.IntRange(1), default=P.chunk_lines, show_default=True,
                      help="Lines per chunk: the unit of dedup, encoding and the k-NN grid.")(f)
-    f = click.option("--resume", is_flag=True, help="Continue the run recorded in --work-dir (same inputs; changed search, margin or selection settings recompute only what depends on them).")(f)
+    f = click.option("--resume", is_flag=True,
+                     help="Continue the run recorded in --work-dir (same inputs; changed search, margin or selection "
+                          "settings recompute only what depends on them).")(f)
     return click.option("--work-dir", default=P.work_dir, metavar="DIR",
                         help="Keep every stage's files here, so a stopped run continues with --resume  "
                              "[default: a temporary directory, removed after]")(f)

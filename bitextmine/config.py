@@ -113,7 +113,7 @@ class PipelineConfig:
     """The staged mining run (:mod:`bitextmine.pipeline`): work directory, chunking and engine."""
 
     work_dir: str = ""  # keep the stages' files here (resumable); empty: a temporary directory, removed after
-    resume: bool = False  # continue the run recorded in work_dir (same inputs and settings)
+    resume: bool = False  # continue the run recorded in work_dir (same inputs; other search settings: redone)
     chunk_lines: int = 1_000_000  # lines per chunk: the unit of dedup, encoding and the k-NN grid
     bucket_lines: int = 50_000_000  # dedup: about this many lines per hash bucket (a bucket task's memory)
     engine: str = "local"  # local (in this process) | ray

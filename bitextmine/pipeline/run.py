@@ -241,8 +241,8 @@ def mine_files(
     The result equals :func:`bitextmine.mining.mine.mine_embeddings` on the distinct lines' embeddings, for
     any chunk size and engine. ``pipeline.work_dir`` keeps the stages' files (empty: a temporary directory,
     removed after); ``pipeline.resume`` continues a stopped run there, or reruns it with other search, margin or
-selection settings, reusing the chunks, embeddings and trained index (info "changed": the settings that differ). ``src_emb``/``tgt_emb``: embeddings of
-    every line from any encoder (``embeddings``: npy or LASER's raw format); then no model is needed, unless
+    selection settings, reusing the chunks, embeddings and trained index (info "changed": the settings that
+    differ). ``src_emb``/``tgt_emb``: embeddings of every line from any encoder (``embeddings``: npy or LASER's raw format); then no model is needed, unless
     a file has a ``bitextmine encode`` sidecar, which is checked against the text and ``model``. Blank lines
     cannot be mined and are counted in the stats. ``marked`` ("src" or "tgt") names the side in the marked
     language of a separate-vocabulary model. ``rules`` (a RuleConfig) drops pairs that break a rule of
@@ -265,9 +265,9 @@ selection settings, reusing the chunks, embeddings and trained index (info "chan
             run.plans[side] = plan_side(work, side, path, pipeline.chunk_lines)
         _check_rows(run, sources, model, encode_config, marked)
         _dedup(run, pipeline)
-        kinds = {s: resolve_index(config.index, int(run.offsets[s][-1]), config.auto_flat_max) for s in SIDES}
-        _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
         n_rows = {s: int(run.offsets[s][-1]) for s in SIDES}
+        kinds = {s: resolve_index(config.index, n_rows[s], config.auto_flat_max) for s in SIDES}
+        _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
         written, rejected = 0, {}
         if n_rows["src"] and n_rows["tgt"]:
             _search(run, sources, config, kinds)

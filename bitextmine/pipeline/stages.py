@@ -68,6 +68,7 @@ def import_chunk(work: WorkDir, side: str, plan: dict, c: int, source: dict, blo
     process's memory): what the encode stage writes for text."""
     from ..encoding import open_embeddings
     from ..search.exact import RowView
+
     x = open_embeddings(source["path"], fmt=source["format"], dim=source["dim"], fp16=source["fp16"])
     rows = RowView(x, firsts(work, side, plan, c), normalise=True)
     path = work.path(emb_file(side, c))

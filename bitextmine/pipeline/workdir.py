@@ -130,10 +130,11 @@ class WorkDir:
             old = load_json(run)
             if old.get("format_version") != FORMAT_VERSION:
                 raise ModelFormatError(f"{run}: format_version {old.get('format_version')}; expected {FORMAT_VERSION}")
-            changed = sorted(k for k in set(old["settings"]) | set(settings) if old["settings"].get(k) != settings.get(k))
+            before = old["settings"]
+            changed = sorted(k for k in set(before) | set(settings) if before.get(k) != settings.get(k))
             for key in changed:
                 if key not in (redo or {}):
-                    raise ConfigError(f"{self.root}: cannot resume: {key} was {old['settings'].get(key)!r}, "
+                    raise ConfigError(f"{self.root}: cannot resume: {key} was {before.get(key)!r}, "
                                       f"now {settings.get(key)!r}")
             if changed:  # remove before recording the new settings: a stop in between leaves nothing stale
                 self.remove(sorted({p for k in changed for p in redo[k]}))

@@ -189,7 +189,7 @@ def _precision_holds(x, y, precision: str, device) -> bool:
     return bool(((low - exact).abs() <= bound + 1e-30).all())
 
 
-def pair_dots(Q: np.ndarray, r: np.ndarray, o: np.ndarray, idx: np.ndarray) -> np.ndarray:
+def _dots(Q: np.ndarray, r: np.ndarray, o: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """float32 (len(idx),): the inner products Q[r[i]] . o[idx[i]] (Q float32 (b, d), r and idx int (p,)),
     computed chunk by chunk as :func:`_in_order` reads o, so neither the gathered rows of ``o`` nor the
     repeated rows of Q are ever held whole."""
@@ -353,7 +353,8 @@ def _block(X, rows: int, a: int, Y, s0: int, s1: int, plan: _Plan, best: _Best) 
 
 
 def _product(A, B, matmul: str):
-    """The tile A @ B.T (torch tensors (r, d) and (t, d)), by torch or (``matmul`` numpy, CPU float32) numpy's BLAS."""
+    """The tile A @ B.T (torch tensors (r, d) and (t, d)): by torch, or (``matmul`` numpy; CPU float32) by
+    numpy's BLAS."""
     import torch
 
     if matmul == "numpy":
@@ -422,14 +423,14 @@ def rescore(q: np.ndarray, o: np.ndarray, approx: np.ndarray, cand: np.ndarray, 
         need = (ci >= 0) & (av >= (kth - 2 * eps[a:b])[:, None])
         r, j = np.nonzero(need)
         E = np.full(av.shape, -np.inf, np.float32)
-        E[r, j] = pair_dots(rows_f32(q, a, b), r, o, ci[r, j])
-        D[a:b], I[a:b] = best_k(E, np.where(ci >= 0, ci, np.iinfo(np.int64).max), k)
+        E[r, j] = _dots(rows_f32(q, a, b), r, o, ci[r, j])
+        D[a:b], I[a:b] = _best(E, np.where(ci >= 0, ci, np.iinfo(np.int64).max), k)
         weakest = av.min(1)
         ok[a:b] = (weakest == -np.inf) | (D[a:b, k - 1] > weakest + eps[a:b])
     return D, I, ok
 
 
-def best_k(E: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _best(E: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k best (E desc, then idx asc) of each row of E float32 (r, c) with ids idx int64 (r, c)."""
     by_id = np.argsort(idx, axis=1, kind="stable")
     E, idx = np.take_along_axis(E, by_id, 1), np.take_along_axis(idx, by_id, 1)
