@@ -414,9 +414,13 @@ def _pipeline_options(f):
 @_search_options
 @click.option("--threshold", type=float, default=M.threshold, show_default=True, help="Keep pairs scoring at least this.")
 @click.option("--min-cosine", type=float, default=M.min_cosine, show_default=True, help="Keep pairs with at least this cosine.")
+@click.option("--min-z", type=float, default=M.min_z, show_default=True,
+              help="Keep pairs whose cosine stands out by at least this many standard deviations from each sentence's "
+              "cosines with the other side's other lines (mean of both sentences; does not grow on small inputs as "
+              "margins do; 0: off, LASER's margin mining).")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
-@click.option("--explain", is_flag=True, help="Append the ids, then the cosine, both neighbour means and the direction "
-              "that proposed the pair (fwd, bwd or both).")
+@click.option("--explain", is_flag=True, help="Append the ids, then the cosine, both neighbour means, the direction "
+              "that proposed the pair (fwd, bwd or both) and its z (see --min-z).")
 @click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
 @_pipeline_options
 @_sif_option
@@ -427,7 +431,7 @@ def _pipeline_options(f):
 @_rule_options
 @_device_option(M.device)
 @_quiet_option
-def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, ids, explain, block_size, sif, marked,
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, ids, explain, block_size, sif, marked,
          use_rules, src_lang, tgt_lang, device, quiet, work_dir, resume, chunk_lines, engine, ray_address, **kw):
     """Mine translation pairs between two text files (one sentence per line).
 
@@ -444,8 +448,8 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, i
 
     rules = _rules_from(kw)
     embeddings = _embeddings_from(kw)
-    config = MineConfig(**_search_from(kw), threshold=threshold, min_cosine=min_cosine, block_size=block_size,
-                        device=device)
+    config = MineConfig(**_search_from(kw), threshold=threshold, min_cosine=min_cosine, min_z=min_z,
+                        block_size=block_size, device=device)
     pipeline = PipelineConfig(work_dir=work_dir or "", resume=resume, chunk_lines=chunk_lines, engine=engine,
                               ray_address=ray_address or "")
     bars: dict = {}

@@ -77,11 +77,15 @@ class MineConfig:
     k: int = 4  # LASER: k = 4 nearest neighbours in each direction
     margin: str = "ratio"  # LASER: ratio margin works best (ratio | distance | absolute)
     mode: str = "max"  # LASER: "max" retrieval, best pairs first, each sentence used once
-    # Calibrated for the bundled model with tools/calibrate_threshold.py (README, "The default threshold").
-    threshold: float = 1.24
-    # Optional floor on the cosine (off by default, as in margin mining in the literature); it helps on
-    # small inputs, where every margin runs high (tools/calibrate_threshold.py measures both).
+    # Calibrated with min_z for the bundled model by tools/calibrate_threshold.py (README, "The default threshold").
+    threshold: float = 1.18
+    # Optional floor on the cosine (off by default, as in margin mining in the literature).
     min_cosine: float = 0.0
+    # A pair must also stand out: z, the mean over its two sentences of how many standard deviations its cosine
+    # lies above the sentence's cosines with every other line of the other side (bitextmine/mining/standout.py).
+    # Unlike a margin it does not grow on small inputs. Chosen with the threshold by tools/calibrate_threshold.py
+    # (README, "The default threshold"). 0 = off (LASER's margin mining).
+    min_z: float = 4.0
     block_size: int = 8192  # query rows per k-NN block (exact search: rows streamed per block); bounds memory
     device: str = "auto"  # auto | cpu | cuda
     index: str = "auto"  # auto | flat | ivf | ivfpq: exact search, or approximate (FAISS IVF) for large sides

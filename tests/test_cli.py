@@ -97,8 +97,8 @@ def test_mine_with_embeddings_refuses_other_text(tmp_path, toy_model_dir):
     for p in (sp, tp, other):
         assert run("encode", p, "-o", p + ".npy", "--model", toy_model_dir, "-q").exit_code == 0
     ok = run("mine", sp, tp, "--src-emb", sp + ".npy", "--tgt-emb", tp + ".npy", "--model", toy_model_dir, "-q",
-             "--threshold", "0")
-    direct = run("mine", sp, tp, "--model", toy_model_dir, "-q", "--threshold", "0")
+             "--threshold", "0", "--min-z", "0")
+    direct = run("mine", sp, tp, "--model", toy_model_dir, "-q", "--threshold", "0", "--min-z", "0")
     assert ok.exit_code == 0 and ok.output == direct.output and len(ok.output.splitlines()) >= 30
     bad = run("mine", sp, tp, "--src-emb", other + ".npy", "--model", toy_model_dir, "-q")
     assert bad.exit_code == 1
@@ -111,7 +111,7 @@ def test_mine_output_file_and_ids(tmp_path, toy_model_dir):
     s, t = toy_corpus(n=30, seed=11)
     sp, tp = write_lines(tmp_path / "s.txt", s), write_lines(tmp_path / "t.txt", t[::-1])
     out = tmp_path / "o.tsv"
-    r = run("mine", sp, tp, "--model", toy_model_dir, "-o", str(out), "--ids", "--threshold", "0", "-q")
+    r = run("mine", sp, tp, "--model", toy_model_dir, "-o", str(out), "--ids", "--threshold", "0", "--min-z", "0", "-q")
     assert r.exit_code == 0 and r.output == ""
     rows = [line.split("\t") for line in out.read_text().splitlines()]
     assert all(len(row) == 5 for row in rows)

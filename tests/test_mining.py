@@ -11,7 +11,16 @@ def unit(x):
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def reference_mine(x, y, k, margin, mode, threshold, min_cosine=-np.inf):
+def reference_z(sim, i, j):
+    """The standout of pair (i, j) in the similarity matrix sim: the mean over both sentences of how many
+    (population) standard deviations sim[i, j] lies above the sentence's other similarities."""
+    row, col = np.delete(sim[i], j), np.delete(sim[:, j], i)
+    if len(row) < 2 or len(col) < 2:
+        return np.inf
+    return ((sim[i, j] - row.mean()) / row.std() + (sim[i, j] - col.mean()) / col.std()) / 2
+
+
+def reference_mine(x, y, k, margin, mode, threshold, min_cosine=-np.inf, min_z=0.0):
     """Slow, obvious version: full similarity matrix, loops, LASER's candidate loop for 'max'."""
     sim = x.astype(np.float64) @ y.T.astype(np.float64)
     k = min(k, len(y), len(x))
@@ -47,12 +56,14 @@ def reference_mine(x, y, k, margin, mode, threshold, min_cosine=-np.inf):
                 seen_s.add(i)
                 seen_t.add(j)
                 pairs[(i, j)] = s
-    return {p: s for p, s in pairs.items() if s >= threshold and sim[p] >= min_cosine}
+    return {p: s for p, s in pairs.items() if s >= threshold and sim[p] >= min_cosine
+            and (min_z <= 0 or reference_z(sim, *p) >= min_z)}
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("margin", ["ratio", "distance", "absolute"])
-def test_mine_embeddings_matches_reference(mode, margin):
+@pytest.mark.parametrize("min_z", [0.0, 2.5])  # 2.5: about half the pairs stand out enough
+def test_mine_embeddings_matches_reference(mode, margin, min_z):
     rng = np.random.default_rng(7)
     n, m, d = 60, 45, 16
     x = unit(rng.normal(size=(n, d)))
@@ -60,9 +71,10 @@ def test_mine_embeddings_matches_reference(mode, margin):
     y[:30] = unit(x[10:40] + rng.normal(scale=0.3, size=(30, d)))  # planted: x[10+i] ~ y[i]
     threshold = {"ratio": 1.0, "distance": 0.0, "absolute": 0.3}[margin]
     got = mine_embeddings(x, y, config=MineConfig(k=4, margin=margin, mode=mode, threshold=threshold, block_size=13,
-                                                  min_cosine=0.35))
-    want = reference_mine(x, y, 4, margin, mode, threshold, 0.35)
+                                                  min_cosine=0.35, min_z=min_z))
+    want = reference_mine(x, y, 4, margin, mode, threshold, 0.35, min_z)
     assert {(int(s), int(t)) for s, t in zip(got.src, got.tgt)} == set(want)
+    assert 15 <= len(want) <= 80
     for s, t, sc in zip(got.src, got.tgt, got.score):
         assert sc == pytest.approx(want[(int(s), int(t))], rel=1e-4, abs=1e-5)
     np.testing.assert_allclose(got.cosine, (x[got.src] * y[got.tgt]).sum(1), atol=1e-5)
@@ -121,7 +133,7 @@ def test_mine_files_duplicates_keep_all_ids(tmp_path, toy_model):
     sp = write_lines(tmp_path / "s.txt", s_lines)
     tp = write_lines(tmp_path / "t.txt", t_lines)
     out = io.StringIO()
-    stats = mine_files(sp, tp, out, model=toy_model, config=MineConfig(threshold=0), ids=True)
+    stats = mine_files(sp, tp, out, model=toy_model, config=MineConfig(threshold=0, min_z=0), ids=True)
     rows = [r.split("\t") for r in out.getvalue().splitlines()]
     assert stats.src_lines == 42 and stats.src_unique == 40 and stats.src_empty == 1
     by_src = {r[1]: r for r in rows}
@@ -152,8 +164,8 @@ def test_same_pairs_as_the_laser_style_baseline_in_tools(index, tmp_path):
                     "--k", "4", "--threshold", "1.0", "--index", index, "--nlist", "16", "--nprobe", "4"],
                    check=True, capture_output=True)
     want = [line.split("\t") for line in open(tmp_path / "out.tsv").read().splitlines()]
-    got = mine_embeddings(x, y, config=MineConfig(threshold=1.0, min_cosine=-1.0, index=index, nlist=16, nprobe=4,
-                                                  device="cpu"))
+    got = mine_embeddings(x, y, config=MineConfig(threshold=1.0, min_cosine=-1.0, min_z=0, index=index, nlist=16,
+                                                  nprobe=4, device="cpu"))
     assert len(want) > 100
     assert {(int(a), int(b)) for _, a, b in want} == set(zip(got.src.tolist(), got.tgt.tolist()))
     np.testing.assert_allclose(sorted(float(s) for s, _, _ in want), sorted(got.score.tolist()), atol=1e-6)

@@ -109,9 +109,10 @@ def _by_embeddings(sides, model, config: MineConfig) -> str:
 
 @pytest.mark.parametrize("mode", ["max", "forward", "backward", "intersect", "union"])
 def test_any_chunk_size_gives_the_pairs_of_mine_embeddings(sides, toy_model, mode):
-    config = MineConfig(threshold=0.9, mode=mode)
+    config = MineConfig(threshold=0.9, mode=mode, min_z=3.0)  # the standout floor drops some pairs
     want = _by_embeddings(sides, toy_model, config)
     assert want.count("\n") > 20
+    assert want.count("\n") < _by_embeddings(sides, toy_model, dataclasses.replace(config, min_z=0)).count("\n")
     for chunk_lines in (1000, 17):
         got, stats = _mine(sides, toy_model, config=config, ids=True, pipeline=PipelineConfig(chunk_lines=chunk_lines))
         assert got == want, chunk_lines
@@ -124,7 +125,7 @@ def test_explain_columns(sides, toy_model):
 
     got, _ = _mine(sides, toy_model, explain=True, pipeline=PipelineConfig(chunk_lines=13))
     rows = [r.split("\t") for r in got.splitlines()]
-    assert rows and all(len(r) == 9 for r in rows)
+    assert rows and all(len(r) == 10 for r in rows)
     plain, _ = _mine(sides, toy_model, ids=True)
     assert ["\t".join(r[:5]) for r in rows] == plain.splitlines()
     for r in rows[:10]:
@@ -134,6 +135,15 @@ def test_explain_columns(sides, toy_model):
         assert abs(float(r[0]) - cos / ((ms + mt) / 2)) < 1e-4  # ratio margin from the printed parts
         assert r[8] in ("fwd", "bwd", "both")
     assert {r[8] for r in rows} & {"both"}
+    # z: the standout of the pair (its own tests compare it with a reference), here from the distinct rows
+    from bitextmine.corpus import read_lines
+    from bitextmine.mining.standout import moments_of, standout
+
+    X, Y = (encode(list(dict.fromkeys(t for t in read_lines(p) if t.strip())), toy_model) for p in sides)
+    for r in rows[:10]:
+        x, y = encode([r[1], r[2]], toy_model)
+        z = standout(np.array([x @ y]), x[None], y[None], moments_of(X), moments_of(Y))[0]
+        assert abs(float(r[9]) - z) < 2e-3
 
 
 def test_ivf_chunks_equal_one_index(sides, toy_model):

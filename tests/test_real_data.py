@@ -68,8 +68,8 @@ def test_mining_real_data_matches_independent_implementation(default_model):
     keep = np.flatnonzero(rng.random(len(y)) < 0.6)
     ex, ey = encode(x[:600], default_model), encode([y[i] for i in keep if i < 600], default_model)
     for mode in ("max", "intersect"):
-        got = mine_embeddings(ex, ey, config=MineConfig(mode=mode, threshold=1.0))
-        want = reference_mine(ex, ey, 4, "ratio", mode, 1.0)
+        got = mine_embeddings(ex, ey, config=MineConfig(mode=mode, threshold=1.0, min_z=4.0))
+        want = reference_mine(ex, ey, 4, "ratio", mode, 1.0, min_z=4.0)
         assert {(int(s), int(t)) for s, t in zip(got.src, got.tgt)} == set(want)
         np.testing.assert_allclose(got.score, [want[(int(s), int(t))] for s, t in zip(got.src, got.tgt)], rtol=1e-4)
 

@@ -471,7 +471,10 @@ def default_template(fp16: bool) -> tuple[str, str, str]:
         if flag is None:
             raise SystemExit("this bitextmine's `mine --help` names no --emb-fp16 or --fp16 for raw float16 "
                              "files; give the command with --ours-cmd")
-        return RAW_TEMPLATE, flag, "bitextmine read the raw files (--emb-format raw)"
+        template = RAW_TEMPLATE
+        if "--min-z" in r.stdout:  # LASER has no standout floor: margin mining alone, as LASER does it
+            template = template.replace("--min-cosine -1", "--min-cosine -1 --min-z 0")
+        return template, flag, "bitextmine read the raw files (--emb-format raw)"
     return NPY_TEMPLATE, "", ("bitextmine read .npy copies of the same rows with the sidecar of `bitextmine encode` "
                               "(this checkout's `mine` has no --emb-format yet)")
 

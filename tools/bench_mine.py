@@ -85,7 +85,7 @@ def run_ours(src: str, tgt: str, out: str, index: str, nprobe: int, recall_check
     t = time.perf_counter()
     x = np.load(src, mmap_mode="r")
     y = np.load(tgt, mmap_mode="r")
-    p = mine_embeddings(x, y, config=MineConfig(threshold=0.0, min_cosine=-1.0, index=index, nprobe=nprobe, device="cpu",
+    p = mine_embeddings(x, y, config=MineConfig(threshold=0.0, min_cosine=-1.0, min_z=0.0, index=index, nprobe=nprobe, device="cpu",
                                                 recall_check=recall_check))
     with open(out, "w") as f:
         for s, a, b in zip(p.score, p.src, p.tgt):

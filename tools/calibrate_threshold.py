@@ -1,16 +1,17 @@
-"""Choose the default `mine --threshold` for a model on held-out Tatoeba v1 data (never trained on).
+"""Choose the default `mine --threshold` and `--min-z` for a model on held-out Tatoeba v1 data (never
+trained on), at several input sizes.
 
-    python tools/calibrate_threshold.py [--model DIR] [--keep 0.5]
+    python tools/calibrate_threshold.py [--model DIR] [--sizes 30 100 300 1000] [--keep 0.5]
 
-For each of the 8 languages: the source side is all of tatoeba.L-eng.L; the target side keeps the
-English translations of a random half (--keep) and replaces the others with English lines of other
-languages' Tatoeba files (distractors, none equal to an English line of this file), shuffled. Pairs
-are mined with the default k, margin and mode and threshold 0; precision, recall and F1 of the gold
-pairs are computed for each threshold and cosine floor (--min-cosine). The same task is also run on
-small inputs (50 source sentences, 20 random draws per language), where margins run higher because
-every sentence's neighbours are unrelated. Suggested: the threshold with the best F1 averaged over
-languages and both sizes without a cosine floor (the default), and the best threshold and floor
-together (for `--min-cosine`).
+Task, for each of the 8 languages and each size N: N source sentences drawn at random from
+tatoeba.L-eng.L; the target side keeps the English translations of a random half (--keep) and replaces
+the others with English lines of other languages' Tatoeba files (distractors, none equal to an English
+line of this file), shuffled. Several draws per size (--draws: 20 at 30 lines, 10 at 100, 5 at 300,
+3 at 1,000; the 1,000 draws are the whole file with another half kept). Pairs are mined with the
+default k, margin and mode and no threshold; precision, recall and F1 of the gold pairs are computed for
+each margin threshold and standout floor (--min-z, bitextmine/mining/standout.py). Suggested: the pair
+with the best F1 averaged over sizes and languages; then the precision, recall and F1 of that default
+per size and language.
 """
 
 from __future__ import annotations
@@ -27,84 +28,91 @@ from bitextmine.config import MineConfig  # noqa: E402
 from bitextmine.corpus import read_lines, read_parallel  # noqa: E402
 from bitextmine.encoding import encode  # noqa: E402
 from bitextmine.mining import mine_embeddings  # noqa: E402
+from bitextmine.mining.standout import moments_of, pair_standout  # noqa: E402
 from bitextmine.model import load_model  # noqa: E402
 
 DEV = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "dev", "tatoeba", "v1")
 LANGS = ["deu", "fra", "spa", "ces", "rus", "cmn", "tur", "ara"]
+DRAWS = {30: 20, 100: 10, 300: 5, 1000: 3}
+GRID = np.round(np.arange(0.90, 2.01, 0.02), 2)  # margin thresholds
+ZS = np.array([0.0, 3.0, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0])  # standout floors (0: off)
 
 
-def task(lang: str, keep: float, rng: np.random.Generator, size: int | None = None):
-    """(source texts, target texts, gold pairs) for one language; ``size`` sources sampled, or all."""
+def encoded_task(lang: str, model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source rows, their English translations' rows, distractor rows) of one language, encoded once."""
     x, y = read_parallel(f"{DEV}/tatoeba.{lang}-eng.{lang}", f"{DEV}/tatoeba.{lang}-eng.eng")
-    if size is not None:
-        pick = rng.choice(len(x), size, replace=False)
-        x, y = [x[i] for i in pick], [y[i] for i in pick]
-    own = set(y)
-    pool = sorted({e for other in LANGS if other != lang for e in read_lines(f"{DEV}/tatoeba.{other}-eng.eng")} - own)
-    kept = rng.random(len(x)) < keep
-    n_dis = int((~kept).sum())
-    tgt = [y[i] for i in np.flatnonzero(kept)] + list(rng.choice(pool, n_dis, replace=False))
-    order = rng.permutation(len(tgt))
-    tgt = [tgt[i] for i in order]
-    pos = {t: i for i, t in enumerate(tgt)}
-    gold = {(i, pos[y[i]]) for i in np.flatnonzero(kept)}
-    return x, tgt, gold
+    pool = sorted({e for o in LANGS if o != lang for e in read_lines(f"{DEV}/tatoeba.{o}-eng.eng")} - set(y))
+    return encode(x, model), encode(y, model), encode(pool, model)
 
 
-GRID = np.round(np.arange(0.90, 2.01, 0.01), 2)
-FLOORS = np.round(np.arange(0.0, 0.61, 0.05), 2)
+def draw(X, Y, P, size: int, keep: float, rng: np.random.Generator):
+    """One task: (source rows, target rows, gold pairs {(source i, target j)})."""
+    pick = rng.choice(len(X), min(size, len(X)), replace=False)
+    kept = rng.random(len(pick)) < keep
+    tgt = np.concatenate([Y[pick[kept]], P[rng.choice(len(P), int((~kept).sum()), replace=False)]])
+    perm = rng.permutation(len(tgt))
+    at = np.argsort(perm)  # new position of each target row
+    return X[pick], tgt[perm], {(int(i), int(at[j])) for j, i in enumerate(np.flatnonzero(kept))}
 
 
-def f1_table(model, x, tgt, gold) -> np.ndarray:
-    """F1 for every (cosine floor, threshold): float (len(FLOORS), len(GRID))."""
-    pairs = mine_embeddings(encode(x, model), encode(tgt, model), config=MineConfig(threshold=-np.inf, min_cosine=-np.inf))
+def prf_table(x, y, gold) -> np.ndarray:
+    """Precision, recall, F1 for every (standout floor, threshold): float (len(ZS), len(GRID), 3)."""
+    pairs = mine_embeddings(x, y, config=MineConfig(threshold=-np.inf, min_cosine=-np.inf, min_z=0))
+    z = pair_standout(pairs.cosine, pairs.src, pairs.tgt, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
     hit = np.array([(int(s), int(t)) in gold for s, t in zip(pairs.src, pairs.tgt)], bool)
-    f1 = np.zeros((len(FLOORS), len(GRID)))
-    for i, fl in enumerate(FLOORS):
+    out = np.zeros((len(ZS), len(GRID), 3))
+    for i, z0 in enumerate(ZS):
         for j, th in enumerate(GRID):
-            sel = (pairs.score >= th) & (pairs.cosine >= fl)
+            sel = (pairs.score >= th) & (z >= z0)
             tp = int((hit & sel).sum())
             p, r = tp / max(1, int(sel.sum())), tp / max(1, len(gold))
-            f1[i, j] = 2 * p * r / max(1e-9, p + r)
-    return f1
+            out[i, j] = p, r, 2 * p * r / max(1e-9, p + r)
+    return out
 
 
-def show(title: str, mean: np.ndarray) -> None:
-    print(f"\n{title} (rows: min-cosine; columns: threshold)")
-    cols = list(range(0, len(GRID), 10))
-    print("| min-cosine | " + " | ".join(f"{GRID[j]:.2f}" for j in cols) + " |")
+def show_grid(title: str, f1: np.ndarray) -> None:
+    print(f"\n{title} (rows: --min-z; columns: --threshold)")
+    cols = list(range(0, len(GRID), 5))
+    print("| min-z | " + " | ".join(f"{GRID[j]:.2f}" for j in cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
-    for i, fl in enumerate(FLOORS):
-        print(f"| {fl:.2f} | " + " | ".join(f"{mean[i, j]:.3f}" for j in cols) + " |")
-    i, j = np.unravel_index(mean.argmax(), mean.shape)
-    print(f"best: threshold {GRID[j]:.2f}, min-cosine {FLOORS[i]:.2f}: F1 {mean[i, j]:.3f}")
+    for i, z0 in enumerate(ZS):
+        print(f"| {z0:g} | " + " | ".join(f"{f1[i, j]:.3f}" for j in cols) + " |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None)
     ap.add_argument("--keep", type=float, default=0.5)
-    ap.add_argument("--small", type=int, default=50, help="source sentences of the small tasks")
-    ap.add_argument("--draws", type=int, default=20, help="small tasks per language")
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(DRAWS))
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     model = load_model(args.model)
-    rng = np.random.default_rng(args.seed)
     print(f"model {model.fingerprint}; k={MineConfig.k}, margin={MineConfig.margin}, mode={MineConfig.mode}")
-    large = np.mean([f1_table(model, *task(lang, args.keep, rng)) for lang in LANGS], axis=0)
-    small = np.mean([f1_table(model, *task(lang, args.keep, rng, args.small))
-                     for lang in LANGS for _ in range(args.draws)], axis=0)
-    show("mean F1, 1000 sentences per side, over the 8 languages", large)
-    show(f"mean F1, {args.small} sentences per side, over the 8 languages x {args.draws} draws", small)
-    both = (large + small) / 2
-    show("mean F1 over both sizes", both)
-    # the default threshold is chosen without a cosine floor: margin mining as the literature does it
-    j0 = int(both[0].argmax())
-    print(f"\nsuggested default: threshold {GRID[j0]:.2f} with no cosine floor "
-          f"(F1 {large[0, j0]:.3f} at 1000 sentences, {small[0, j0]:.3f} at {args.small})")
-    i, j = np.unravel_index(both.argmax(), both.shape)
-    print(f"with a cosine floor: threshold {GRID[j]:.2f}, --min-cosine {FLOORS[i]:.2f} "
-          f"(F1 {large[i, j]:.3f} at 1000 sentences, {small[i, j]:.3f} at {args.small})")
+    res = {}  # (lang, size) -> mean (len(ZS), len(GRID), 3) over the draws
+    for lang in LANGS:
+        X, Y, P = encoded_task(lang, model)
+        rng = np.random.default_rng(args.seed)
+        for size in args.sizes:
+            res[lang, size] = np.mean([prf_table(*draw(X, Y, P, size, args.keep, rng))
+                                       for _ in range(DRAWS.get(size, 3))], axis=0)
+    per_size = {s: np.mean([res[lang, s] for lang in LANGS], axis=0) for s in args.sizes}
+    for s in args.sizes:
+        show_grid(f"mean F1, {s} source lines, over the 8 languages", per_size[s][..., 2])
+    overall = np.mean([per_size[s][..., 2] for s in args.sizes], axis=0)
+    show_grid("mean F1 over the sizes", overall)
+    i, j = np.unravel_index(overall.argmax(), overall.shape)
+    j0 = int(overall[0].argmax())
+    print(f"\nsuggested: --threshold {GRID[j]:.2f} --min-z {ZS[i]:g}: mean F1 {overall[i, j]:.3f} "
+          f"(margin alone: --threshold {GRID[j0]:.2f}, {overall[0, j0]:.3f})")
+    for title, (a, b) in ((f"--threshold {GRID[j]:.2f} --min-z {ZS[i]:g}", (i, j)),
+                          (f"margin alone, --threshold {GRID[j0]:.2f}", (0, j0))):
+        print(f"\n{title}: F1 per language, mean precision, recall and F1 over the languages")
+        print("\n| size | " + " | ".join(LANGS) + " | mean P | mean R | mean F1 |")
+        print("|---" * (len(LANGS) + 4) + "|")
+        for s in args.sizes:
+            p, r, f = per_size[s][a, b]
+            print(f"| {s} | " + " | ".join(f"{res[lang, s][a, b, 2]:.3f}" for lang in LANGS)
+                  + f" | {p:.3f} | {r:.3f} | {f:.3f} |")
 
 
 if __name__ == "__main__":

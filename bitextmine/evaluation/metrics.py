@@ -193,7 +193,7 @@ class BuccCandidates:
 
 def bucc_candidates(x: np.ndarray, y: np.ndarray, src_ids: Sequence[str], tgt_ids: Sequence[str],
                     gold: set[tuple[str, str]], *, config=None, name: str = "", progress=None) -> BuccCandidates:
-    """Candidates of margin mining (``config``: a MineConfig; its threshold and min_cosine are ignored,
+    """Candidates of margin mining (``config``: a MineConfig; its threshold, min_cosine and min_z are ignored,
     every candidate of the mode is kept) between L2-normalised x (n, d) and y (m, d). ``progress(n)``
     is called as k-NN query rows are searched (both directions: n + m in all)."""
     from dataclasses import replace
@@ -201,7 +201,7 @@ def bucc_candidates(x: np.ndarray, y: np.ndarray, src_ids: Sequence[str], tgt_id
     from ..config import MineConfig
     from ..mining.mine import mine_embeddings
 
-    config = replace(config or MineConfig(), threshold=-np.inf, min_cosine=-np.inf)
+    config = replace(config or MineConfig(), threshold=-np.inf, min_cosine=-np.inf, min_z=0.0)
     pairs = mine_embeddings(np.asarray(x, np.float32), np.asarray(y, np.float32), config=config, progress=progress)
     sids = [src_ids[i] for i in pairs.src]
     tids = [tgt_ids[j] for j in pairs.tgt]

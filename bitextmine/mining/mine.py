@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from ..search.exact import knn_both
 from ..search.index import knn, recall_at_k, resolve_index
 from .margin import candidate_scores
+from .standout import moments_of, pair_standout
 
 
 @dataclass
@@ -78,7 +79,8 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
                     progress: Callable[[int], None] | None = None) -> Pairs:
     """Mine pairs between source rows x float (n, d) and target rows y float (m, d), L2-normalised.
 
-    Returns Pairs (indices into x and y) with score >= config.threshold, sorted by score descending.
+    Returns Pairs (indices into x and y) with score >= config.threshold, cosine >= config.min_cosine and
+    standout z >= config.min_z (:mod:`bitextmine.mining.standout`), sorted by score descending.
     """
     if config.mode not in MODES:
         raise ConfigError(f"mode {config.mode!r}: expected one of {', '.join(MODES)}")
@@ -103,7 +105,10 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
     rows_b = np.arange(m)
     b = (Iyx[rows_b, bj], rows_b, bwd[rows_b, bj], Dyx[rows_b, bj])
     s, t, sc, cos, _ = select_pairs(f, b, config)
-    ok = (sc >= config.threshold) & (cos >= config.min_cosine)
+    ok = np.flatnonzero((sc >= config.threshold) & (cos >= config.min_cosine))
+    if config.min_z > 0:
+        z = pair_standout(cos[ok], s[ok], t[ok], lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
+        ok = ok[z >= config.min_z]
     pairs = _sorted(s[ok], t[ok], sc[ok], cos[ok])
     pairs.info = info
     return pairs

@@ -3,11 +3,11 @@
 plan (line-exact chunks) -> dedup (distinct lines, every line number kept) -> encode (per chunk) ->
 k-NN (a grid of source x target chunk cells, top-k merged with ties to the lower row) -> margins (global
 neighbour means; each row's best candidate above the threshold) -> selection (the retrieval modes of
-:mod:`bitextmine.mining.mine`) -> output (texts and line numbers fetched per chunk).
+:mod:`bitextmine.mining.mine`, then the standout floor from each side's moments) -> output (texts and line numbers fetched per chunk).
 
 Each stage writes its files under temporary names and renames them; a file that exists and loads is not
 computed again, so a stopped run continues with ``resume``. Modules: workdir (layout, atomic writes,
-resume checks), plan, dedup, stages (encode, knn, reduce, margins, texts), engine (local, Ray), run (the
+resume checks), plan, dedup, stages (encode, knn, reduce, margins, moments, texts), engine (local, Ray), run (the
 driver: :func:`mine_files`).
 """
 

@@ -58,7 +58,7 @@ _KNN = ("knn/*", "*/nn-*", "*/mean-*", *_MARGINS)
 _INDEX = ("index/*", *_KNN)
 REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
-        "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": ()}
+        "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": ()}
 
 
 def _dedup(run: _Run, pconf: PipelineConfig) -> None:
@@ -138,7 +138,7 @@ def _candidates(run: _Run, side: str) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in keys}
 
 
-def _select(run: _Run, config: MineConfig):
+def _select(run: _Run, config: MineConfig, sources: dict, explain: bool):
     from ..mining.mine import select_pairs
 
     fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
@@ -147,15 +147,37 @@ def _select(run: _Run, config: MineConfig):
     s, t, sc, cos, origin = select_pairs(f, b, config)
     ok = (sc >= config.threshold) & (cos >= config.min_cosine)
     s, t, sc, cos, origin = s[ok], t[ok], sc[ok], cos[ok], origin[ok]
+    z = _standout(run, sources, s, t, cos) if config.min_z > 0 or explain else np.full(len(s), np.nan, np.float32)
+    if config.min_z > 0:
+        ok = z >= config.min_z
+        s, t, sc, cos, origin, z = s[ok], t[ok], sc[ok], cos[ok], origin[ok], z[ok]
     order = np.lexsort((t, s, -sc.astype(np.float64)))
-    s, t, sc, cos, origin = s[order], t[order], sc[order], cos[order], origin[order]
+    s, t, sc, cos, origin, z = s[order], t[order], sc[order], cos[order], origin[order], z[order]
     # neighbour means and whether the other direction proposed the same pair (for --explain)
     mean_s = np.concatenate([fc["mean_q"], bc["mean_o"]])[_lookup(np.concatenate([fc["row"], bc["other"]]), s)]
     mean_t = np.concatenate([fc["mean_o"], bc["mean_q"]])[_lookup(np.concatenate([fc["other"], bc["row"]]), t)]
     in_f = _pair_in(fc["row"], fc["other"], s, t)
     in_b = _pair_in(bc["other"], bc["row"], s, t)
     direction = np.where(in_f & in_b, 2, origin)
-    return s, t, sc, cos, mean_s, mean_t, direction
+    return s, t, sc, cos, mean_s, mean_t, direction, z
+
+
+def _standout(run: _Run, sources: dict, s: np.ndarray, t: np.ndarray, cos: np.ndarray) -> np.ndarray:
+    """The standout z of the pairs (s, t) (:mod:`bitextmine.mining.standout`), from each side's moments."""
+    from ..mining.standout import pair_standout
+
+    w = run.work
+    run.stage("moments", stages.side_moments,
+              [(stages.moments_file(side), (w, side, run.plans, run.offsets, sources)) for side in SIDES])
+
+    def fetch(side):
+        def rows(ids: np.ndarray) -> np.ndarray:
+            u, inv = np.unique(ids, return_inverse=True)
+            return stages.gather_rows(w, side, run.plans, run.offsets, sources, u)[inv]
+        return rows
+
+    return pair_standout(cos, s, t, fetch("src"), fetch("tgt"), stages.load_moments(w, "src"),
+                         stages.load_moments(w, "tgt"))
 
 
 def _lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -197,7 +219,7 @@ def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool,
     rejected: dict[str, int] = {}
     written = 0
     names = ("fwd", "bwd", "both")
-    for s, t, sc, cos, ms, mt, d in zip(*(a.tolist() for a in pairs)):
+    for s, t, sc, cos, ms, mt, d, z in zip(*(a.tolist() for a in pairs)):
         a, b = src[0][s], tgt[0][t]
         if rules is not None:
             why = check_pair(a, b, rules, *langs)
@@ -208,7 +230,7 @@ def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool,
         if ids or explain:
             row += "\t" + ",".join(map(str, src[1][s])) + "\t" + ",".join(map(str, tgt[1][t]))
         if explain:
-            row += f"\t{cos:.6f}\t{ms:.6f}\t{mt:.6f}\t{names[d]}"
+            row += f"\t{cos:.6f}\t{ms:.6f}\t{mt:.6f}\t{names[d]}\t{z:.3f}"
         out.write(row + "\n")
         written += 1
     return written, rejected
@@ -236,15 +258,16 @@ def mine_files(
 ):
     """Mine two text files in stages through a work directory and write ``score<TAB>src<TAB>tgt`` lines
     (``ids``: plus ``<TAB>src_ids<TAB>tgt_ids``; ``explain``: ids plus ``<TAB>cosine<TAB>src_mean<TAB>tgt_mean
-    <TAB>fwd|bwd|both``) to ``out``, best score first. Returns :class:`bitextmine.mining.mine.MineStats`.
+    <TAB>fwd|bwd|both<TAB>z``, z the pair's standout, :mod:`bitextmine.mining.standout`) to ``out``, best
+    score first. Returns :class:`bitextmine.mining.mine.MineStats`.
 
     The result equals :func:`bitextmine.mining.mine.mine_embeddings` on the distinct lines' embeddings, for
     any chunk size and engine. ``pipeline.work_dir`` keeps the stages' files (empty: a temporary directory,
     removed after); ``pipeline.resume`` continues a stopped run there, or reruns it with other search, margin or
     selection settings, reusing the chunks, embeddings and trained index (info "changed": the settings that
-    differ). ``src_emb``/``tgt_emb``: embeddings of every line from any encoder (``embeddings``: npy or LASER's raw format); then no model is needed, unless
-    a file has a ``bitextmine encode`` sidecar, which is checked against the text and ``model``. Blank lines
-    cannot be mined and are counted in the stats. ``marked`` ("src" or "tgt") names the side in the marked
+    differ). ``src_emb``/``tgt_emb``: embeddings of every line from any encoder (``embeddings``: npy or
+    LASER's raw format); then no model is needed, unless a file has a ``bitextmine encode`` sidecar, which is
+    checked against the text and ``model``. Blank lines cannot be mined and are counted in the stats. ``marked`` ("src" or "tgt") names the side in the marked
     language of a separate-vocabulary model. ``rules`` (a RuleConfig) drops pairs that break a rule of
     :func:`bitextmine.filtering.rules.check_pair` (with the languages), counted per reason in the stats.
     ``progress(stage, done, total)`` after each task.
@@ -271,11 +294,11 @@ def mine_files(
         written, rejected = 0, {}
         if n_rows["src"] and n_rows["tgt"]:
             _search(run, sources, config, kinds)
-            pairs = _select(run, config)
+            pairs = _select(run, config, sources, explain)
             src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)
             written, rejected = _write(out, pairs, src, tgt, ids, explain, rules, (src_lang, tgt_lang))
         sig = (f"bitextmine {__version__}|{vectors}|k:{config.k}|margin:{config.margin}|"
-               f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}")
+               f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}|min-z:{config.min_z:g}")
         if rules is not None:
             sig += f"|rules:{src_lang or '-'}-{tgt_lang or '-'}"
         index = [kinds["tgt"], kinds["src"]]

@@ -4,6 +4,7 @@ encode     per chunk: its distinct rows' embeddings, float32 (u, d)
 knn        per (source chunk, target chunk) cell: exact k-NN both ways within the cell, global row ids
 reduce     per chunk of either side: the cells' k best merged (ties to the lower row id) and their mean
 margins    per chunk of either side: each row's best candidate by margin score, kept at or above the threshold
+moments    per side (only for --min-z or --explain): sum and d x d sum of outer products of its rows
 texts      per chunk: the texts and every line number of the rows the selection kept
 
 Merging cells' k best by (value, then lower id) gives what one search over the whole side gives, since
@@ -250,6 +251,28 @@ def gather_rows(work: WorkDir, side: str, plans: dict, offsets: dict, sources: d
     """``side``'s rows ``rows`` int64 (r,) (global row ids, ascending) as float32 (r, d)."""
     return np.concatenate([np.asarray(side_rows(work, side, plans[side], c, sources[side])[local], np.float32)
                            for c, _, local in by_chunk(offsets[side], rows)])
+
+
+def moments_file(side: str) -> str:
+    return f"{side}/moments.npz"
+
+
+def side_moments(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict) -> None:
+    """Write the moments of ``side``'s distinct rows (:func:`bitextmine.mining.standout.moments`, summed over
+    the same fixed blocks of global rows whatever the chunks)."""
+    from ..mining.standout import BLOCK, block_starts, moments
+
+    n = int(offsets[side][-1])
+    m = moments(gather_rows(work, side, plans, offsets, sources, np.arange(a, min(n, a + BLOCK)))
+                for a in block_starts(n))
+    save_arrays(work.path(moments_file(side)), n=np.int64(m.n), first=m.first, second=m.second)
+
+
+def load_moments(work: WorkDir, side: str):
+    from ..mining.standout import Moments
+
+    z = load_arrays(work.path(moments_file(side)))
+    return Moments(int(z["n"]), z["first"], z["second"])
 
 
 def recall_sample(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict, rows: np.ndarray,
