@@ -161,7 +161,8 @@ class RuleConfig:
                                "(bytes keep CJK comparable with alphabetic scripts).")
     ratio_min_bytes: int = _h(20, "Apply --max-ratio only when the longer side has at least this many bytes.")
     identical: bool = _h(True, "Reject sides equal after case folding and whitespace normalisation.")
-    digits: bool = _h(True, "Reject when the two sides' numbers differ (as multisets).")
+    digits: bool = _h(True, "Reject when a number in digits on one side is on the other neither in digits nor "
+                             "in words (bitextmine/filtering/numbers.py).")
     urls: bool = _h(True, "Reject when the two sides' URLs or e-mail addresses differ.")
     script: bool = _h(True, "With --src-lang/--tgt-lang: reject a side with too few letters in its language's script.")
     min_script: float = _h(0.5, "Share of a side's letters that must be in the expected script.")

@@ -11,6 +11,7 @@ import re
 
 from ..config import RuleConfig
 from .langid import detect, has_profile, known_language, script_share
+from .numbers import numbers_agree
 
 REASONS = (
     "invalid-utf8", "nul-byte", "missing-column", "column-count",  # damage to the line itself
@@ -22,10 +23,6 @@ REASONS = (
 _NUMBER = re.compile(r"\d+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"']+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
-
-
-def _numbers(text: str) -> list[str]:
-    return sorted(str(int(n)) for n in _NUMBER.findall(text))
 
 
 def _urls(text: str) -> set[str]:
@@ -58,7 +55,7 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
             return "length-ratio"
     if r.identical and _norm(src) == _norm(tgt):
         return "identical"
-    if r.digits and _NUMBER.search(src + tgt) and _numbers(src) != _numbers(tgt):
+    if r.digits and _NUMBER.search(src + tgt) and not numbers_agree(src, tgt):
         return "digits"
     if r.urls and ("@" in src + tgt or "www" in src + tgt or "://" in src + tgt) and _urls(src) != _urls(tgt):
         return "urls"
