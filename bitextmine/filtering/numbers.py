@@ -2,8 +2,8 @@
 as words, so that "thirty" and "30", "2,000" and "2000", "drei" and "3" agree.
 
 Digits: any Unicode digits (Arabic-Indic and full-width ones included). Separators inside a number
-(``.``, ``,``, ``'``, ``’``, ``:``) and thin or no-break spaces before a group of exactly three digits
-are dropped, so a number reads the same whatever the locale writes ("4.3" and "4,3" both give 43,
+(``.``, ``,``, ``'``, ``’``, ``:``) and spaces (plain, thin or no-break) before a group of exactly three
+digits are dropped, so a number reads the same whatever the locale writes ("4.3" and "4,3" both give 43,
 "1 200" and "1,200" both 1200). A positional printf placeholder ("%1$s") holds no number.
 
 Words: cardinal numbers from 0 to 20, the tens, 100 and 1000 (and a few ordinals) in the languages of

@@ -267,9 +267,10 @@ def mine_files(
     selection settings, reusing the chunks, embeddings and trained index (info "changed": the settings that
     differ). ``src_emb``/``tgt_emb``: embeddings of every line from any encoder (``embeddings``: npy or
     LASER's raw format); then no model is needed, unless a file has a ``bitextmine encode`` sidecar, which is
-    checked against the text and ``model``. Blank lines cannot be mined and are counted in the stats. ``marked`` ("src" or "tgt") names the side in the marked
-    language of a separate-vocabulary model. ``rules`` (a RuleConfig) drops pairs that break a rule of
-    :func:`bitextmine.filtering.rules.check_pair` (with the languages), counted per reason in the stats.
+    checked against the text and ``model``. Blank lines cannot be mined and are counted in the stats.
+    ``marked`` ("src" or "tgt") names the side in the marked language of a separate-vocabulary model.
+    ``rules`` (a RuleConfig) drops pairs that break a rule of :func:`bitextmine.filtering.rules.check_pair`
+    (with the languages), counted per reason in the stats.
     ``progress(stage, done, total)`` after each task.
     """
     from ..encoding import side_configs
