@@ -12,7 +12,7 @@ from dataclasses import replace
 import click
 
 from . import __version__
-from .config import (AMP_MODES, DEVICES, ENCODERS, INDEXES, MARGINS, MODES, NEGATIVES, PRECISIONS, SCORES,
+from .config import (AMP_MODES, DEVICES, ENCODERS, INDEXES, LOSSES, MARGINS, MODES, NEGATIVES, PRECISIONS, SCORES,
                      TABLE_PRECISIONS, EncodeConfig, FilterConfig, MineConfig, RuleConfig, TokenizerConfig, TrainConfig)
 from .config import EMB_FORMATS, ENGINES, SCORE_MARGINS, EmbeddingsConfig, PipelineConfig, ScoreConfig
 from .errors import BitextmineError
@@ -191,7 +191,14 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--sts-min-score", type=float, default=T.sts_min_score, show_default=True, help="Gold score cut-off for --sts-pairs.")
 @click.option("--epochs", type=click.IntRange(1), default=T.epochs, show_default=True)
 @click.option("--batch-size", type=click.IntRange(1), default=T.batch_size, show_default=True, help="Pairs per mini-batch.")
+@click.option("--loss", type=click.Choice(LOSSES), default=T.loss, show_default=True,
+              help="hinge (paper) or infonce: in-batch softmax over the mini-batch's targets and their hardest negatives.")
 @click.option("--margin", type=float, default=T.margin, show_default=True, help="Hinge loss margin delta.")
+@click.option("--scale", type=click.FloatRange(0, min_open=True), default=T.scale, show_default=True,
+              help="infonce: cosines are multiplied by this before the softmax (1 / temperature).")
+@click.option("--sampling-temperature", type=click.FloatRange(1), default=T.sampling_temperature, show_default=True,
+              help="Share of each language pair per epoch ~ its size ** (1/T); 1 = every pair once. A corpus's language "
+                   "is its target file's suffix (train.de.gz -> de; a TSV file is its own group).")
 @click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), default=T.dropout, show_default=True, help="Probability of dropping each token (averaging encoders; blstm-sp uses --shuffle-words).")
 @click.option("--lr", type=float, default=T.lr, show_default=True, help="Adam learning rate.")
 @click.option("--megabatch-start", type=click.IntRange(1), default=T.megabatch_start, show_default=True, help="Mini-batches per mega-batch at the start.")
@@ -215,7 +222,8 @@ T, K = TrainConfig, TokenizerConfig
 @_device_option(T.device)
 @_quiet_option
 def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sample, dim, untrained, negatives,
-          paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, epochs, batch_size, margin,
+          paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, epochs, batch_size, loss,
+          margin, scale, sampling_temperature,
           dropout, lr, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
           checkpoint_every, max_steps, resume, languages, fp32, seed, threads, amp, device, quiet):
     """Train an encoder on parallel corpora (or paraphrase pairs, or STS pairs).
@@ -237,7 +245,8 @@ def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sa
     specs = [CorpusSpec(src=s, tgt=t) for s, t in zip(src, tgt)] + [CorpusSpec(tsv=p, scol=scol, tcol=tcol) for p in tsv]
     config = TrainConfig(encoder=encoder, untrained=untrained, negatives=negatives, paraphrase=paraphrase,
                          separate_vocab=separate_vocab or "", sts_min_score=sts_min_score,
-                         shuffle_words=shuffle_words, reg_to_init=reg_to_init, dim=dim, margin=margin, batch_size=batch_size, megabatch_start=megabatch_start,
+                         shuffle_words=shuffle_words, reg_to_init=reg_to_init, dim=dim, loss=loss, margin=margin, scale=scale,
+                         sampling_temperature=sampling_temperature, batch_size=batch_size, megabatch_start=megabatch_start,
                          megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr,
                          epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,
                          checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads, amp=amp,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+LANGID_MODELS = ("ensemble", "fasttext", "py3langid", "langdetect")  # filter --langid-model
+
 
 @dataclass(frozen=True)
 class TokenizerConfig:
@@ -34,7 +36,10 @@ class TrainConfig:
     sif_a: float = 1e-3  # SIF: a in a / (a + p(w)) (Arora et al. 2017)
     sif_sample: int = 20_000  # SIF: training sentences used to estimate the common component
     dim: int = 300  # paper: dimension 300 (1024 also reported)
+    loss: str = "hinge"  # hinge (paper) | infonce: in-batch softmax over the mini-batch's targets and their hardest negatives (LOSSES)
     margin: float = 0.4  # paper: hinge margin delta = 0.4
+    scale: float = 20.0  # infonce: cosines times this before the softmax (1 / temperature; sentence-transformers' MNRL: 20)
+    sampling_temperature: float = 1.0  # 1 = every pair once per epoch; T > 1: group (language) shares ~ size ** (1/T)
     batch_size: int = 128  # paper: mini-batch of 128 pairs
     megabatch_start: int = 1  # paper: mega-batch starts at 1 mini-batch
     megabatch_max: int = 60  # paper: grows up to 60 mini-batches
@@ -165,20 +170,29 @@ class RuleConfig:
                              "in words (bitextmine/filtering/numbers.py).")
     urls: bool = _h(True, "Reject when the two sides' URLs or e-mail addresses differ.")
     script: bool = _h(True, "With --src-lang/--tgt-lang: reject a side with too few letters in its language's script.")
-    min_script: float = _h(0.5, "Share of a side's letters that must be in the expected script.")
+    min_script: float = _h(0.1, "Share of a side's letters that must be in the expected script (0.1 keeps mixed-script "
+                                "UI strings such as 'git notes [<选项>]'; chosen with tools/bench_langid.py).")
     repeats: int = _h(5, "Reject a pair when one side only has a repeat: a character other than a digit this many "
                          "times in a row ('!!!!!'), a piece of 2-4 characters one time fewer ('lalala...'), a word or "
                          "phrase 3 times in a row, or a phrase of 3+ words twice in a row (a doubled side). Such a repeat "
                          "on both sides is kept ('ooooo', a quoted 'stop, stop, stop') unless a character run is twice "
                          "this long. 0 = off.")
-    langid: str = field(default="pair", metadata={"choices": ("off", "pair", "full"), "help":
-        "With --src-lang and --tgt-lang, langdetect (fixed seed) on each side: pair = is it more like the other side's "
-        "declared language? (catches swapped columns and untranslated sides; fast, reliable on short text); full = "
-        "is it confidently any other of 55 languages? (slow; from --langid-min-chars); off = script rule only."})
+    langid: str = field(default="probs", metadata={"choices": ("off", "probs", "pair", "full"), "help":
+        "With --src-lang/--tgt-lang: probs = reject a side whose declared language the identifier (--langid-model) "
+        "gives less than --langid-max-prob while ranking another language above it (catches wrong-language, swapped "
+        "and untranslated sides); pair = langdetect: is it more like the other side's declared language?; full = "
+        "langdetect: is it confidently any other of 55 languages?; off = script rule only."})
+    langid_model: str = field(default="ensemble", metadata={"choices": LANGID_MODELS, "help":
+        "probs: ensemble = mean of fastText lid.176.ftz's and py3langid's probabilities (best on dev data); or one "
+        "of them; or langdetect (slow)."})
+    langid_max_prob: str = _h("en=0.01,*=0.05", "probs: reject when the declared language's probability is below "
+                                                "this (LANG=P per language, * for the others).")
+    langid_probs_min_chars: int = _h(3, "probs: sides shorter than this are not checked.")
     langid_min_chars: int = _h(30, "full: sides shorter than this get only the script rule (langdetect's guesses on "
                                    "short text are unreliable).")
     langid_pair_min_chars: int = _h(20, "pair: sides shorter than this are not checked.")
-    langid_min_prob: float = _h(0.9, "Reject only when another language is detected with at least this probability.")
+    langid_min_prob: float = _h(0.9, "pair, full: reject only when another language is detected with at least this "
+                                     "probability.")
     dedup_pairs: bool = _h(True, "Reject a repeated (source, target) pair; the first is kept.")
     dedup_src: bool = _h(False, "Reject a repeated source; the first is kept.")
     dedup_tgt: bool = _h(False, "Reject a repeated target; the first is kept.")
@@ -205,6 +219,7 @@ SCORE_MARGINS = ("none", "ratio", "distance")  # score --margin
 EMB_FORMATS = ("npy", "raw")  # precomputed embeddings (EmbeddingsConfig.format)
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
 NEGATIVES = ("max", "mix", "random")
+LOSSES = ("hinge", "infonce")
 MODES = ("max", "forward", "backward", "intersect", "union")
 DEVICES = ("auto", "cpu", "cuda")
 

@@ -14,6 +14,8 @@ import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Iterable, Iterator
 
+import numpy as np
+
 from .errors import CorpusError
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -253,11 +255,18 @@ def clean_pairs(src: Iterable[str], tgt: Iterable[str]) -> tuple[list[str], list
 
     Returns (src, tgt, stats) with the kept pairs in input order.
     """
+    out_s, out_t, _, stats = clean_pairs_indexed(src, tgt)
+    return out_s, out_t, stats
+
+
+def clean_pairs_indexed(src: Iterable[str], tgt: Iterable[str]) -> tuple[list[str], list[str], np.ndarray, CleanStats]:
+    """:func:`clean_pairs`, also returning the input positions of the kept pairs (int64 (kept,))."""
     stats = CleanStats()
     seen: set[tuple[str, str]] = set()
     out_s: list[str] = []
     out_t: list[str] = []
-    for s, t in zip(src, tgt):
+    kept: list[int] = []
+    for i, (s, t) in enumerate(zip(src, tgt)):
         stats.read += 1
         s2, t2 = s.strip(), t.strip()
         if not s2 or not t2:
@@ -270,8 +279,9 @@ def clean_pairs(src: Iterable[str], tgt: Iterable[str]) -> tuple[list[str], list
             seen.add((s2, t2))
             out_s.append(s2)
             out_t.append(t2)
+            kept.append(i)
     stats.kept = len(out_s)
-    return out_s, out_t, stats
+    return out_s, out_t, np.asarray(kept, np.int64), stats
 
 
 @dataclass(frozen=True)
@@ -283,6 +293,7 @@ class CorpusSpec:
     tsv: str | None = None
     scol: int = 1
     tcol: int = 2
+    group: str = ""  # sampling group (language pair); empty: :meth:`group_name` derives it from the file name
 
     def read(self) -> tuple[list[str], list[str]]:
         if self.tsv is not None:
@@ -292,6 +303,18 @@ class CorpusSpec:
 
     def __str__(self) -> str:
         return self.tsv if self.tsv is not None else f"{self.src} + {self.tgt}"
+
+    def group_name(self) -> str:
+        """The corpus's sampling group: ``group`` if set, else the language suffix of the target file
+        (``train.de.gz`` and ``en-de.de`` -> ``de``), else the TSV file's name."""
+        if self.group:
+            return self.group
+        if self.tsv is not None:
+            return os.path.basename(self.tsv)
+        name = os.path.basename(str(self.tgt))
+        for ext in (".gz", ".xz", ".bz2"):
+            name = name[: -len(ext)] if name.endswith(ext) else name
+        return name.rsplit(".", 1)[-1] if "." in name else name
 
     def describe(self) -> str:
         """The corpus by its files' names and parent folders, without the rest of the path."""
@@ -307,13 +330,23 @@ def load_corpora(specs: Iterable[CorpusSpec], extra: Iterable[tuple[str, list[st
                  ) -> tuple[list[str], list[str], CleanStats]:
     """Read and concatenate every corpus, and the (name, src, tgt) pairs of ``extra``, then
     :func:`clean_pairs` the whole. Raises on an empty result."""
+    src, tgt, _, _, stats = load_grouped_corpora(specs, extra)
+    return src, tgt, stats
+
+
+def load_grouped_corpora(specs: Iterable[CorpusSpec], extra: Iterable[tuple[str, list[str], list[str]]] = ()
+                         ) -> tuple[list[str], list[str], np.ndarray, list[str], CleanStats]:
+    """:func:`load_corpora`, also returning each kept pair's sampling group: (src, tgt, groups int64
+    (n,) indexing group_names, group_names, stats). ``extra`` pairs form the group of their name;
+    a corpus's group is :meth:`CorpusSpec.group_name`."""
     src: list[str] = []
     tgt: list[str] = []
-    names = []
+    names, sizes, group_names = [], [], []
     for name, s, t in extra:
         src.extend(s)
         tgt.extend(t)
         names.append(name)
+        sizes.append((name, len(s)))
     for spec in specs:
         s, t = spec.read()
         if not s:
@@ -321,10 +354,15 @@ def load_corpora(specs: Iterable[CorpusSpec], extra: Iterable[tuple[str, list[st
         src.extend(s)
         tgt.extend(t)
         names.append(str(spec))
+        sizes.append((spec.group_name(), len(s)))
     if not names:
         raise CorpusError("no training corpus given; expected --src F --tgt F, --tsv F or --sts-pairs F")
-    src, tgt, stats = clean_pairs(src, tgt)
+    for g, _ in sizes:
+        if g not in group_names:
+            group_names.append(g)
+    per_line = np.repeat(np.array([group_names.index(g) for g, _ in sizes], np.int64), [n for _, n in sizes])
+    src, tgt, kept, stats = clean_pairs_indexed(src, tgt)
     if not src:
         raise CorpusError(f"{', '.join(names)}: no usable pairs left after cleaning ({stats.summary()})")
-    return src, tgt, stats
+    return src, tgt, per_line[kept], group_names, stats
 

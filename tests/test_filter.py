@@ -46,17 +46,59 @@ def test_rules(src, tgt, langs, reason):
 
 def test_rule_switches_turn_rules_off():
     assert check_pair("Page 12", "Seite 13", RuleConfig(digits=False)) is None
-    assert check_pair("Hello world", "Привет мир", RuleConfig(script=False), "en", "de") is None
+    assert check_pair("Hello world", "Привет мир", RuleConfig(script=False, langid="off"), "en", "de") is None
     assert check_pair("Wait!!!!!!!!!!!!", "Warte!", RuleConfig(repeats=0)) is None
 
 
 def test_langdetect_pair_mode_catches_swapped_and_untranslated_sides():
-    r = RuleConfig()  # langid "pair" by default
+    r = RuleConfig(langid="pair")
     assert check_pair("Das Haus steht am See.", "The house is by the lake.", r, "en", "de") == "src-lang"
     assert check_pair("The house is by the lake today.", "The house is by the lake today!", r, "en", "de") == "tgt-lang"
     assert check_pair("The house is by the lake.", "Das Haus steht am See.", r, "en", "de") is None
     assert check_pair("Das Haus steht am See.", "The house is by the lake.", RuleConfig(langid="off"), "en", "de") is None
     assert check_pair("OK", "Okay", r, "en", "de") is None  # too short to check
+
+
+@pytest.mark.parametrize("model", ["ensemble", "fasttext", "py3langid", "langdetect"])
+def test_probs_mode_rejects_wrong_language_and_swapped_sides(model):
+    r = RuleConfig(langid_model=model)  # langid "probs" by default
+    en, de = "The house is by the lake and the garden is green.", "Das Haus steht am See und der Garten ist grün."
+    fr = "La maison est au bord du lac et le jardin est vert."
+    assert check_pair(en, de, r, "en", "de") is None
+    assert check_pair(en, fr, r, "en", "de") == "tgt-lang"  # French where German is declared
+    assert check_pair(de, en, r, "en", "de") == "src-lang"  # swapped columns
+    assert check_pair(en, de, RuleConfig(langid="off"), "de", "en") is None
+    assert check_pair("OK", "Ja", r, "en", "de") is None  # shorter than --langid-probs-min-chars
+
+
+def test_probs_mode_reads_presentation_forms_and_per_language_limits():
+    from bitextmine.filtering.langid import language_probs, parse_max_probs, wrong_language
+
+    # Arabic in presentation forms (as some UI corpora store it) is read as Arabic after NFKC
+    shaped = "ﺔﻣﺎﻌﻟﺍ ﺩﺍﻮﻤﻠﻟ ﺔﻨﻣﺁ ﺔﻘﻄﻨﻣ"
+    assert max(language_probs(shaped).items(), key=lambda kv: kv[1])[0] == "ar"
+    probs = language_probs("Das Haus steht am See.")
+    assert abs(sum(probs.values()) - 1) < 0.05 and probs["de"] > 0.5
+    assert parse_max_probs("en=0.01, *=0.05") == {"en": 0.01, "*": 0.05}
+    with pytest.raises(ValueError, match="LANG=P"):
+        parse_max_probs("en=2")
+    assert not wrong_language("Das Haus steht am See.", "de", "ensemble", 0.05)
+    assert wrong_language("Das Haus steht am See.", "fr", "ensemble", 0.05)
+    assert not wrong_language("Das Haus steht am See.", "fr", "ensemble", 0.0)  # a limit of 0 never rejects
+
+
+def test_ensemble_shortcut_gives_the_direct_answers():
+    from bitextmine.filtering.langid import language_probs, wrong_language
+
+    texts = ["Abbrechen", "Cancel", "Farm", "Hof", "Das Haus steht am See.", "La maison", "Geometri", "Oval", "%s files",
+             "Привет мир", "Seljuk", "Text Style", "git notes merge --abort [<选项>]", "Línea base"]
+    for text in texts:
+        for lang in ("en", "de", "fr", "tr", "es", "ru", "zh"):
+            for limit in (0.01, 0.05, 0.3):
+                probs = language_probs(text, "ensemble")
+                p = probs.get(lang, 0.0)
+                direct = p < limit and any(q > p for code, q in probs.items() if code != lang)
+                assert wrong_language(text, lang, "ensemble", limit) == direct, (text, lang, limit)
 
 
 def test_langdetect_full_mode_is_deterministic_and_skips_short_sides():

@@ -66,3 +66,42 @@ def test_hinge_loss_matches_formula():
     got2 = hinge_loss(*(torch.tensor(a) for a in (s, t, sn, tn)), margin=d, t_valid=valid)
     want2 = (np.maximum(0, d - cos(s, t) + cos(s, tn)) * valid.numpy() + np.maximum(0, d - cos(s, t) + cos(sn, t))).mean()
     assert got2.item() == pytest.approx(want2, rel=1e-6)
+
+
+def reference_infonce(s, t, sn, tn, st, tt, snt, tnt, scale):
+    """Both directions' cross-entropies, one query at a time, candidates listed by hand."""
+    import math
+
+    S, T, SN, TN = (torch.nn.functional.normalize(x, dim=1) for x in (s, t, sn, tn))
+    m, total = len(s), 0.0
+    for q, cand, pos_text, cand_text in ((S, torch.cat([T, TN]), tt, torch.cat([tt, tnt])),
+                                         (T, torch.cat([S, SN]), st, torch.cat([st, snt]))):
+        for i in range(m):
+            z = [scale * float(q[i] @ cand[j]) for j in range(2 * m) if j == i or int(cand_text[j]) != int(pos_text[i])]
+            total += math.log(sum(math.exp(v) for v in z)) - scale * float(q[i] @ cand[i])
+    return total / (2 * m)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_infonce_loss_matches_reference_with_repeated_texts_masked(seed):
+    from bitextmine.training.negatives import infonce_loss
+
+    g = torch.Generator().manual_seed(seed)
+    m, d = 6, 8
+    s, t, sn, tn = (torch.randn(m, d, generator=g) for _ in range(4))
+    st = torch.arange(m)
+    tt = torch.tensor([0, 1, 1, 3, 4, 5])  # targets 1 and 2 share a text: never each other's negative
+    snt = torch.arange(10, 10 + m)
+    tnt = torch.tensor([20, 21, 22, 0, 24, 5])  # two hard negatives repeat a positive's text
+    got = float(infonce_loss(s, t, sn, tn, st, tt, snt, tnt, scale=20.0))
+    assert got == pytest.approx(reference_infonce(s, t, sn, tn, st, tt, snt, tnt, 20.0), rel=1e-5)
+
+
+def test_infonce_loss_is_small_when_positives_stand_out():
+    from bitextmine.training.negatives import infonce_loss
+
+    x = torch.eye(4)
+    ids = torch.arange(4)
+    low = float(infonce_loss(x, x, -x, -x, ids, ids, ids + 10, ids + 10, scale=20.0))
+    high = float(infonce_loss(x, x.roll(1, 0), -x, -x, ids, ids, ids + 10, ids + 10, scale=20.0))
+    assert low < 1e-6 < high

@@ -190,6 +190,10 @@ def test_filter_on_real_pairs_with_planted_shuffled_swapped_and_wrong_script_pai
     for i in rng.choice(len(ru), 200, replace=False):
         rows.append(f"{en[i]}\t{ru[i]}")  # Russian where German is declared
         kind.append("wrong-script")
+    fr, en_fr = tatoeba("fra")
+    for i in rng.choice(len(fr), 200, replace=False):
+        rows.append(f"{en_fr[i]}\t{fr[i]}")  # a French translation where German is declared
+        kind.append("wrong-language")
     order = rng.permutation(len(rows))
     rows = [rows[i] for i in order]
     kind = [kind[i] for i in order]
@@ -197,13 +201,14 @@ def test_filter_on_real_pairs_with_planted_shuffled_swapped_and_wrong_script_pai
     p.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
     out, rej = io.BytesIO(), io.BytesIO()
     stats = filter_tsv(str(p), out, rejects=rej, model=default_model, src_lang="en", tgt_lang="de",
-                       rules=RuleConfig(), config=FilterConfig(min_score=0.3))  # langdetect "pair" by default
+                       rules=RuleConfig(), config=FilterConfig(min_score=0.3))  # --langid probs by default
     assert stats.lines_in == len(rows) == stats.kept + stats.rejected
     kept = set(out.getvalue().decode().splitlines())
     share = {k: np.mean([r in kept for r, kk in zip(rows, kind) if kk == k]) for k in set(kind)}
-    # measured on 2026-11-21: kept real 0.974, shuffled 0.0, swapped (any length) 0.055, wrong-script 0.0
-    assert share["real"] >= 0.9 and share["shuffled"] <= 0.05 and share["swapped"] <= 0.15
-    assert share["wrong-script"] <= 0.05, share
+    # measured on 2026-11-23: kept real 0.981, shuffled 0.0, swapped 0.0, wrong-script 0.0, wrong-language 0.005
+    # (--langid pair --min-script 0.5, the earlier default: real 0.979, swapped 0.055, wrong-language 0.24)
+    assert share["real"] >= 0.9 and share["shuffled"] <= 0.05 and share["swapped"] <= 0.02, share
+    assert share["wrong-script"] <= 0.05 and share["wrong-language"] <= 0.02, share
     reasons = dict(line.rsplit("\t", 1) for line in rej.getvalue().decode().splitlines())
     why = [reasons.get(r) for r, k in zip(rows, kind) if k == "wrong-script"]
     assert np.mean([w == "tgt-script" for w in why]) > 0.7  # the rest broke an earlier rule (e.g. length ratio)

@@ -104,3 +104,71 @@ def test_resume_on_another_device_type_is_a_config_error(tmp_path, toy_files, fa
     want = "written on cuda" if fake == "state_json" else "written on another device type"
     with pytest.raises(ConfigError, match=f"{want} and this run is on cpu.*--device"):
         train(spec, out, config=TrainConfig(**{**SMALL, "epochs": 1}), resume=True)
+
+
+def test_group_draws_follow_the_temperature_and_sum_to_the_epoch():
+    from bitextmine.training.data import group_draws
+
+    sizes = np.array([1000, 100, 10, 0])
+    for temperature in (1.0, 2.0, 5.0):
+        counts = group_draws(sizes, temperature, 1110)
+        assert counts.sum() == 1110 and counts[3] == 0
+        w = sizes[:3] ** (1 / temperature)
+        np.testing.assert_allclose(counts[:3], 1110 * w / w.sum(), atol=1)
+    assert list(group_draws(sizes, 1.0, 1110)[:3]) == [1000, 100, 10]
+
+
+def test_epoch_order_with_temperature_resamples_groups_deterministically():
+    from bitextmine.training.data import epoch_order, group_draws
+
+    groups = np.array([0] * 900 + [1] * 90 + [2] * 10)
+    np.testing.assert_array_equal(epoch_order(3, 1, 1000, groups, 1.0), np.random.default_rng([3, 1]).permutation(1000))
+    a = epoch_order(3, 1, 1000, groups, 3.0)
+    np.testing.assert_array_equal(a, epoch_order(3, 1, 1000, groups, 3.0))
+    assert len(a) == 1000 and not np.array_equal(a, epoch_order(3, 2, 1000, groups, 3.0))
+    np.testing.assert_array_equal(np.bincount(groups[a], minlength=3), group_draws(np.array([900, 90, 10]), 3.0, 1000))
+    small = a[groups[a] == 2]  # drawn more often than its size: whole passes, every pair as often as the others +-1
+    counts = np.bincount(small, minlength=1000)[990:]
+    assert counts.max() - counts.min() <= 1
+    big = a[groups[a] == 0]  # drawn less often: a subset without repeats
+    assert len(np.unique(big)) == len(big)
+
+
+def test_corpus_groups_come_from_the_target_suffix_and_survive_cleaning(tmp_path):
+    from bitextmine.corpus import load_grouped_corpora
+
+    def write(name, lines):
+        p = tmp_path / name
+        p.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+        return str(p)
+
+    a = CorpusSpec(src=write("x.en", ["a", "b", "b", ""]), tgt=write("x.de", ["A", "B", "B", "C"]))
+    b = CorpusSpec(src=write("y.en", ["c", "d"]), tgt=write("y.fr", ["C", "D"]))
+    c = CorpusSpec(src=write("z.en", ["e"]), tgt=write("z.xx", ["E"]), group="de")
+    assert (a.group_name(), b.group_name(), c.group_name()) == ("de", "fr", "de")
+    src, tgt, groups, names, stats = load_grouped_corpora([a, b, c])
+    assert src == ["a", "b", "c", "d", "e"] and names == ["de", "fr"]
+    assert [names[g] for g in groups] == ["de", "de", "fr", "fr", "de"]
+    assert stats.duplicate == 1 and stats.empty == 1
+
+
+def test_infonce_and_temperature_train_and_reach_the_hinge_models_accuracy(tmp_path, toy_files, toy_model):
+    spec = []
+    src, tgt = (open(f, encoding="utf-8").read().splitlines() for f in toy_files)
+    for name, part in (("a", slice(0, 400)), ("b", slice(400, None))):  # a small and a large group
+        paths = [str(tmp_path / f"{name}.{side}") for side in ("src", "tgt")]
+        for path, lines in zip(paths, (src[part], tgt[part])):
+            open(path, "w", encoding="utf-8").write("".join(x + "\n" for x in lines))
+        spec.append(CorpusSpec(src=paths[0], tgt=paths[1], group=name))
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    out = str(tmp_path / "nce")
+    train(spec, out, config=TrainConfig(**{**SMALL, "loss": "infonce", "sampling_temperature": 2.0}),
+          tokenizer_path=spm)
+    training = load_model(out).config["training"]
+    assert training["loss"] == "infonce" and training["sampling_temperature"] == 2.0
+    assert training["dev_history"][-1]["scores"]["heldout"] > 80
+    with pytest.raises(ConfigError, match="loss"):
+        train(spec, str(tmp_path / "bad"), config=TrainConfig(**{**SMALL, "loss": "softmax"}), tokenizer_path=spm)
+    with pytest.raises(ConfigError, match="temperature"):
+        train(spec, str(tmp_path / "bad"), config=TrainConfig(**{**SMALL, "sampling_temperature": 0.5}),
+              tokenizer_path=spm)

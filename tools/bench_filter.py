@@ -6,8 +6,8 @@ Builds a TSV of English<TAB>German lines from the debian_* corpora (in their ord
 then times, in this process, the library call behind the command (reading, rules, scoring,
 writing to /dev/null):
   1. default rules + cosine score (the target: >= 20,000 pairs/s on 2 cores),
-  2. default rules + --src-lang en --tgt-lang de (script rule and langdetect between the two
-     declared languages: --langid pair, the default with declared languages),
+  2. default rules + --src-lang en --tgt-lang de (script rule and the identifiers' probabilities:
+     --langid probs, the default with declared languages), and the previous default (--langid pair),
   3. as 2 with --langid off (the script rule only),
   4. as 2 with --langid full (langdetect over all its languages) on the first --langid-lines lines,
 and prints a table with pairs/s and the kept share.
@@ -69,7 +69,10 @@ def main() -> None:
     langs = dict(src_lang="en", tgt_lang=args.lang)
     rows = [
         ("default rules + cosine", *run(path, model, config=FilterConfig())),
-        (f"+ --src-lang en --tgt-lang {args.lang} (script rule, --langid pair)", *run(path, model, config=FilterConfig(), **langs)),
+        (f"+ --src-lang en --tgt-lang {args.lang} (script rule, --langid probs: the default)",
+         *run(path, model, config=FilterConfig(), **langs)),
+        (f"+ --src-lang en --tgt-lang {args.lang} --langid pair --min-script 0.5 (the previous default)",
+         *run(path, model, config=FilterConfig(), rules=RuleConfig(langid="pair", min_script=0.5), **langs)),
         (f"+ --src-lang en --tgt-lang {args.lang} --langid off (script rule only)",
          *run(path, model, config=FilterConfig(), rules=RuleConfig(langid="off"), **langs)),
         (f"+ --src-lang en --tgt-lang {args.lang} --langid full", *run(small, model, config=FilterConfig(),

@@ -42,11 +42,12 @@ def without_tatoeba_eval(en: str, other: str, tmp: str) -> CorpusSpec:
     for path, side in zip(paths, (src, tgt)):
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(side[i] + "\n" for i in keep)
-    return CorpusSpec(src=paths[0], tgt=paths[1])
+    return CorpusSpec(src=paths[0], tgt=paths[1], group=name.split("-")[1])
 
 
 def corpora(train_dir: str, tmp: str) -> list[CorpusSpec]:
-    """Every aligned pair of files under train/ (English first)."""
+    """Every aligned pair of files under train/ (English first, except MLQE-PE's ru-en), grouped by the
+    language that is not English."""
     specs = []
     for en in sorted(glob.glob(os.path.join(train_dir, "*", "en-*.en.gz"))):
         lang = os.path.basename(en).split(".")[0].split("-")[1]
@@ -56,7 +57,8 @@ def corpora(train_dir: str, tmp: str) -> list[CorpusSpec]:
         else:
             specs.append(CorpusSpec(src=en, tgt=other))
     for src in sorted(glob.glob(os.path.join(train_dir, "mlqe_pe", "*.src.gz"))):
-        specs.append(CorpusSpec(src=src, tgt=src.replace(".src.gz", ".pe.gz")))
+        pair = os.path.basename(src).split(".")[0].split("-")
+        specs.append(CorpusSpec(src=src, tgt=src.replace(".src.gz", ".pe.gz"), group=[x for x in pair if x != "en"][0]))
     for en in sorted(glob.glob(os.path.join(train_dir, "multi30k", "*.en.gz"))):
         for lang in ("de", "fr", "cs"):
             other = en.replace(".en.gz", f".{lang}.gz")
@@ -75,6 +77,11 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=TrainConfig.dim)
     ap.add_argument("--epochs", type=int, default=8, help="the paper's 10 did not fit the time budget")
     ap.add_argument("--seed", type=int, default=TrainConfig.seed)
+    ap.add_argument("--loss", default=TrainConfig.loss, choices=["hinge", "infonce"])
+    ap.add_argument("--scale", type=float, default=TrainConfig.scale)
+    ap.add_argument("--sampling-temperature", type=float, default=TrainConfig.sampling_temperature)
+    ap.add_argument("--spm-model", default=None, help="reuse this SentencePiece model (e.g. the shipped one's)")
+    ap.add_argument("--max-steps", type=int, default=0)
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bitextmine-default-")
@@ -92,8 +99,9 @@ def main() -> None:
 
     result = train(
         specs, args.out,
-        config=TrainConfig(dim=args.dim, epochs=args.epochs, seed=args.seed, checkpoint_every=2000),
-        tokenizer_config=TokenizerConfig(vocab_size=args.vocab),
+        config=TrainConfig(dim=args.dim, epochs=args.epochs, seed=args.seed, checkpoint_every=2000, loss=args.loss,
+                           scale=args.scale, sampling_temperature=args.sampling_temperature, max_steps=args.max_steps),
+        tokenizer_config=TokenizerConfig(vocab_size=args.vocab), tokenizer_path=args.spm_model,
         dev_tatoeba=dev_tatoeba, dev_sts=dev_sts, languages=["en", *LANGS], resume=args.resume, progress=progress,
     )
     print(f"done in {result.seconds:.0f}s, {result.steps} mini-batches, {result.pairs_per_second:.0f} pairs/s, "

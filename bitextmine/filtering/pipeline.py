@@ -257,6 +257,13 @@ def filter_tsv(
         raise ConfigError("chunk size must be >= 1 line")
     if config.scol == config.tcol:
         raise ConfigError(f"--scol and --tcol are both {config.scol}; expected two different columns")
+    if rules.langid == "probs":
+        from .langid import parse_max_probs
+
+        try:
+            parse_max_probs(rules.langid_max_prob)
+        except ValueError as e:
+            raise ConfigError(f"--langid-max-prob: {e}") from None
     for lang in (src_lang, tgt_lang):
         from .langid import known_language
 

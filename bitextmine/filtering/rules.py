@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 
 from ..config import RuleConfig
-from .langid import detect, has_profile, known_language, script_share
+from .langid import detect, has_profile, known_language, parse_max_probs, script_share, wrong_language
 from .numbers import numbers_agree
 
 REASONS = (
@@ -62,7 +63,13 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
     for side, text, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
         if lang and r.script and known_language(lang) and script_share(text, lang) < r.min_script:
             return f"{side}-script"
-    if r.langid == "pair" and src_lang and tgt_lang and src_lang != tgt_lang and _pairable(src_lang, tgt_lang):
+    if r.langid == "probs":
+        limits = _max_probs(r.langid_max_prob)
+        for side, text, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
+            if lang and len(text.strip()) >= r.langid_probs_min_chars and \
+                    wrong_language(text, lang, r.langid_model, limits.get(lang, limits.get("*", 0.0))):
+                return f"{side}-lang"
+    elif r.langid == "pair" and src_lang and tgt_lang and src_lang != tgt_lang and _pairable(src_lang, tgt_lang):
         pair = (src_lang, tgt_lang)
         for side, text, lang, other in (("src", src, src_lang, tgt_lang), ("tgt", tgt, tgt_lang, src_lang)):
             if len(text) >= r.langid_pair_min_chars:
@@ -76,6 +83,11 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
                 if found != lang and found != "unknown" and prob >= r.langid_min_prob:
                     return f"{side}-lang"
     return None
+
+
+@lru_cache(maxsize=64)
+def _max_probs(spec: str) -> dict[str, float]:
+    return parse_max_probs(spec)
 
 
 def _pairable(a: str, b: str) -> bool:

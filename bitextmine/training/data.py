@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..config import TrainConfig
-from ..corpus import CorpusSpec, load_corpora, read_parallel
+from ..corpus import CorpusSpec, load_grouped_corpora, read_parallel
 from ..evaluation.metrics import retrieval_accuracy, sts_pearson
 from ..evaluation.readers import read_sts
 from ..tokenizer import Tokenizer, ragged_gather
@@ -68,12 +68,13 @@ def data_fingerprint(src: Sequence[str], tgt: Sequence[str]) -> str:
 def split_dev(src: list[str], tgt: list[str], n_dev: int, seed: int):
     """Hold apart ``n_dev`` random pairs; also drop training pairs sharing a text with a dev pair.
 
-    Returns (train_src, train_tgt, dev_src, dev_tgt, n_dropped_overlap).
+    Returns (train_src, train_tgt, dev_src, dev_tgt, n_dropped_overlap, kept): kept int64 (n_train,)
+    the input positions of the training pairs.
     """
     n = len(src)
     n_dev = min(n_dev, n // 10)
     if n_dev < 2:
-        return src, tgt, [], [], 0
+        return src, tgt, [], [], 0, np.arange(n, dtype=np.int64)
     rng = np.random.default_rng([seed, 7])
     dev_idx = np.sort(rng.choice(n, n_dev, replace=False))
     is_dev = np.zeros(n, bool)
@@ -81,7 +82,7 @@ def split_dev(src: list[str], tgt: list[str], n_dev: int, seed: int):
     dev_src = [src[i] for i in dev_idx]
     dev_tgt = [tgt[i] for i in dev_idx]
     ds, dt = set(dev_src), set(dev_tgt)
-    tr_s, tr_t, dropped = [], [], 0
+    tr_s, tr_t, kept, dropped = [], [], [], 0
     for i in range(n):
         if is_dev[i]:
             continue
@@ -90,25 +91,30 @@ def split_dev(src: list[str], tgt: list[str], n_dev: int, seed: int):
             continue
         tr_s.append(src[i])
         tr_t.append(tgt[i])
-    return tr_s, tr_t, dev_src, dev_tgt, dropped
+        kept.append(i)
+    return tr_s, tr_t, dev_src, dev_tgt, dropped, np.asarray(kept, np.int64)
 
 
 def read_training_pairs(corpora: Sequence[CorpusSpec], sts_pairs: Sequence[str], config: TrainConfig,
                         log: Callable[[str], None]):
     """Read and clean ``corpora`` plus the STS pairs scored >= ``config.sts_min_score``, then hold apart
-    the dev pairs. Returns (train_src, train_tgt, dev_src, dev_tgt, cleaning stats)."""
+    the dev pairs. Returns (train_src, train_tgt, groups int64 (n,), group_names, dev_src, dev_tgt,
+    cleaning stats); groups index group_names (:meth:`CorpusSpec.group_name`)."""
     extra = []
     for p in sts_pairs:
         d = read_sts(p)
         keep = np.flatnonzero(d.gold >= config.sts_min_score)
         extra.append((p, [d.s1[i] for i in keep], [d.s2[i] for i in keep]))
         log(f"{p}: {len(keep)} of {len(d.gold)} STS pairs scored >= {config.sts_min_score:g} used as positives")
-    src, tgt, stats = load_corpora(corpora, extra=extra)
+    src, tgt, groups, group_names, stats = load_grouped_corpora(corpora, extra=extra)
     log(f"corpora: {stats.summary()}")
-    src, tgt, dev_src, dev_tgt, overlap = split_dev(src, tgt, config.dev_pairs, config.seed)
+    src, tgt, dev_src, dev_tgt, overlap, kept = split_dev(src, tgt, config.dev_pairs, config.seed)
+    groups = groups[kept]
     log(f"held apart {len(dev_src)} dev pairs; dropped {overlap} training pairs sharing a text with them; "
         f"{len(src)} training pairs")
-    return src, tgt, dev_src, dev_tgt, stats
+    sizes = np.bincount(groups, minlength=len(group_names))
+    log("training pairs per group: " + ", ".join(f"{g} {n}" for g, n in zip(group_names, sizes)))
+    return src, tgt, groups, group_names, dev_src, dev_tgt, stats
 
 
 class DevSet:
@@ -170,9 +176,41 @@ def token_counts(S: Side, T: Side, rows: int) -> np.ndarray:
     return (np.bincount(S.ids, minlength=rows) + np.bincount(T.ids, minlength=rows)).astype(np.int64)
 
 
-def epoch_order(seed: int, epoch: int, n_pairs: int) -> np.ndarray:
-    """int64 (n_pairs,): the order in which epoch ``epoch`` (0-based) visits the training pairs."""
-    return np.random.default_rng([seed, epoch]).permutation(n_pairs)
+def epoch_order(seed: int, epoch: int, n_pairs: int, groups: np.ndarray | None = None,
+                temperature: float = 1.0) -> np.ndarray:
+    """int64 (n_pairs,): the training pairs epoch ``epoch`` (0-based) visits, in order.
+
+    temperature 1 (or no groups): every pair once, in a random order. Otherwise each group g (groups
+    int64 (n_pairs,)) gets a share of the epoch proportional to size_g ** (1 / temperature), so small
+    groups (languages with little data) are drawn more often and large ones less: a group drawn more
+    than its size repeats whole shuffled passes over its pairs, one drawn less takes a random subset,
+    a new one each epoch. Shares are rounded by largest remainder so the epoch keeps n_pairs draws.
+    """
+    rng = np.random.default_rng([seed, epoch])
+    if groups is None or temperature == 1.0:
+        return rng.permutation(n_pairs)
+    sizes = np.bincount(groups)
+    counts = group_draws(sizes, temperature, n_pairs)
+    order = np.argsort(groups, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    parts = []
+    for g in np.flatnonzero(counts):
+        members = order[starts[g] : starts[g + 1]]
+        passes = -(-counts[g] // len(members))
+        parts.append(np.concatenate([rng.permutation(members) for _ in range(passes)])[: counts[g]])
+    picked = np.concatenate(parts)
+    return picked[rng.permutation(len(picked))]
+
+
+def group_draws(sizes: np.ndarray, temperature: float, total: int) -> np.ndarray:
+    """int64 (groups,): draws per group, proportional to sizes ** (1 / temperature) (empty groups get
+    none), summing to ``total`` (largest-remainder rounding)."""
+    w = np.where(sizes > 0, sizes.astype(np.float64) ** (1.0 / temperature), 0.0)
+    exact = total * w / w.sum()
+    counts = np.floor(exact).astype(np.int64)
+    rest = total - int(counts.sum())
+    counts[np.argsort(-(exact - counts), kind="stable")[:rest]] += 1
+    return counts
 
 
 def megabatch_pairs(config: TrainConfig, step: int) -> int:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import __version__
-from ..config import NEGATIVES, TokenizerConfig, TrainConfig
+from ..config import LOSSES, NEGATIVES, TokenizerConfig, TrainConfig
 from ..corpus import CorpusSpec
 from ..errors import ConfigError
 from ..model import Model, make_encoder, piece_dropout, shuffle_words, tensors_from_module
@@ -29,7 +29,7 @@ from .checkpoint import (CHECKPOINT_DIR, has_checkpoint, load_checkpoint, load_c
                          save_checkpoint)
 from .data import (Side, build_devsets, cat_flat, concat_sides, data_fingerprint, epoch_order, megabatch_pairs,
                    read_training_pairs, shared_text_ids, token_counts)
-from .negatives import choose_negatives, hinge_loss, paraphrase_negatives
+from .negatives import choose_negatives, hinge_loss, infonce_loss, paraphrase_negatives
 
 Progress = Callable[[dict], None]
 CUBLAS_WORKSPACE = ":4096:8"  # what torch.use_deterministic_algorithms needs of cuBLAS (CUDA >= 10.2)
@@ -97,11 +97,12 @@ def train(
     if resume and not has_checkpoint(ckpt_dir):
         raise ConfigError(f"--resume: no checkpoint in {ckpt_dir}")
     t0 = time.time()
-    src, tgt, dev_src, dev_tgt, stats = read_training_pairs(corpora, sts_pairs, config, log)
+    src, tgt, groups, group_names, dev_src, dev_tgt, stats = read_training_pairs(corpora, sts_pairs, config, log)
     data_fp = data_fingerprint(src, tgt)
     tok = _tokenizer(src, tgt, config, tokenizer_config, tokenizer_path, init_model, ckpt_dir if resume else None, log)
     log(f"tokenising {2 * len(src)} training sentences (vocabulary {tok.vocab_size})")
     data = _TrainData.build(src, tgt, tok, config, dev_src, dev_tgt, dev_tatoeba, dev_sts)
+    data.groups = groups
     del src, tgt
     with _deterministic(device):
         run = _Run.start(data, config, device, init_model, tok, ckpt_dir, data_fp, emit)
@@ -136,6 +137,12 @@ def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> Tra
         raise ConfigError(f"dropout {config.dropout}: expected a probability in [0, 1)")
     if config.negatives not in NEGATIVES:
         raise ConfigError(f"negatives {config.negatives!r}: expected one of {', '.join(NEGATIVES)}")
+    if config.loss not in LOSSES:
+        raise ConfigError(f"loss {config.loss!r}: expected one of {', '.join(LOSSES)}")
+    if config.loss == "infonce" and (config.paraphrase or config.scale <= 0):
+        raise ConfigError("--loss infonce: expected a scale > 0 and bilingual pairs (not --paraphrase)")
+    if config.sampling_temperature < 1.0:
+        raise ConfigError(f"sampling temperature {config.sampling_temperature}: expected >= 1 (1 = proportional)")
     encoder = init_model.encoder if init_model is not None else config.encoder
     if encoder not in ENCODERS:
         raise ConfigError(f"encoder {encoder!r}: expected one of {', '.join(ENCODERS)}")
@@ -192,6 +199,7 @@ class _TrainData:
     devsets: list
     V: int
     rows: int
+    groups: np.ndarray | None = None  # int64 (n,): each pair's sampling group (language pair)
 
     @classmethod
     def build(cls, src, tgt, tok, config: TrainConfig, dev_src, dev_tgt, dev_tatoeba, dev_sts) -> "_TrainData":
@@ -335,7 +343,8 @@ class _Run:
         self.t_start, self.pairs_run = time.time(), 0
         stopped_early = False
         while state["epoch"] < epochs and not stopped_early:
-            stopped_early = self._epoch(epoch_order(config.seed, state["epoch"], n_pairs))
+            stopped_early = self._epoch(epoch_order(config.seed, state["epoch"], n_pairs, self.data.groups,
+                                                    config.sampling_temperature))
             if not stopped_early:
                 self.evaluate()
                 state["epoch"] += 1
@@ -421,9 +430,13 @@ def train_megabatch(run: _Run, idx: np.ndarray) -> tuple[float, int]:
     for a in range(0, len(idx), config.batch_size):
         j = np.arange(a, min(a + config.batch_size, len(idx)))
         jt = torch.from_numpy(j).to(run.device)
+        texts = None
+        if config.loss == "infonce":
+            texts = [torch.from_numpy(a).to(run.device) for a in (run.data.S.text_ids[idx[j]], run.data.T.text_ids[idx[j]],
+                                                                  s_side.text_ids[s_rows[j]], t_side.text_ids[t_rows[j]])]
         loss = _minibatch_loss(run, S_batch=cat_flat(run.data.S.gather(idx[j]), s_side.gather(s_rows[j])),
                                T_batch=cat_flat(run.data.T.gather(idx[j]), t_side.gather(t_rows[j])),
-                               s_valid=s_ok[jt], t_valid=t_ok[jt])
+                               s_valid=s_ok[jt], t_valid=t_ok[jt], texts=texts)
         run.opt.zero_grad(set_to_none=True)
         loss.backward()
         run.opt.step()
@@ -432,9 +445,11 @@ def train_megabatch(run: _Run, idx: np.ndarray) -> tuple[float, int]:
     return total, n_mb
 
 
-def _minibatch_loss(run: _Run, S_batch, T_batch, s_valid, t_valid):
-    """The hinge loss of one mini-batch: S_batch, T_batch flat (ids, offsets) of [m positives; their m
-    negatives] per side (one forward per side), with word shuffling (BiLSTM) or piece dropout (bags)."""
+def _minibatch_loss(run: _Run, S_batch, T_batch, s_valid, t_valid, texts=None):
+    """The loss (``config.loss``) of one mini-batch: S_batch, T_batch flat (ids, offsets) of [m positives;
+    their m negatives] per side (one forward per side), with word shuffling (BiLSTM) or piece dropout
+    (bags). ``texts``: the text ids (int64 tensors (m,)) of the sources, targets, source negatives and
+    target negatives, which InfoNCE needs to mask repeats of a positive's text."""
     import torch
 
     config, device = run.config, run.device
@@ -454,7 +469,10 @@ def _minibatch_loss(run: _Run, S_batch, T_batch, s_valid, t_valid):
     xs, xt = xs.float(), xt.float()
     m = len(s_valid)
     # xs[m:] are the sources that serve as negatives for the targets, xt[m:] the targets for the sources
-    loss = hinge_loss(xs[:m], xt[:m], xs[m:], xt[m:], margin=config.margin, s_valid=s_valid, t_valid=t_valid)
+    if config.loss == "infonce":
+        loss = infonce_loss(xs[:m], xt[:m], xs[m:], xt[m:], *texts, scale=config.scale)
+    else:
+        loss = hinge_loss(xs[:m], xt[:m], xs[m:], xt[m:], margin=config.margin, s_valid=s_valid, t_valid=t_valid)
     if run.init_params is not None:
         loss = loss + config.reg_to_init * sum(((p - p0) ** 2).sum() for p, p0 in zip(run.enc.parameters(),
                                                                                        run.init_params))

@@ -1,4 +1,5 @@
-"""Negatives within a mega-batch and the symmetric hinge loss (Wieting et al. 2019, 2021).
+"""Negatives within a mega-batch, the symmetric hinge loss (Wieting et al. 2019, 2021) and the
+in-batch softmax (InfoNCE) loss offered beside it (:func:`infonce_loss`).
 
 For pair i with embeddings s_i (source) and t_i (target):
   t_neg(i) = argmax_j cos(s_i, t_j) over j whose target text differs from t_i's (so never j = i),
@@ -93,3 +94,29 @@ def hinge_loss(s, t, s_neg, t_neg, *, margin: float, s_valid=None, t_valid=None)
     if s_valid is not None:
         l_s = l_s * s_valid.to(l_s.dtype)
     return (l_t + l_s).mean()
+
+
+def infonce_loss(s, t, s_neg, t_neg, s_text, t_text, s_neg_text, t_neg_text, *, scale: float):
+    """Mean symmetric in-batch softmax loss (InfoNCE; sentence-transformers' MultipleNegativesRankingLoss
+    made symmetric, with the mega-batch's hardest negatives as extra candidates).
+
+    s, t, s_neg, t_neg: float (m, d) embeddings (cosines are taken). Source i is scored against every
+    candidate target [t; t_neg] (2m), target i against [s; s_neg]; the right candidate is i. A candidate
+    other than i with the same text (int64 (m,) ids s_text, t_text, s_neg_text, t_neg_text) as the
+    positive is masked out, so repeated sentences are never pushed apart. Cosines are multiplied by
+    ``scale`` before the softmax; the loss is the mean of both directions' cross-entropies.
+    """
+    import torch.nn.functional as F
+
+    s, t, s_neg, t_neg = (F.normalize(x, dim=1) for x in (s, t, s_neg, t_neg))
+    m = s.shape[0]
+    target = torch.arange(m, device=s.device)
+
+    def direction(q, cand, q_pos_text, cand_text):
+        logits = scale * (q @ cand.T)  # (m, 2m)
+        same = q_pos_text[:, None] == cand_text[None, :]
+        same[target, target] = False
+        return F.cross_entropy(logits.masked_fill(same, float("-inf")), target)
+
+    return 0.5 * (direction(s, torch.cat([t, t_neg]), t_text, torch.cat([t_text, t_neg_text]))
+                  + direction(t, torch.cat([s, s_neg]), s_text, torch.cat([s_text, s_neg_text])))
