@@ -69,6 +69,50 @@ def corpora(train_dir: str, tmp: str) -> list[CorpusSpec]:
     return specs
 
 
+def hold_apart(specs: list[CorpusSpec], n: int, seed: int, out_dir: str, tmp: str) -> list[CorpusSpec]:
+    """Hold apart ``n`` random pairs per language (seeded) for mining tasks that the model never trained
+    on: written to ``out_dir``/en-XX.en and en-XX.XX, drawn from the corpora with English as source
+    among pairs whose two texts occur nowhere else in the training data (so each text has exactly one
+    gold partner, and holding it apart removes nothing else). Returns the specs rewritten to ``tmp``
+    without the held-apart pairs (and anything sharing a text with them)."""
+    import numpy as np
+
+    from collections import Counter
+
+    data = [(spec, *spec.read()) for spec in specs]
+    counts = Counter(t.strip() for _, src, tgt in data for side in (src, tgt) for t in side)
+    pools: dict[str, list] = {}
+    for spec, src, tgt in data:
+        if os.path.basename(str(spec.src)).split(".")[-2 if str(spec.src).endswith(".gz") else -1] != "en":
+            continue
+        for a, b in zip(src, tgt):
+            a, b = a.strip(), b.strip()
+            if a and b and a != b and "\t" not in a + b and counts[a] == 1 and counts[b] == 1:
+                pools.setdefault(spec.group_name(), []).append((a, b))
+    held: set[str] = set()
+    os.makedirs(out_dir, exist_ok=True)
+    for group, pairs in sorted(pools.items()):
+        rng = np.random.default_rng([seed, 13, sum(map(ord, group))])
+        chosen = [pairs[i] for i in np.sort(rng.choice(len(pairs), min(n, len(pairs)), replace=False))]
+        kept = chosen
+        for side, k in (("en", 0), (group, 1)):
+            with open(os.path.join(out_dir, f"en-{group}.{side}"), "w", encoding="utf-8") as f:
+                f.writelines(p[k] + "\n" for p in kept)
+        held.update(t for p in kept for t in p)
+        print(f"held apart {len(kept)} {group} pairs in {out_dir}", flush=True)
+    out, dropped = [], 0
+    for i, (spec, src, tgt) in enumerate(data):
+        keep = [j for j, (a, b) in enumerate(zip(src, tgt)) if a.strip() not in held and b.strip() not in held]
+        dropped += len(src) - len(keep)
+        paths = (os.path.join(tmp, f"train{i}.src"), os.path.join(tmp, f"train{i}.tgt"))
+        for path, side in zip(paths, (src, tgt)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.writelines(side[j] + "\n" for j in keep)
+        out.append(CorpusSpec(src=paths[0], tgt=paths[1], group=spec.group_name()))
+    print(f"dropped {dropped} training pairs sharing a text with a held-apart pair", flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -82,10 +126,15 @@ def main() -> None:
     ap.add_argument("--sampling-temperature", type=float, default=TrainConfig.sampling_temperature)
     ap.add_argument("--spm-model", default=None, help="reuse this SentencePiece model (e.g. the shipped one's)")
     ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--holdout", type=int, default=0, metavar="N",
+                    help="hold apart N pairs per language for large mining tasks (0 = none, as the 2026-11-21 model)")
+    ap.add_argument("--holdout-dir", default=os.path.join(os.path.dirname(__file__), "..", ".bench", "holdout"))
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bitextmine-default-")
     specs = corpora(os.path.join(args.data, "train"), tmp)
+    if args.holdout:
+        specs = hold_apart(specs, args.holdout, args.seed, args.holdout_dir, tmp)
     tat = os.path.join(args.data, "dev", "tatoeba", "v1")
     dev_tatoeba = [(f"{tat}/tatoeba.{c}-eng.{c}", f"{tat}/tatoeba.{c}-eng.eng") for c in LANGS.values()]
     dev_sts = [os.path.join(args.data, "dev", "stsbenchmark", "sts-dev.csv")]
