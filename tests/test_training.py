@@ -172,3 +172,12 @@ def test_infonce_and_temperature_train_and_reach_the_hinge_models_accuracy(tmp_p
     with pytest.raises(ConfigError, match="temperature"):
         train(spec, str(tmp_path / "bad"), config=TrainConfig(**{**SMALL, "sampling_temperature": 0.5}),
               tokenizer_path=spm)
+
+
+def test_resume_with_another_sampling_temperature_is_a_config_error(tmp_path, toy_files, toy_model):
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    out = str(tmp_path / "m")
+    train(spec, out, config=TrainConfig(**{**SMALL, "max_steps": 10}), tokenizer_path=spm)
+    with pytest.raises(ConfigError, match="sampling_temperature"):
+        train(spec, out, config=TrainConfig(**{**SMALL, "sampling_temperature": 2.0}), tokenizer_path=spm, resume=True)

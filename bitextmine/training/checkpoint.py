@@ -29,7 +29,7 @@ CHECKPOINT_VERSION = 2
 TOKENIZER_CKPT = "tokenizer.bin"
 STATE_KEYS = ("epoch", "pos", "step", "history", "pairs_seen")
 MATCHING_KEYS = ("encoder", "dim", "batch_size", "seed", "megabatch_start", "megabatch_max", "megabatch_every",
-                 "dev_pairs", "negatives", "paraphrase")
+                 "dev_pairs", "negatives", "paraphrase", "loss", "sampling_temperature")
 
 
 def new_state() -> dict:
@@ -96,8 +96,8 @@ def _check_meta(ckpt_dir: str, meta: dict, data_fp: str, config: TrainConfig) ->
     if meta.get("data_fingerprint") != data_fp:
         raise ConfigError(f"--resume: {ckpt_dir} was made from other training data (or other cleaning/dev split)")
     saved = meta.get("config", {})
-    for key in MATCHING_KEYS:
-        if saved.get(key) != getattr(config, key):
+    for key in MATCHING_KEYS:  # a key a checkpoint predates had its default then
+        if saved.get(key, getattr(TrainConfig, key)) != getattr(config, key):
             raise ConfigError(f"--resume: checkpoint has {key}={saved.get(key)}, this run {getattr(config, key)}")
 
 

@@ -101,8 +101,7 @@ def train(
     data_fp = data_fingerprint(src, tgt)
     tok = _tokenizer(src, tgt, config, tokenizer_config, tokenizer_path, init_model, ckpt_dir if resume else None, log)
     log(f"tokenising {2 * len(src)} training sentences (vocabulary {tok.vocab_size})")
-    data = _TrainData.build(src, tgt, tok, config, dev_src, dev_tgt, dev_tatoeba, dev_sts)
-    data.groups = groups
+    data = _TrainData.build(src, tgt, tok, config, dev_src, dev_tgt, dev_tatoeba, dev_sts, groups)
     del src, tgt
     with _deterministic(device):
         run = _Run.start(data, config, device, init_model, tok, ckpt_dir, data_fp, emit)
@@ -202,7 +201,8 @@ class _TrainData:
     groups: np.ndarray | None = None  # int64 (n,): each pair's sampling group (language pair)
 
     @classmethod
-    def build(cls, src, tgt, tok, config: TrainConfig, dev_src, dev_tgt, dev_tatoeba, dev_sts) -> "_TrainData":
+    def build(cls, src, tgt, tok, config: TrainConfig, dev_src, dev_tgt, dev_tatoeba, dev_sts,
+              groups: np.ndarray | None = None) -> "_TrainData":
         V = tok.vocab_size
         rows = 2 * V if config.separate_vocab else V
 
@@ -217,7 +217,7 @@ class _TrainData:
         if config.paraphrase:  # one pool of both sides; equal strings share a text id across sides
             S.text_ids, T.text_ids = shared_text_ids(src, tgt)
             P = concat_sides(S, T, S.text_ids, T.text_ids)
-        return cls(S, T, P, build_devsets(build, dev_src, dev_tgt, dev_tatoeba, dev_sts), V, rows)
+        return cls(S, T, P, build_devsets(build, dev_src, dev_tgt, dev_tatoeba, dev_sts), V, rows, groups)
 
 
 def amp_dtype_for(amp: str, encoder: str, device: str):
