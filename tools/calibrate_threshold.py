@@ -2,6 +2,7 @@
 trained on), at several input sizes.
 
     python tools/calibrate_threshold.py [--model DIR] [--sizes 30 100 300 1000] [--keep 0.5]
+    python tools/calibrate_threshold.py --model DIR --holdout .bench/holdout --sizes 30 300 3000 5000
 
 Task, for each of the 8 languages and each size N: N source sentences drawn at random from
 tatoeba.L-eng.L; the target side keeps the English translations of a random half (--keep) and replaces
@@ -11,7 +12,9 @@ line of this file), shuffled. Several draws per size (--draws: 20 at 30 lines, 1
 default k, margin and mode and no threshold; precision, recall and F1 of the gold pairs are computed for
 each margin threshold and standout floor (--min-z, bitextmine/mining/standout.py). Suggested: the pair
 with the best F1 averaged over sizes and languages; then the precision, recall and F1 of that default
-per size and language.
+per size and language. With --holdout the tasks come from training pairs held apart from the model
+(UI strings, help text, news, Anki sentences; up to about 5,000 per language), the distractors from
+the other languages' held-apart English sides.
 """
 
 from __future__ import annotations
@@ -38,10 +41,25 @@ GRID = np.round(np.arange(0.90, 2.01, 0.02), 2)  # margin thresholds
 ZS = np.array([0.0, 3.0, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0])  # standout floors (0: off)
 
 
-def encoded_task(lang: str, model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+ISO = {"deu": "de", "fra": "fr", "spa": "es", "ces": "cs", "rus": "ru", "cmn": "zh", "tur": "tr", "ara": "ar"}
+
+
+def task_files(lang: str, holdout: str | None) -> tuple[str, str, list[str]]:
+    """(foreign file, its English file, the other languages' English files) of Tatoeba v1, or of the
+    training pairs held apart by tools/train_default.py --holdout (``holdout``: their folder)."""
+    if holdout is None:
+        return (f"{DEV}/tatoeba.{lang}-eng.{lang}", f"{DEV}/tatoeba.{lang}-eng.eng",
+                [f"{DEV}/tatoeba.{o}-eng.eng" for o in LANGS if o != lang])
+    code = ISO[lang]
+    return (f"{holdout}/en-{code}.{code}", f"{holdout}/en-{code}.en",
+            [f"{holdout}/en-{ISO[o]}.en" for o in LANGS if o != lang])
+
+
+def encoded_task(lang: str, model, holdout: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(source rows, their English translations' rows, distractor rows) of one language, encoded once."""
-    x, y = read_parallel(f"{DEV}/tatoeba.{lang}-eng.{lang}", f"{DEV}/tatoeba.{lang}-eng.eng")
-    pool = sorted({e for o in LANGS if o != lang for e in read_lines(f"{DEV}/tatoeba.{o}-eng.eng")} - set(y))
+    src, eng, others = task_files(lang, holdout)
+    x, y = read_parallel(src, eng)
+    pool = sorted({e for o in others for e in read_lines(o)} - set(y))
     return encode(x, model), encode(y, model), encode(pool, model)
 
 
@@ -85,12 +103,15 @@ def main() -> None:
     ap.add_argument("--keep", type=float, default=0.5)
     ap.add_argument("--sizes", type=int, nargs="+", default=list(DRAWS))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--holdout", default=None, metavar="DIR",
+                    help="tasks from the pairs held apart by tools/train_default.py --holdout (a model trained "
+                         "without them) instead of Tatoeba v1")
     args = ap.parse_args()
     model = load_model(args.model)
     print(f"model {model.fingerprint}; k={MineConfig.k}, margin={MineConfig.margin}, mode={MineConfig.mode}")
     res = {}  # (lang, size) -> mean (len(ZS), len(GRID), 3) over the draws
     for lang in LANGS:
-        X, Y, P = encoded_task(lang, model)
+        X, Y, P = encoded_task(lang, model, args.holdout)
         rng = np.random.default_rng(args.seed)
         for size in args.sizes:
             res[lang, size] = np.mean([prf_table(*draw(X, Y, P, size, args.keep, rng))
