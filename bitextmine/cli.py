@@ -189,6 +189,8 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--sts-pairs", multiple=True, metavar="FILE",
               help="STS file (SemEval, STSb TSV or CSV) whose pairs scored >= --sts-min-score are positives (repeatable).")
 @click.option("--sts-min-score", type=float, default=T.sts_min_score, show_default=True, help="Gold score cut-off for --sts-pairs.")
+@click.option("--clean", is_flag=True, default=T.clean, help="Drop training pairs that break filter's default rules "
+              "(lengths, ratio, identical sides, digits, URLs, repeats; no language rules).")
 @click.option("--epochs", type=click.IntRange(1), default=T.epochs, show_default=True)
 @click.option("--batch-size", type=click.IntRange(1), default=T.batch_size, show_default=True, help="Pairs per mini-batch.")
 @click.option("--loss", type=click.Choice(LOSSES), default=T.loss, show_default=True,
@@ -222,7 +224,7 @@ T, K = TrainConfig, TokenizerConfig
 @_device_option(T.device)
 @_quiet_option
 def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sample, dim, untrained, negatives,
-          paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, epochs, batch_size, loss,
+          paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, clean, epochs, batch_size, loss,
           margin, scale, sampling_temperature,
           dropout, lr, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
           checkpoint_every, max_steps, resume, languages, fp32, seed, threads, amp, device, quiet):
@@ -244,7 +246,7 @@ def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sa
         raise ConfigError(f"{len(src)} --src but {len(tgt)} --tgt; expected them in pairs")
     specs = [CorpusSpec(src=s, tgt=t) for s, t in zip(src, tgt)] + [CorpusSpec(tsv=p, scol=scol, tcol=tcol) for p in tsv]
     config = TrainConfig(encoder=encoder, untrained=untrained, negatives=negatives, paraphrase=paraphrase,
-                         separate_vocab=separate_vocab or "", sts_min_score=sts_min_score,
+                         separate_vocab=separate_vocab or "", sts_min_score=sts_min_score, clean=clean,
                          shuffle_words=shuffle_words, reg_to_init=reg_to_init, dim=dim, loss=loss, margin=margin, scale=scale,
                          sampling_temperature=sampling_temperature, batch_size=batch_size, megabatch_start=megabatch_start,
                          megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr,

@@ -32,6 +32,7 @@ class TrainConfig:
     shuffle_words: float = 0.3  # blstm-sp: probability that a training sentence's words are shuffled (paper)
     reg_to_init: float = 0.0  # with an initial model: lambda of the L2 pull toward its weights
     sts_min_score: float = 3.8  # --sts-pairs: gold scores >= this are positive pairs (as in the DCU STS system)
+    clean: bool = False  # drop training pairs that break filter's default rules (no language declared)
     separate_vocab: str = ""  # "src" or "tgt": that side's tokens get their own vectors (the papers' language prefix)
     sif_a: float = 1e-3  # SIF: a in a / (a + p(w)) (Arora et al. 2017)
     sif_sample: int = 20_000  # SIF: training sentences used to estimate the common component

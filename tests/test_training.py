@@ -181,3 +181,14 @@ def test_resume_with_another_sampling_temperature_is_a_config_error(tmp_path, to
     train(spec, out, config=TrainConfig(**{**SMALL, "max_steps": 10}), tokenizer_path=spm)
     with pytest.raises(ConfigError, match="sampling_temperature"):
         train(spec, out, config=TrainConfig(**{**SMALL, "sampling_temperature": 2.0}), tokenizer_path=spm, resume=True)
+
+
+def test_clean_drops_pairs_that_break_the_filter_rules_and_keeps_their_groups():
+    from bitextmine.training.data import clean_with_rules
+
+    src = ["Page 12 of 40", "The cat sleeps.", "Wait!!!!!!!!!!!!", "Hello", "See www.a.org now"]
+    tgt = ["Seite 13 von 40", "Die Katze schläft.", "Warte!", "Hallo", "Siehe www.b.org jetzt"]
+    logs = []
+    s, t, g = clean_with_rules(src, tgt, np.arange(5, dtype=np.int64), logs.append)
+    assert s == ["The cat sleeps.", "Hello"] and t == ["Die Katze schläft.", "Hallo"] and list(g) == [1, 3]
+    assert "kept 2 of 5" in logs[0] and "digits" in logs[0] and "repeats" in logs[0] and "urls" in logs[0]

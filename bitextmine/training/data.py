@@ -108,6 +108,8 @@ def read_training_pairs(corpora: Sequence[CorpusSpec], sts_pairs: Sequence[str],
         log(f"{p}: {len(keep)} of {len(d.gold)} STS pairs scored >= {config.sts_min_score:g} used as positives")
     src, tgt, groups, group_names, stats = load_grouped_corpora(corpora, extra=extra)
     log(f"corpora: {stats.summary()}")
+    if config.clean:
+        src, tgt, groups = clean_with_rules(src, tgt, groups, log)
     src, tgt, dev_src, dev_tgt, overlap, kept = split_dev(src, tgt, config.dev_pairs, config.seed)
     groups = groups[kept]
     log(f"held apart {len(dev_src)} dev pairs; dropped {overlap} training pairs sharing a text with them; "
@@ -115,6 +117,28 @@ def read_training_pairs(corpora: Sequence[CorpusSpec], sts_pairs: Sequence[str],
     sizes = np.bincount(groups, minlength=len(group_names))
     log("training pairs per group: " + ", ".join(f"{g} {n}" for g, n in zip(group_names, sizes)))
     return src, tgt, groups, group_names, dev_src, dev_tgt, stats
+
+
+def clean_with_rules(src: list[str], tgt: list[str], groups: np.ndarray, log: Callable[[str], None]):
+    """The pairs that pass `filter`'s default rules with no language declared (lengths, ratio,
+    identical sides, digits, URLs, repeats; :func:`bitextmine.filtering.rules.check_pair`), with their
+    groups (int64 (n,)); logs how many each rule dropped."""
+    from collections import Counter
+
+    from ..config import RuleConfig
+    from ..filtering.rules import check_pair
+
+    rules, why = RuleConfig(), Counter()
+    keep = []
+    for i, (s, t) in enumerate(zip(src, tgt)):
+        reason = check_pair(s, t, rules)
+        if reason is None:
+            keep.append(i)
+        else:
+            why[reason] += 1
+    log(f"--clean: kept {len(keep)} of {len(src)} pairs; dropped " +
+        (", ".join(f"{n} {r}" for r, n in why.most_common()) or "none"))
+    return [src[i] for i in keep], [tgt[i] for i in keep], groups[np.asarray(keep, np.int64)]
 
 
 class DevSet:
