@@ -514,3 +514,15 @@ def test_repeats_shortcuts_equal_the_direct_checks():
     for n in (1, 2, 3, 4, 5, 6, 10):
         for src, tgt in zip(texts[::2], texts[1::2]):
             assert _repeats(src, tgt, n) == _repeats_direct(src, tgt, n), (n, src, tgt)
+
+
+def test_a_malformed_language_limit_is_a_config_error(tmp_path):
+    from bitextmine.config import FilterConfig
+    from bitextmine.errors import ConfigError
+    from bitextmine.filtering.pipeline import filter_tsv
+
+    p = tmp_path / "a.tsv"
+    p.write_text("The house is by the lake.\tDas Haus steht am See.\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="langid-max-prob.*LANG=P"):
+        filter_tsv(str(p), io.BytesIO(), src_lang="en", tgt_lang="de", rules=RuleConfig(langid_max_prob="en=2"),
+                   config=FilterConfig(score="none"))
