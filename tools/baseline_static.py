@@ -3,7 +3,7 @@ MultipleNegativesRankingLoss inside MatryoshkaLoss, the recipe of static-similar
 on the same training pairs as tools/train_default.py, and evaluated with `bitextmine eval` on exported
 embeddings.
 
-    pip install sentence-transformers datasets accelerate   # development only (not a bitextmine dependency)
+    pip install -e '.[baseline]'   # sentence-transformers, datasets, accelerate: development only
     python tools/baseline_static.py --out .bench/static [--cpu-minutes 25] [--dim 1024] [--vocab 32000]
 
 The recipe as published: an uncased multilingual WordPiece tokenizer, embedding dimension 1,024,
