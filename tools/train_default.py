@@ -126,6 +126,10 @@ def main() -> None:
     ap.add_argument("--sampling-temperature", type=float, default=TrainConfig.sampling_temperature)
     ap.add_argument("--spm-model", default=None, help="reuse this SentencePiece model (e.g. the shipped one's)")
     ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
+    ap.add_argument("--megabatch-max", type=int, default=TrainConfig.megabatch_max)
+    ap.add_argument("--lr", type=float, default=TrainConfig.lr)
+    ap.add_argument("--dropout", type=float, default=TrainConfig.dropout)
     ap.add_argument("--clean", action="store_true", help="drop pairs that break filter's default rules")
     ap.add_argument("--holdout", type=int, default=0, metavar="N",
                     help="hold apart N pairs per language for large mining tasks (0 = none, as the 2026-11-21 model)")
@@ -151,7 +155,8 @@ def main() -> None:
         specs, args.out,
         config=TrainConfig(dim=args.dim, epochs=args.epochs, seed=args.seed, checkpoint_every=2000, loss=args.loss,
                            scale=args.scale, sampling_temperature=args.sampling_temperature, max_steps=args.max_steps,
-                           clean=args.clean),
+                           clean=args.clean, batch_size=args.batch_size, megabatch_max=args.megabatch_max, lr=args.lr,
+                           dropout=args.dropout),
         tokenizer_config=TokenizerConfig(vocab_size=args.vocab), tokenizer_path=args.spm_model,
         dev_tatoeba=dev_tatoeba, dev_sts=dev_sts, languages=["en", *LANGS], resume=args.resume, progress=progress,
     )
