@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 LANGID_MODELS = ("ensemble", "fasttext", "py3langid", "langdetect")  # filter --langid-model
+SPM_NORMALIZATIONS = ("nmt_nfkc", "nmt_nfkc_cf", "nfkc", "nfkc_cf", "identity")  # train --spm-normalization
 
 
 @dataclass(frozen=True)
 class TokenizerConfig:
     vocab_size: int = 20000  # paper: joint SentencePiece vocabulary of 20k
     model_type: str = "unigram"  # paper: SentencePiece unigram model
+    normalization: str = "nmt_nfkc"  # SentencePiece's rule (its default); nmt_nfkc_cf also folds case (SPM_NORMALIZATIONS)
     sample_sentences: int = 2_000_000  # cap on sentences fed to SentencePiece training (~2-3 GB peak)
     character_coverage: float = 0.9995  # SentencePiece's recommendation for CJK-bearing corpora
     seed: int = 1234  # sample and shuffle seed

@@ -54,6 +54,7 @@ def train_sentencepiece(sentences: Sequence[str], config: TokenizerConfig = Toke
         model_writer=buf,
         vocab_size=config.vocab_size,
         model_type=config.model_type,
+        normalization_rule_name=config.normalization,
         character_coverage=config.character_coverage,
         input_sentence_size=len(sentences),
         shuffle_input_sentence=False,  # the sample is already shuffled with our seed

@@ -392,3 +392,18 @@ def test_bf16_autocast_training_runs_and_learns(toy_files, tmp_path):
         acc = retrieval_accuracy(encode(src, m, config=EncodeConfig(device="cpu")),
                                  encode(tgt, m, config=EncodeConfig(device="cpu")))
         assert min(acc) > 0.3, (encoder, acc)
+
+
+def test_spm_normalization_nmt_nfkc_cf_folds_case_in_the_stored_model(tmp_path):
+    import random
+
+    from bitextmine.config import TokenizerConfig
+    from bitextmine.tokenizer import Tokenizer, train_sentencepiece
+
+    rng = random.Random(0)
+    words = ["The", "house", "Haus", "das", "is", "ist", "big", "Gross", "LAKE", "See"]
+    sentences = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(3000)]
+    folded = Tokenizer(train_sentencepiece(sentences, TokenizerConfig(vocab_size=60, normalization="nmt_nfkc_cf")))
+    plain = Tokenizer(train_sentencepiece(sentences, TokenizerConfig(vocab_size=60)))
+    assert list(folded.encode_lists(["The HOUSE"])[0]) == list(folded.encode_lists(["the house"])[0])
+    assert list(plain.encode_lists(["The HOUSE"])[0]) != list(plain.encode_lists(["the house"])[0])
