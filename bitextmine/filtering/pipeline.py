@@ -29,7 +29,7 @@ from ..config import FilterConfig, RuleConfig, SCORES
 from ..corpus import open_binary
 from ..errors import ConfigError, CorpusError
 from ..parallel import ordered_map
-from .rules import Deduplicator, check_pair, text_key
+from .rules import Deduplicator, check_pair, check_rules, text_key
 
 BOM = b"\xef\xbb\xbf"
 
@@ -257,13 +257,7 @@ def filter_tsv(
         raise ConfigError("chunk size must be >= 1 line")
     if config.scol == config.tcol:
         raise ConfigError(f"--scol and --tcol are both {config.scol}; expected two different columns")
-    if rules.langid == "probs":
-        from .langid import parse_max_probs
-
-        try:
-            parse_max_probs(rules.langid_max_prob)
-        except ValueError as e:
-            raise ConfigError(f"--langid-max-prob: {e}") from None
+    check_rules(rules)
     for lang in (src_lang, tgt_lang):
         from .langid import known_language
 

@@ -85,6 +85,18 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
     return None
 
 
+def check_rules(rules: RuleConfig) -> None:
+    """ConfigError, before any work, for a rule that :func:`check_pair` could not apply: a malformed
+    ``langid_max_prob`` (filter and mine call this first)."""
+    from ..errors import ConfigError
+
+    if rules.langid == "probs":
+        try:
+            _max_probs(rules.langid_max_prob)
+        except ValueError as e:
+            raise ConfigError(f"--langid-max-prob: {e}") from None
+
+
 @lru_cache(maxsize=64)
 def _max_probs(spec: str) -> dict[str, float]:
     return parse_max_probs(spec)

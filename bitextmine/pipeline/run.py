@@ -274,9 +274,12 @@ def mine_files(
     ``progress(stage, done, total)`` after each task.
     """
     from ..encoding import side_configs
+    from ..filtering.rules import check_rules
     from ..mining.mine import MineStats
     from ..search.index import resolve_index
 
+    if rules is not None:
+        check_rules(rules)
     temp = not pipeline.work_dir
     work = WorkDir(tempfile.mkdtemp(prefix="bitextmine-") if temp else pipeline.work_dir)
     engine = None
