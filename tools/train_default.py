@@ -83,7 +83,7 @@ def hold_apart(specs: list[CorpusSpec], n: int, seed: int, out_dir: str, tmp: st
     counts = Counter(t.strip() for _, src, tgt in data for side in (src, tgt) for t in side)
     pools: dict[str, list] = {}
     for spec, src, tgt in data:
-        if os.path.basename(str(spec.src)).split(".")[-2 if str(spec.src).endswith(".gz") else -1] != "en":
+        if not str(spec.src).removesuffix(".gz").endswith(".en"):  # English is not the source side
             continue
         for a, b in zip(src, tgt):
             a, b = a.strip(), b.strip()
