@@ -183,6 +183,32 @@ def test_resume_with_another_sampling_temperature_is_a_config_error(tmp_path, to
         train(spec, out, config=TrainConfig(**{**SMALL, "sampling_temperature": 2.0}), tokenizer_path=spm, resume=True)
 
 
+def test_resume_with_relabelled_sampling_groups_is_a_config_error(tmp_path, toy_files):
+    src, tgt = (open(f, encoding="utf-8").read().splitlines() for f in toy_files)
+    paths = {}
+    for name, part in (("a", slice(0, 400)), ("b", slice(400, None))):
+        paths[name] = [str(tmp_path / f"{name}.{side}") for side in ("src", "tgt")]
+        for path, lines in zip(paths[name], (src[part], tgt[part])):
+            open(path, "w", encoding="utf-8").write("".join(x + "\n" for x in lines))
+    spec = lambda ga, gb: [CorpusSpec(src=paths["a"][0], tgt=paths["a"][1], group=ga),  # noqa: E731
+                           CorpusSpec(src=paths["b"][0], tgt=paths["b"][1], group=gb)]
+    config = TrainConfig(**{**SMALL, "sampling_temperature": 2.0})
+    out = str(tmp_path / "m")
+    tok = TokenizerConfig(vocab_size=600, sample_sentences=3000)
+    train(spec("a", "b"), out, config=TrainConfig(**{**SMALL, "sampling_temperature": 2.0, "max_steps": 6}),
+          tokenizer_config=tok)
+    with pytest.raises(ConfigError, match="sampling groups"):  # the same pairs, one group: another epoch order
+        train(spec("x", "x"), out, config=config, resume=True)
+    state = os.path.join(out, "checkpoint", "state.json")
+    meta = json.load(open(state))
+    pairs_fp, groups_fp = meta["data_fingerprint"].split("/")
+    assert len(groups_fp) == 16
+    meta["data_fingerprint"] = pairs_fp  # a checkpoint written before the groups were fingerprinted
+    json.dump(meta, open(state, "w"))
+    train(spec("a", "b"), out, config=config, resume=True)
+    assert load_model(out).config["training"]["complete"]
+
+
 def test_clean_drops_pairs_that_break_the_filter_rules_and_keeps_their_groups():
     from bitextmine.training.data import clean_with_rules
 

@@ -93,12 +93,17 @@ def _check_meta(ckpt_dir: str, meta: dict, data_fp: str, config: TrainConfig) ->
     if meta.get("checkpoint_version") != CHECKPOINT_VERSION:
         raise ModelFormatError(f"{ckpt_dir}: checkpoint_version {meta.get('checkpoint_version')!r}; "
                                f"expected {CHECKPOINT_VERSION}")
-    if meta.get("data_fingerprint") != data_fp:
+    saved_fp = meta.get("data_fingerprint") or ""
+    pairs_fp = data_fp.split("/")[0]
+    if saved_fp.split("/")[0] != pairs_fp:
         raise ConfigError(f"--resume: {ckpt_dir} was made from other training data (or other cleaning/dev split)")
     saved = meta.get("config", {})
     for key in MATCHING_KEYS:  # a key a checkpoint predates had its default then
         if saved.get(key, getattr(TrainConfig, key)) != getattr(config, key):
             raise ConfigError(f"--resume: checkpoint has {key}={saved.get(key)}, this run {getattr(config, key)}")
+    if saved_fp not in (data_fp, pairs_fp):  # a checkpoint older than the groups' part holds the pairs' part only
+        raise ConfigError(f"--resume: {ckpt_dir} was made with other sampling groups (language pairs) for the "
+                          "same training pairs; the epoch order would change")
 
 
 def _check_generator(ckpt_dir: str, meta: dict, stored, gen) -> None:

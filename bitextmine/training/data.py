@@ -65,6 +65,14 @@ def data_fingerprint(src: Sequence[str], tgt: Sequence[str]) -> str:
     return h.hexdigest()[:16]
 
 
+def groups_fingerprint(groups: np.ndarray | None, temperature: float) -> str:
+    """"" or "/" + 16 hex digits over the pairs' sampling groups (int64 (n,)) when they shape the epoch
+    order (a temperature other than 1); appended to :func:`data_fingerprint`."""
+    if groups is None or temperature == 1:
+        return ""
+    return "/" + hashlib.sha256(np.ascontiguousarray(groups, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
 def split_dev(src: list[str], tgt: list[str], n_dev: int, seed: int):
     """Hold apart ``n_dev`` random pairs; also drop training pairs sharing a text with a dev pair.
 

@@ -27,8 +27,8 @@ from ..model import Model, make_encoder, piece_dropout, shuffle_words, tensors_f
 from ..tokenizer import Tokenizer, sample_sentences, train_sentencepiece
 from .checkpoint import (CHECKPOINT_DIR, has_checkpoint, load_checkpoint, load_checkpoint_tokenizer, new_state,
                          save_checkpoint)
-from .data import (Side, build_devsets, cat_flat, concat_sides, data_fingerprint, epoch_order, megabatch_pairs,
-                   read_training_pairs, shared_text_ids, token_counts)
+from .data import (Side, build_devsets, cat_flat, concat_sides, data_fingerprint, epoch_order, groups_fingerprint,
+                   megabatch_pairs, read_training_pairs, shared_text_ids, token_counts)
 from .negatives import choose_negatives, hinge_loss, infonce_loss, paraphrase_negatives
 
 Progress = Callable[[dict], None]
@@ -98,7 +98,7 @@ def train(
         raise ConfigError(f"--resume: no checkpoint in {ckpt_dir}")
     t0 = time.time()
     src, tgt, groups, group_names, dev_src, dev_tgt, stats = read_training_pairs(corpora, sts_pairs, config, log)
-    data_fp = data_fingerprint(src, tgt)
+    data_fp = data_fingerprint(src, tgt) + groups_fingerprint(groups, config.sampling_temperature)
     tok = _tokenizer(src, tgt, config, tokenizer_config, tokenizer_path, init_model, ckpt_dir if resume else None, log)
     log(f"tokenising {2 * len(src)} training sentences (vocabulary {tok.vocab_size})")
     data = _TrainData.build(src, tgt, tok, config, dev_src, dev_tgt, dev_tatoeba, dev_sts, groups)
