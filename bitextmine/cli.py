@@ -175,6 +175,8 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--spm-sample", type=click.IntRange(1000), default=K.sample_sentences, show_default=True, help="Sentences sampled to train SentencePiece.")
 @click.option("--spm-normalization", type=click.Choice(SPM_NORMALIZATIONS), default=K.normalization, show_default=True,
               help="SentencePiece's normalisation rule, stored in the model (nmt_nfkc_cf also folds case).")
+@click.option("--character-coverage", type=click.FloatRange(0.9, 1.0), default=K.character_coverage, show_default=True,
+              help="Share of the training characters SentencePiece keeps as pieces; the rest read as unknown.")
 @click.option("--dim", type=click.IntRange(1), default=T.dim, show_default=True, help="Embedding dimension.")
 @click.option("--untrained", is_flag=True, help="Save the random initial model (normal(0,1) vectors): the random-encoder baseline.")
 @click.option("--negatives", type=click.Choice(NEGATIVES), default=T.negatives, show_default=True,
@@ -225,7 +227,7 @@ T, K = TrainConfig, TokenizerConfig
                    "CUDA GPUs with bf16, off on CPU.")
 @_device_option(T.device)
 @_quiet_option
-def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sample, spm_normalization, dim, untrained, negatives,
+def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sample, spm_normalization, character_coverage, dim, untrained, negatives,
           paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, clean, epochs, batch_size, loss,
           margin, scale, sampling_temperature,
           dropout, lr, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
@@ -256,7 +258,8 @@ def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sa
                          checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads, amp=amp,
                          fp16=not fp32)
     tok_config = TokenizerConfig(vocab_size=vocab_size or K.vocab_size, token_vocab_size=vocab_size or K.token_vocab_size,
-                                 sample_sentences=spm_sample, normalization=spm_normalization)
+                                 sample_sentences=spm_sample, normalization=spm_normalization,
+                                 character_coverage=character_coverage)
     bar = None
 
     def say(message: str) -> None:

@@ -407,3 +407,35 @@ def test_spm_normalization_nmt_nfkc_cf_folds_case_in_the_stored_model(tmp_path):
     plain = Tokenizer(train_sentencepiece(sentences, TokenizerConfig(vocab_size=60)))
     assert list(folded.encode_lists(["The HOUSE"])[0]) == list(folded.encode_lists(["the house"])[0])
     assert list(plain.encode_lists(["The HOUSE"])[0]) != list(plain.encode_lists(["the house"])[0])
+
+
+def test_character_coverage_keeps_rare_characters_as_pieces():
+    import random
+
+    from bitextmine.config import TokenizerConfig
+    from bitextmine.tokenizer import Tokenizer, train_sentencepiece
+
+    rng = random.Random(0)
+    words = ["the", "house", "haus", "das", "is", "ist", "big", "gross", "lake", "see"]
+    sentences = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(3000)]
+    sentences += ["書 話 見"] * 5  # 15 of about 100,000 characters: under SentencePiece's 0.9995 cut
+    unknown = lambda tok: sum(int(i) == 0 for i in tok.encode_lists(["書"])[0])  # noqa: E731 (unk_id 0)
+    assert unknown(Tokenizer(train_sentencepiece(sentences, TokenizerConfig(vocab_size=80)))) == 1
+    assert unknown(Tokenizer(train_sentencepiece(sentences, TokenizerConfig(vocab_size=80,
+                                                                            character_coverage=1.0)))) == 0
+
+
+def test_train_cli_passes_the_tokenizer_options_to_sentencepiece(tmp_path, small_files):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+
+    out = str(tmp_path / "cf")
+    r = CliRunner().invoke(main, ["train", "--src", small_files[0], "--tgt", small_files[1], "--out", out,
+                                  "--spm-normalization", "nmt_nfkc_cf", "--character-coverage", "1.0", "--dim", "16",
+                                  "--epochs", "1", "--vocab-size", "600", "--dev-pairs", "50", "--device", "cpu", "-q"])
+    assert r.exit_code == 0, r.output
+    tok = load_model(out).tokenizer
+    chars = sorted(set("".join(open(small_files[0], encoding="utf-8").read().split())))
+    assert all(0 not in list(tok.encode_lists([c])[0]) for c in chars)  # every character has a piece
+    assert list(tok.encode_lists(["HAUS"])[0]) == list(tok.encode_lists(["haus"])[0])

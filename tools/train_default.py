@@ -131,6 +131,7 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=TrainConfig.lr)
     ap.add_argument("--dropout", type=float, default=TrainConfig.dropout)
     ap.add_argument("--spm-normalization", default=TokenizerConfig.normalization)
+    ap.add_argument("--character-coverage", type=float, default=TokenizerConfig.character_coverage)
     ap.add_argument("--clean", action="store_true", help="drop pairs that break filter's default rules")
     ap.add_argument("--holdout", type=int, default=0, metavar="N",
                     help="hold apart N pairs per language for large mining tasks (0 = none, as the 2026-11-21 model)")
@@ -158,7 +159,9 @@ def main() -> None:
                            scale=args.scale, sampling_temperature=args.sampling_temperature, max_steps=args.max_steps,
                            clean=args.clean, batch_size=args.batch_size, megabatch_max=args.megabatch_max, lr=args.lr,
                            dropout=args.dropout),
-        tokenizer_config=TokenizerConfig(vocab_size=args.vocab, normalization=args.spm_normalization), tokenizer_path=args.spm_model,
+        tokenizer_config=TokenizerConfig(vocab_size=args.vocab, normalization=args.spm_normalization,
+                                         character_coverage=args.character_coverage),
+        tokenizer_path=args.spm_model,
         dev_tatoeba=dev_tatoeba, dev_sts=dev_sts, languages=["en", *LANGS], resume=args.resume, progress=progress,
     )
     print(f"done in {result.seconds:.0f}s, {result.steps} mini-batches, {result.pairs_per_second:.0f} pairs/s, "
