@@ -69,12 +69,14 @@ def corpora(train_dir: str, tmp: str) -> list[CorpusSpec]:
     return specs
 
 
-def hold_apart(specs: list[CorpusSpec], n: int, seed: int, out_dir: str, tmp: str) -> list[CorpusSpec]:
+def hold_apart(specs: list[CorpusSpec], n: int, seed: int, out_dir: str, tmp: str,
+               min_corpus: int = 10_000) -> list[CorpusSpec]:
     """Hold apart ``n`` random pairs per language (seeded) for mining tasks that the model never trained
-    on: written to ``out_dir``/en-XX.en and en-XX.XX, drawn from the corpora with English as source
-    among pairs whose two texts occur nowhere else in the training data (so each text has exactly one
-    gold partner, and holding it apart removes nothing else). Returns the specs rewritten to ``tmp``
-    without the held-apart pairs (and anything sharing a text with them)."""
+    on: written to ``out_dir``/en-XX.en and en-XX.XX, drawn from the corpora with English as source and
+    at least ``min_corpus`` pairs (a small corpus can be a language's only source of one kind of text:
+    Arabic's 7,298 Anki sentences), among pairs whose two texts occur nowhere else in the training data
+    (so each text has exactly one gold partner, and holding it apart removes nothing else). Returns the
+    specs rewritten to ``tmp`` without the held-apart pairs (and anything sharing a text with them)."""
     import numpy as np
 
     from collections import Counter
@@ -83,7 +85,7 @@ def hold_apart(specs: list[CorpusSpec], n: int, seed: int, out_dir: str, tmp: st
     counts = Counter(t.strip() for _, src, tgt in data for side in (src, tgt) for t in side)
     pools: dict[str, list] = {}
     for spec, src, tgt in data:
-        if not str(spec.src).removesuffix(".gz").endswith(".en"):  # English is not the source side
+        if not str(spec.src).removesuffix(".gz").endswith(".en") or len(src) < min_corpus:  # English second, or small
             continue
         for a, b in zip(src, tgt):
             a, b = a.strip(), b.strip()
@@ -136,12 +138,14 @@ def main() -> None:
     ap.add_argument("--holdout", type=int, default=0, metavar="N",
                     help="hold apart N pairs per language for large mining tasks (0 = none, as the 2026-11-21 model)")
     ap.add_argument("--holdout-dir", default=os.path.join(os.path.dirname(__file__), "..", ".bench", "holdout"))
+    ap.add_argument("--holdout-min-corpus", type=int, default=10_000, metavar="PAIRS",
+                    help="draw held-apart pairs only from corpora of at least this many pairs")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bitextmine-default-")
     specs = corpora(os.path.join(args.data, "train"), tmp)
     if args.holdout:
-        specs = hold_apart(specs, args.holdout, args.seed, args.holdout_dir, tmp)
+        specs = hold_apart(specs, args.holdout, args.seed, args.holdout_dir, tmp, args.holdout_min_corpus)
     tat = os.path.join(args.data, "dev", "tatoeba", "v1")
     dev_tatoeba = [(f"{tat}/tatoeba.{c}-eng.{c}", f"{tat}/tatoeba.{c}-eng.eng") for c in LANGS.values()]
     dev_sts = [os.path.join(args.data, "dev", "stsbenchmark", "sts-dev.csv")]
