@@ -1,0 +1,50 @@
+"""The dev tools that build evaluation data: held-apart pairs and mining tasks of any size."""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+
+from bitextmine.corpus import CorpusSpec  # noqa: E402
+
+
+def _write(path, lines):
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return str(path)
+
+
+def test_hold_apart_draws_only_from_large_corpora_and_removes_the_pairs(tmp_path):
+    from train_default import hold_apart
+
+    big = [CorpusSpec(src=_write(tmp_path / "big.en", [f"english {i}" for i in range(200)]),
+                      tgt=_write(tmp_path / "big.de", [f"deutsch {i}" for i in range(200)]), group="de")]
+    small = [CorpusSpec(src=_write(tmp_path / "small.en", [f"short {i}" for i in range(50)]),
+                        tgt=_write(tmp_path / "small.de", [f"kurz {i}" for i in range(50)]), group="de")]
+    (tmp_path / "tmp").mkdir()
+    out = hold_apart(big + small, 30, 0, str(tmp_path / "held"), str(tmp_path / "tmp"), min_corpus=100)
+    en = (tmp_path / "held" / "en-de.en").read_text(encoding="utf-8").splitlines()
+    de = (tmp_path / "held" / "en-de.de").read_text(encoding="utf-8").splitlines()
+    assert len(en) == 30 and all(e.startswith("english") for e in en)
+    assert [d.split()[1] for d in de] == [e.split()[1] for e in en]  # still aligned
+    kept = out[0].read()[0]
+    assert len(kept) == 170 and not set(en) & set(kept)
+    assert len(out[1].read()[0]) == 50  # the small corpus is whole
+
+
+def test_mining_task_gold_lines_and_distractors_without_known_translations():
+    from f1_by_size import build_task
+
+    gold_fx, gold_en = [f"g{i}" for i in range(40)], [f"G{i}" for i in range(40)]
+    pool = [(f"f{i}", f"E{i}") for i in range(400)] + [("f1", "E999")]  # f1 has two English partners
+    partners = {}
+    for f, e in pool:
+        partners.setdefault(f, set()).add(e)
+    src, tgt, gold, g = build_task((gold_fx, gold_en, pool, partners), 100, np.random.default_rng(0))
+    assert g == 40 and len(gold) == 40  # size // 2 = 50, but only 40 gold pairs exist
+    assert len(src) == len(tgt) == 100 and len(set(src)) == len(set(tgt)) == 100
+    for s, t in gold:
+        assert src[s - 1][0] == "g" and tgt[t - 1] == "G" + src[s - 1][1:]
+    chosen = {x for x in src if x.startswith("f")}
+    assert not {e for f in chosen for e in partners[f]} & set(tgt)

@@ -1,0 +1,147 @@
+"""Precision, recall and F1 of `bitextmine mine` as a user runs it (default settings, or the given
+--threshold / --min-z), on mining tasks from 30 lines to as many as the data allows, per language.
+
+    python tools/f1_by_size.py --model DIR --holdout .bench/holdout --sizes 30 300 3000 30000 200000
+
+Task (language L, size N): the source side holds G = min(N // 2, held-apart pairs) foreign sentences
+held apart from the model's training (tools/train_default.py --holdout), the target side their G
+English translations; both sides are then filled up to N lines with distractors from L's training
+pairs: foreign lines from one random half of the pairs, English lines from the other half, leaving out
+every English line that is a known translation (a partner in any corpus) of a chosen foreign line,
+and every held-apart text. Both sides are shuffled and mined by :func:`bitextmine.pipeline.mine_files`
+(what `bitextmine mine --ids` runs: exact search up to 1M lines a side, IVF above). A printed pair is
+right when it is a gold pair (by line numbers); precision = right pairs / printed pairs, recall =
+right pairs / G. Distractors that translate each other without being a known pair count as errors, so
+precision is a lower bound. Several draws at small sizes (--draws). The held-apart pairs are dev
+data: never trained on, used to choose settings and to report them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from train_default import DATA, LANGS, corpora  # noqa: E402
+
+from bitextmine.config import MineConfig  # noqa: E402
+from bitextmine.corpus import read_parallel  # noqa: E402
+from bitextmine.model import load_model  # noqa: E402
+from bitextmine.pipeline import mine_files  # noqa: E402
+
+
+def language_pairs(specs, holdout: str) -> dict[str, tuple]:
+    """Per language: (gold foreign, gold English, distractor pool of (foreign, English) pairs without any
+    held-apart text, English partners of each foreign text over all corpora)."""
+    pool: dict[str, list] = defaultdict(list)
+    partners: dict[str, dict] = defaultdict(lambda: defaultdict(set))
+    for spec in specs:
+        src, tgt = spec.read()
+        en_first = str(spec.src).removesuffix(".gz").endswith(".en")
+        lang = spec.group_name()
+        for a, b in zip(src, tgt):
+            en, fx = (a.strip(), b.strip()) if en_first else (b.strip(), a.strip())
+            if en and fx:
+                pool[lang].append((fx, en))
+                partners[lang][fx].add(en)
+    out = {}
+    for lang in pool:
+        fx, en = read_parallel(os.path.join(holdout, f"en-{lang}.{lang}"), os.path.join(holdout, f"en-{lang}.en"))
+        held = set(fx) | set(en)
+        clean = [(f, e) for f, e in pool[lang] if f not in held and e not in held]
+        out[lang] = (fx, en, clean, partners[lang])
+    return out
+
+
+def build_task(lang_data: tuple, size: int, rng: np.random.Generator):
+    """(source lines, target lines, gold {(source line no., target line no.)}, G), line numbers from 1."""
+    gold_fx, gold_en, pool, partners = lang_data
+    g = min(size // 2, len(gold_fx))
+    pick = rng.choice(len(gold_fx), g, replace=False)
+    order = rng.permutation(len(pool))
+    half = len(order) // 2
+    used_fx, used_en = {gold_fx[i] for i in pick}, {gold_en[i] for i in pick}
+    fx = _distinct([pool[i][0] for i in order[:half]], size - g, used_fx)
+    forbidden = used_en | {e for f in fx for e in partners[f]}
+    en = _distinct([pool[i][1] for i in order[half:]], size - g, forbidden)
+    src = [gold_fx[i] for i in pick] + fx
+    tgt = [gold_en[i] for i in pick] + en
+    ps, pt = rng.permutation(len(src)), rng.permutation(len(tgt))
+    at_s, at_t = np.argsort(ps), np.argsort(pt)
+    gold = {(int(at_s[i]) + 1, int(at_t[i]) + 1) for i in range(g)}
+    return [src[i] for i in ps], [tgt[i] for i in pt], gold, g
+
+
+def _distinct(lines: list[str], n: int, exclude: set[str]) -> list[str]:
+    """The first ``n`` distinct lines not in ``exclude`` (which grows by them)."""
+    out = []
+    for line in lines:
+        if len(out) == n:
+            break
+        if line not in exclude:
+            exclude.add(line)
+            out.append(line)
+    return out
+
+
+def score_task(src: list[str], tgt: list[str], gold: set, g: int, model, config: MineConfig):
+    """(precision, recall, F1, printed pairs, seconds) of mine_files on the task."""
+    with tempfile.TemporaryDirectory() as d:
+        paths = [os.path.join(d, name) for name in ("src.txt", "tgt.txt")]
+        for path, lines in zip(paths, (src, tgt)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.writelines(line + "\n" for line in lines)
+        out = io.StringIO()
+        t0 = time.time()
+        mine_files(*paths, out, model=model, config=config, ids=True)
+        seconds = time.time() - t0
+    printed = right = 0
+    for row in out.getvalue().splitlines():
+        cols = row.split("\t")
+        s_ids, t_ids = (list(map(int, c.split(","))) for c in cols[3:5])
+        printed += 1
+        right += any((s, t) in gold for s in s_ids for t in t_ids)
+    p, r = right / max(1, printed), right / max(1, g)
+    return p, r, 2 * p * r / max(1e-9, p + r), printed, seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--holdout", default=os.path.join(os.path.dirname(__file__), "..", ".bench", "holdout"))
+    ap.add_argument("--sizes", type=int, nargs="+", default=[30, 300, 3000, 30000])
+    ap.add_argument("--draws", type=int, default=5, help="draws per size up to 3,000 lines (one above)")
+    ap.add_argument("--langs", nargs="+", default=list(LANGS))
+    ap.add_argument("--threshold", type=float, default=MineConfig.threshold)
+    ap.add_argument("--min-z", type=float, default=MineConfig.min_z)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    model = load_model(args.model)
+    config = MineConfig(threshold=args.threshold, min_z=args.min_z)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = language_pairs(corpora(os.path.join(DATA, "train"), tmp), args.holdout)
+    print(f"model {model.fingerprint}; --threshold {config.threshold:g} --min-z {config.min_z:g}, other settings default")
+    print("\n| language | lines a side | gold pairs | precision | recall | F1 | printed | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    for lang in args.langs:
+        rng = np.random.default_rng([args.seed, sum(map(ord, lang))])
+        for size in args.sizes:
+            runs = [score_task(*build_task(data[lang], size, rng), model, config)
+                    for _ in range(args.draws if size <= 3000 else 1)]
+            p, r, f, printed, sec = np.mean(runs, axis=0)
+            src_n = min(size, len(data[lang][2]) // 2)
+            print(f"| {lang} | {src_n:,} | {min(size // 2, len(data[lang][0])):,} | {p:.3f} | {r:.3f} | {f:.3f} | "
+                  f"{printed:.0f} | {sec:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
