@@ -48,3 +48,17 @@ def test_mining_task_gold_lines_and_distractors_without_known_translations():
         assert src[s - 1][0] == "g" and tgt[t - 1] == "G" + src[s - 1][1:]
     chosen = {x for x in src if x.startswith("f")}
     assert not {e for f in chosen for e in partners[f]} & set(tgt)
+
+
+def test_weighted_logistic_fit_recovers_the_generating_coefficients():
+    from calibrate_combined import fit_logistic
+
+    rng = np.random.default_rng(0)
+    f = rng.normal(size=(20000, 3))
+    true = np.array([2.0, -1.0, 0.5, 0.3])
+    y = (rng.random(20000) < 1 / (1 + np.exp(-(f @ true[:3] + true[3])))).astype(float)
+    beta = fit_logistic(f, y, np.full(20000, 1 / 20000))
+    assert np.allclose(beta, true, atol=0.1)
+    doubled = fit_logistic(np.vstack([f, f[:100]]), np.concatenate([y, y[:100]]),
+                           np.concatenate([np.full(20000, 1.0), np.zeros(100)]))
+    assert np.allclose(doubled, beta, atol=1e-6)  # rows of weight 0 change nothing
