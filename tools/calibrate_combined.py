@@ -19,31 +19,28 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from calibrate_threshold import DRAWS, LANGS, draw, encoded_task  # noqa: E402
+from calibrate_threshold import DRAWS, LANGS, candidates, draw, encoded_task  # noqa: E402
 
 from bitextmine.config import MineConfig  # noqa: E402
 from bitextmine.corpus import read_lines  # noqa: E402
 from bitextmine.encoding import encode  # noqa: E402
-from bitextmine.mining import mine_embeddings  # noqa: E402
-from bitextmine.mining.standout import moments_of, pair_standout  # noqa: E402
 from bitextmine.model import load_model  # noqa: E402
 
 Z_CAP = 12.0
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples")
 
 
-def candidates(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def features(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Features of mine's candidate pairs before any threshold: float64 (c, 3) margin, cosine, z;
     and the (src, tgt) rows int64 (c, 2)."""
-    pairs = mine_embeddings(x, y, config=MineConfig(threshold=-np.inf, min_cosine=-np.inf, min_z=0))
-    z = pair_standout(pairs.cosine, pairs.src, pairs.tgt, lambda i: x[i], lambda i: y[i], moments_of(x),
-                      moments_of(y))
+    pairs, z = candidates(x, y)
     feats = np.stack([pairs.score, pairs.cosine, np.minimum(z, Z_CAP)], 1).astype(np.float64)
     return feats, np.stack([pairs.src, pairs.tgt], 1)
 
@@ -92,7 +89,7 @@ def build_tasks(model, holdout: str | None, sizes: list[int], seed: int) -> list
         for size in sizes:
             for _ in range(DRAWS.get(size, 3)):
                 x, y, gold = draw(X, Y, P, size, 0.5, rng)
-                feats, rows = candidates(x, y)
+                feats, rows = features(x, y)
                 hit = np.array([(int(s), int(t)) in gold for s, t in rows], bool)
                 tasks.append((lang, size, feats, hit, len(gold)))
     return tasks
@@ -116,10 +113,12 @@ def main() -> None:
     tasks = build_tasks(model, args.holdout, args.sizes, args.seed)
     feats = np.vstack([t[2] for t in tasks])
     hits = np.concatenate([t[3] for t in tasks]).astype(np.float64)
-    weights = np.concatenate([np.full(len(t[3]), 1.0 / sum(len(u[3]) for u in tasks if u[:2] == t[:2]))
-                              for t in tasks])
+    per_group = Counter()
+    for t in tasks:
+        per_group[t[:2]] += len(t[3])
+    weights = np.concatenate([np.full(len(t[3]), 1.0 / per_group[t[:2]]) for t in tasks])
     beta = fit_logistic(feats, hits, weights)
-    ex_feats, _ = candidates(*(encode(read_lines(os.path.join(EXAMPLE, f)), model) for f in ("de.txt", "en.txt")))
+    ex_feats, _ = features(*(encode(read_lines(os.path.join(EXAMPLE, f)), model) for f in ("de.txt", "en.txt")))
     default = MineConfig()
     keep_default = lambda f: (f[:, 0] >= default.threshold) & (f[:, 2] >= default.min_z)  # noqa: E731
     t_all, _ = best_threshold(tasks, None, beta)

@@ -73,10 +73,17 @@ def draw(X, Y, P, size: int, keep: float, rng: np.random.Generator):
     return X[pick], tgt[perm], {(int(i), int(at[j])) for j, i in enumerate(np.flatnonzero(kept))}
 
 
-def prf_table(x, y, gold) -> np.ndarray:
-    """Precision, recall, F1 for every (standout floor, threshold): float (len(ZS), len(GRID), 3)."""
+def candidates(x, y):
+    """mine's candidate pairs with its default search and selection and no threshold, and each one's
+    standout z float (c,)."""
     pairs = mine_embeddings(x, y, config=MineConfig(threshold=-np.inf, min_cosine=-np.inf, min_z=0))
     z = pair_standout(pairs.cosine, pairs.src, pairs.tgt, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
+    return pairs, z
+
+
+def prf_table(x, y, gold) -> np.ndarray:
+    """Precision, recall, F1 for every (standout floor, threshold): float (len(ZS), len(GRID), 3)."""
+    pairs, z = candidates(x, y)
     hit = np.array([(int(s), int(t)) in gold for s, t in zip(pairs.src, pairs.tgt)], bool)
     out = np.zeros((len(ZS), len(GRID), 3))
     for i, z0 in enumerate(ZS):

@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from train_default import DATA, LANGS, corpora  # noqa: E402
+from train_default import DATA, LANGS, corpora, english_first  # noqa: E402
 
 from bitextmine.config import MineConfig  # noqa: E402
 from bitextmine.corpus import read_parallel  # noqa: E402
@@ -46,7 +46,7 @@ def language_pairs(specs, holdout: str) -> dict[str, tuple]:
     partners: dict[str, dict] = defaultdict(lambda: defaultdict(set))
     for spec in specs:
         src, tgt = spec.read()
-        en_first = str(spec.src).removesuffix(".gz").endswith(".en")
+        en_first = english_first(spec)
         lang = spec.group_name()
         for a, b in zip(src, tgt):
             en, fx = (a.strip(), b.strip()) if en_first else (b.strip(), a.strip())

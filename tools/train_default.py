@@ -69,6 +69,11 @@ def corpora(train_dir: str, tmp: str) -> list[CorpusSpec]:
     return specs
 
 
+def english_first(spec: CorpusSpec) -> bool:
+    """Whether the corpus's source side is English (its file name ends in .en or .en.gz)."""
+    return str(spec.src).removesuffix(".gz").endswith(".en")
+
+
 def hold_apart(specs: list[CorpusSpec], n: int, seed: int, out_dir: str, tmp: str,
                min_corpus: int = 10_000) -> list[CorpusSpec]:
     """Hold apart ``n`` random pairs per language (seeded) for mining tasks that the model never trained
@@ -85,7 +90,7 @@ def hold_apart(specs: list[CorpusSpec], n: int, seed: int, out_dir: str, tmp: st
     counts = Counter(t.strip() for _, src, tgt in data for side in (src, tgt) for t in side)
     pools: dict[str, list] = {}
     for spec, src, tgt in data:
-        if not str(spec.src).removesuffix(".gz").endswith(".en") or len(src) < min_corpus:  # English second, or small
+        if not english_first(spec) or len(src) < min_corpus:
             continue
         for a, b in zip(src, tgt):
             a, b = a.strip(), b.strip()
