@@ -31,6 +31,8 @@ def test_hold_apart_draws_only_from_large_corpora_and_removes_the_pairs(tmp_path
     kept = out[0].read()[0]
     assert len(kept) == 170 and not set(en) & set(kept)
     assert len(out[1].read()[0]) == 50  # the small corpus is whole
+    folder = f"{tmp_path.name} (held-apart pairs removed)"  # the corpus's folder, as the model records it
+    assert out[0].describe() == f"{folder}/big.en + {folder}/big.de"
 
 
 def test_mining_task_gold_lines_and_distractors_without_known_translations():

@@ -38,7 +38,9 @@ def without_tatoeba_eval(en: str, other: str, tmp: str) -> CorpusSpec:
     src, tgt = read_parallel(en, other)
     keep = [i for i, f in enumerate(flags) if f.strip() == "0"]
     name = os.path.basename(en).split(".")[0]
-    paths = (os.path.join(tmp, f"anki.{name}.en"), os.path.join(tmp, f"anki.{name}.xx"))
+    folder = os.path.join(tmp, "tatoeba_anki (without Tatoeba test English)")  # the model records this name
+    os.makedirs(folder, exist_ok=True)
+    paths = (os.path.join(folder, f"{name}.en"), os.path.join(folder, f"{name}.xx"))
     for path, side in zip(paths, (src, tgt)):
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(side[i] + "\n" for i in keep)
@@ -111,13 +113,23 @@ def hold_apart(specs: list[CorpusSpec], n: int, seed: int, out_dir: str, tmp: st
     for i, (spec, src, tgt) in enumerate(data):
         keep = [j for j, (a, b) in enumerate(zip(src, tgt)) if a.strip() not in held and b.strip() not in held]
         dropped += len(src) - len(keep)
-        paths = (os.path.join(tmp, f"train{i}.src"), os.path.join(tmp, f"train{i}.tgt"))
+        paths = tuple(kept_path(p, i, tmp) for p in (spec.src, spec.tgt))
         for path, side in zip(paths, (src, tgt)):
             with open(path, "w", encoding="utf-8") as f:
                 f.writelines(side[j] + "\n" for j in keep)
         out.append(CorpusSpec(src=paths[0], tgt=paths[1], group=spec.group_name()))
     print(f"dropped {dropped} training pairs sharing a text with a held-apart pair", flush=True)
     return out
+
+
+def kept_path(path: str, i: int, tmp: str) -> str:
+    """Where corpus ``i``'s side ``path`` is rewritten without the held-apart pairs: tmp/i/FOLDER (held-apart
+    pairs removed)/NAME, so that the model's record of its corpora (folder and file name) still names it."""
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    name = os.path.basename(str(path)).removesuffix(".gz")
+    out = os.path.join(tmp, str(i), f"{folder} (held-apart pairs removed)")
+    os.makedirs(out, exist_ok=True)
+    return os.path.join(out, name)
 
 
 def main() -> None:
