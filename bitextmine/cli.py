@@ -428,12 +428,18 @@ def _pipeline_options(f):
 @click.option("--tgt-emb", default=None, metavar="FILE", help="Embeddings of every line of TGT.")
 @embedding_options
 @_search_options
-@click.option("--threshold", type=float, default=M.threshold, show_default=True, help="Keep pairs scoring at least this.")
+@click.option("--threshold", type=float, default=M.threshold, show_default=True,
+              help="Keep pairs scoring at least this (the default applies where --per-language finds no calibration).")
 @click.option("--min-cosine", type=float, default=M.min_cosine, show_default=True, help="Keep pairs with at least this cosine.")
 @click.option("--min-z", type=float, default=M.min_z, show_default=True,
               help="Keep pairs whose cosine stands out by at least this many standard deviations from each sentence's "
               "cosines with the other side's other lines (mean of both sentences; does not grow on small inputs as "
               "margins do; 0: off, LASER's margin mining).")
+@click.option("--per-language/--no-per-language", default=M.per_language, show_default=True,
+              help="Use the model's --threshold, --min-z and --min-cosine calibrated for the two sides' languages when "
+              "it has them (the bundled model: each of its languages with English); the languages come from "
+              f"--src-lang/--tgt-lang or are detected on each side's first {M.detect_lines} lines. Giving any of "
+              "the three options turns it off. The run's summary names the settings used.")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--explain", is_flag=True, help="Append the ids, then the cosine, both neighbour means, the direction "
               "that proposed the pair (fwd, bwd or both) and its z (see --min-z).")
@@ -447,8 +453,9 @@ def _pipeline_options(f):
 @_rule_options
 @_device_option(M.device)
 @_quiet_option
-def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, ids, explain, block_size, sif, marked,
-         use_rules, src_lang, tgt_lang, device, quiet, work_dir, resume, chunk_lines, engine, ray_address, **kw):
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, per_language, ids, explain,
+         block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, work_dir, resume, chunk_lines, engine,
+         ray_address, **kw):
     """Mine translation pairs between two text files (one sentence per line).
 
     Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first. Exact search runs in
@@ -464,8 +471,10 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
 
     rules = _rules_from(kw)
     embeddings = _embeddings_from(kw)
+    given = any(click.get_current_context().get_parameter_source(p) != click.core.ParameterSource.DEFAULT
+                for p in ("threshold", "min_cosine", "min_z"))
     config = MineConfig(**_search_from(kw), threshold=threshold, min_cosine=min_cosine, min_z=min_z,
-                        block_size=block_size, device=device)
+                        per_language=per_language and not given, block_size=block_size, device=device)
     pipeline = PipelineConfig(work_dir=work_dir or "", resume=resume, chunk_lines=chunk_lines, engine=engine,
                               ray_address=ray_address or "")
     bars: dict = {}

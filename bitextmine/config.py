@@ -94,6 +94,11 @@ class MineConfig:
     # Unlike a margin it does not grow on small inputs. Chosen with the threshold by tools/calibrate_threshold.py
     # (README, "The default threshold"). 0 = off (LASER's margin mining).
     min_z: float = 4.0
+    # Use the model's threshold, min_z and min_cosine calibrated for the two sides' languages when it has
+    # them (bitextmine/mining/calibrated.py); the languages are given (src_lang/tgt_lang) or detected on
+    # the first detect_lines lines of each side. The values above apply to other language pairs.
+    per_language: bool = True
+    detect_lines: int = 200
     block_size: int = 8192  # query rows per k-NN block (exact search: rows streamed per block); bounds memory
     device: str = "auto"  # auto | cpu | cuda
     index: str = "auto"  # auto | flat | ivf | ivfpq: exact search, or approximate (FAISS IVF) for large sides

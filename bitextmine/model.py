@@ -66,6 +66,11 @@ class Model:
         return self.config.get("encoder", "sp")
 
     @property
+    def mining(self) -> dict | None:
+        """The mining settings calibrated per language (:mod:`bitextmine.mining.calibrated`), or None."""
+        return self.config.get("mining")
+
+    @property
     def is_bag(self) -> bool:
         """True for the averaging encoders (sp, word, trigram): a sentence is a mean of table rows."""
         return self.encoder != "blstm-sp"
@@ -218,6 +223,10 @@ def load_model(path: str | None = None) -> Model:
     for name, shape in (("piece_counts", (rows,)), ("sif_pc", (model.dim,))):
         if name in tensors and tensors[name].shape != shape:
             raise ModelFormatError(f"{emb_path}: {name} of shape {tensors[name].shape}; expected {shape}")
+    if "mining" in cfg:
+        from .mining.calibrated import check_section
+
+        check_section(cfg["mining"], cfg_path)
     return model
 
 

@@ -1,20 +1,23 @@
-"""Choose the default `mine --threshold` and `--min-z` for a model on held-out Tatoeba v1 data (never
-trained on), at several input sizes.
+"""Choose `mine`'s default --threshold and --min-z for a model, and each language's own settings
+(--threshold, --min-z, --min-cosine; stored in the model with --write and used by `mine --per-language`),
+on dev data never trained on, at several input sizes.
 
     python tools/calibrate_threshold.py [--model DIR] [--sizes 30 100 300 1000] [--keep 0.5]
-    python tools/calibrate_threshold.py --model DIR --holdout .bench/holdout --sizes 30 300 3000 5000
+    python tools/calibrate_threshold.py --model DIR --tasks tatoeba holdout --write
 
 Task, for each of the 8 languages and each size N: N source sentences drawn at random from
 tatoeba.L-eng.L; the target side keeps the English translations of a random half (--keep) and replaces
 the others with English lines of other languages' Tatoeba files (distractors, none equal to an English
-line of this file), shuffled. Several draws per size (--draws: 20 at 30 lines, 10 at 100, 5 at 300,
-3 at 1,000; the 1,000 draws are the whole file with another half kept). Pairs are mined with the
+line of this file), shuffled. Several draws per size (20 at 30 lines, 10 at 100, 5 at 300, 3 at 1,000;
+the 1,000 draws are the whole file with another half kept). With --tasks holdout the tasks come from
+the training pairs held apart from the model (tools/train_default.py --holdout: UI strings, help text,
+news, Anki sentences; up to about 5,000 per language), the distractors from the other languages'
+held-apart English sides; with both, every figure is the mean of the two. Pairs are mined with the
 default k, margin and mode and no threshold; precision, recall and F1 of the gold pairs are computed for
-each margin threshold and standout floor (--min-z, bitextmine/mining/standout.py). Suggested: the pair
-with the best F1 averaged over sizes and languages; then the precision, recall and F1 of that default
-per size and language. With --holdout the tasks come from training pairs held apart from the model
-(UI strings, help text, news, Anki sentences; up to about 5,000 per language), the distractors from
-the other languages' held-apart English sides.
+each margin threshold, standout floor (--min-z, bitextmine/mining/standout.py) and cosine floor.
+Suggested default: the threshold and standout floor with the best F1 averaged over sizes and languages
+(no cosine floor); each language's own: its best F1 averaged over the sizes. "Best" is the top of the F1
+surface smoothed over neighbouring grid points (:func:`plateau`), not a lone peak.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from bitextmine.config import MineConfig  # noqa: E402
 from bitextmine.corpus import read_lines, read_parallel  # noqa: E402
 from bitextmine.encoding import encode  # noqa: E402
 from bitextmine.mining import mine_embeddings  # noqa: E402
+from bitextmine.mining.calibrated import write_section  # noqa: E402
 from bitextmine.mining.standout import moments_of, pair_standout  # noqa: E402
 from bitextmine.model import load_model  # noqa: E402
 
@@ -39,6 +43,7 @@ LANGS = ["deu", "fra", "spa", "ces", "rus", "cmn", "tur", "ara"]
 DRAWS = {30: 20, 100: 10, 300: 5, 1000: 3}
 GRID = np.round(np.arange(0.90, 2.01, 0.02), 2)  # margin thresholds
 ZS = np.array([0.0, 3.0, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0])  # standout floors (0: off)
+FLOORS = np.array([0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5])  # cosine floors (0: off)
 
 
 ISO = {"deu": "de", "fra": "fr", "spa": "es", "ces": "cs", "rus": "ru", "cmn": "zh", "tur": "tr", "ara": "ar"}
@@ -82,16 +87,18 @@ def candidates(x, y):
 
 
 def prf_table(x, y, gold) -> np.ndarray:
-    """Precision, recall, F1 for every (standout floor, threshold): float (len(ZS), len(GRID), 3)."""
+    """Precision, recall, F1 for every (cosine floor, standout floor, threshold): float
+    (len(FLOORS), len(ZS), len(GRID), 3)."""
     pairs, z = candidates(x, y)
     hit = np.array([(int(s), int(t)) in gold for s, t in zip(pairs.src, pairs.tgt)], bool)
-    out = np.zeros((len(ZS), len(GRID), 3))
-    for i, z0 in enumerate(ZS):
-        for j, th in enumerate(GRID):
-            sel = (pairs.score >= th) & (z >= z0)
-            tp = int((hit & sel).sum())
-            p, r = tp / max(1, int(sel.sum())), tp / max(1, len(gold))
-            out[i, j] = p, r, 2 * p * r / max(1e-9, p + r)
+    above = pairs.score[:, None] >= GRID[None, :]  # (pairs, thresholds)
+    out = np.zeros((len(FLOORS), len(ZS), len(GRID), 3))
+    for a, f in enumerate(FLOORS):
+        for i, z0 in enumerate(ZS):
+            sel = above & ((z >= z0) & (pairs.cosine >= f))[:, None]
+            tp, n = (sel & hit[:, None]).sum(0), sel.sum(0)
+            p, r = tp / np.maximum(1, n), tp / max(1, len(gold))
+            out[a, i] = np.stack([p, r, 2 * p * r / np.maximum(1e-9, p + r)], axis=1)
     return out
 
 
@@ -104,43 +111,100 @@ def show_grid(title: str, f1: np.ndarray) -> None:
         print(f"| {z0:g} | " + " | ".join(f"{f1[i, j]:.3f}" for j in cols) + " |")
 
 
+def plateau(f1: np.ndarray) -> np.ndarray:
+    """Each grid point's F1 averaged with its neighbours (one step along each axis, the edges repeated):
+    choosing its maximum prefers settings whose neighbours are as good, so that the choice does not hang on
+    one draw of the tasks or one sentence's score."""
+    padded = np.pad(f1, 1, mode="edge")
+    out = np.zeros_like(f1)
+    for shift in np.ndindex(*(3,) * f1.ndim):
+        out += padded[tuple(slice(d, d + n) for d, n in zip(shift, f1.shape))]
+    return out / 3 ** f1.ndim
+
+
+def best(f1: np.ndarray) -> tuple:
+    """The grid index of :func:`plateau`'s maximum."""
+    return tuple(int(i) for i in np.unravel_index(plateau(f1).argmax(), f1.shape))
+
+
+def settings(index: tuple) -> dict:
+    """{threshold, min_z, min_cosine} of a grid index (floor, z, threshold)."""
+    a, i, j = index
+    return {"threshold": float(GRID[j]), "min_z": float(ZS[i]), "min_cosine": float(FLOORS[a])}
+
+
+def flags(s: dict) -> str:
+    return f"--threshold {s['threshold']:.2f} --min-z {s['min_z']:g} --min-cosine {s['min_cosine']:g}"
+
+
+def measure(model, tasks: list[str], holdout: str, sizes: list[int], keep: float, seed: int) -> dict:
+    """{(language, size): mean P/R/F1 grid over the draws and the task sources}."""
+    res: dict = {}
+    for lang in LANGS:
+        for source in tasks:
+            X, Y, P = encoded_task(lang, model, holdout if source == "holdout" else None)
+            rng = np.random.default_rng(seed)
+            for size in sizes:
+                grid = np.mean([prf_table(*draw(X, Y, P, size, keep, rng)) for _ in range(DRAWS.get(size, 3))], 0)
+                res.setdefault((lang, size), []).append(grid)
+    return {k: np.mean(v, 0) for k, v in res.items()}
+
+
+def print_table(title: str, res: dict, sizes: list[int], index_of) -> None:
+    print(f"\n{title}: F1 per language, mean precision, recall and F1 over the languages")
+    print("\n| size | " + " | ".join(LANGS) + " | mean P | mean R | mean F1 |")
+    print("|---" * (len(LANGS) + 4) + "|")
+    for s in sizes:
+        prf = np.array([res[lang, s][index_of(lang)] for lang in LANGS])
+        p, r, f = prf.mean(0)
+        print(f"| {s} | " + " | ".join(f"{x:.3f}" for x in prf[:, 2]) + f" | {p:.3f} | {r:.3f} | {f:.3f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None)
     ap.add_argument("--keep", type=float, default=0.5)
     ap.add_argument("--sizes", type=int, nargs="+", default=list(DRAWS))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--holdout", default=None, metavar="DIR",
-                    help="tasks from the pairs held apart by tools/train_default.py --holdout (a model trained "
-                         "without them) instead of Tatoeba v1")
+    ap.add_argument("--tasks", nargs="+", choices=["tatoeba", "holdout"], default=["tatoeba"],
+                    help="task sources, averaged: Tatoeba v1 and/or the held-apart training pairs (--holdout)")
+    ap.add_argument("--holdout", default=os.path.join(os.path.dirname(__file__), "..", ".bench", "holdout"),
+                    metavar="DIR", help="the pairs held apart by tools/train_default.py --holdout (a model trained "
+                    "without them)")
+    ap.add_argument("--write", action="store_true",
+                    help="store each language's own best settings in the model's config.json ('mining' section, "
+                         "used by mine --per-language)")
     args = ap.parse_args()
     model = load_model(args.model)
-    print(f"model {model.fingerprint}; k={MineConfig.k}, margin={MineConfig.margin}, mode={MineConfig.mode}")
-    res = {}  # (lang, size) -> mean (len(ZS), len(GRID), 3) over the draws
-    for lang in LANGS:
-        X, Y, P = encoded_task(lang, model, args.holdout)
-        rng = np.random.default_rng(args.seed)
-        for size in args.sizes:
-            res[lang, size] = np.mean([prf_table(*draw(X, Y, P, size, args.keep, rng))
-                                       for _ in range(DRAWS.get(size, 3))], axis=0)
+    print(f"model {model.fingerprint}; k={MineConfig.k}, margin={MineConfig.margin}, mode={MineConfig.mode}; "
+          f"tasks: {' + '.join(args.tasks)}")
+    res = measure(model, args.tasks, args.holdout, args.sizes, args.keep, args.seed)
     per_size = {s: np.mean([res[lang, s] for lang in LANGS], axis=0) for s in args.sizes}
     for s in args.sizes:
-        show_grid(f"mean F1, {s} source lines, over the 8 languages", per_size[s][..., 2])
-    overall = np.mean([per_size[s][..., 2] for s in args.sizes], axis=0)
-    show_grid("mean F1 over the sizes", overall)
-    i, j = np.unravel_index(overall.argmax(), overall.shape)
-    j0 = int(overall[0].argmax())
-    print(f"\nsuggested: --threshold {GRID[j]:.2f} --min-z {ZS[i]:g}: mean F1 {overall[i, j]:.3f} "
-          f"(margin alone: --threshold {GRID[j0]:.2f}, {overall[0, j0]:.3f})")
-    for title, (a, b) in ((f"--threshold {GRID[j]:.2f} --min-z {ZS[i]:g}", (i, j)),
-                          (f"margin alone, --threshold {GRID[j0]:.2f}", (0, j0))):
-        print(f"\n{title}: F1 per language, mean precision, recall and F1 over the languages")
-        print("\n| size | " + " | ".join(LANGS) + " | mean P | mean R | mean F1 |")
-        print("|---" * (len(LANGS) + 4) + "|")
-        for s in args.sizes:
-            p, r, f = per_size[s][a, b]
-            print(f"| {s} | " + " | ".join(f"{res[lang, s][a, b, 2]:.3f}" for lang in LANGS)
-                  + f" | {p:.3f} | {r:.3f} | {f:.3f} |")
+        show_grid(f"mean F1, {s} source lines, over the 8 languages, no cosine floor", per_size[s][0, ..., 2])
+    overall = np.mean([per_size[s][..., 2] for s in args.sizes], axis=0)  # (floors, zs, thresholds)
+    show_grid("mean F1 over the sizes, no cosine floor", overall[0])
+    glob = (0, *best(overall[0]))
+    j0 = best(overall[0, 0])[0]
+    anyf = best(overall)
+    print(f"\nsuggested default: {flags(settings(glob))}: mean F1 {overall[glob]:.3f} (margin alone: --threshold "
+          f"{GRID[j0]:.2f}, {overall[0, 0, j0]:.3f}; with a cosine floor: {flags(settings(anyf))}, {overall[anyf]:.3f})")
+    own = {}
+    print("\neach language's own best (mean F1 over the sizes; the suggested default's F1 beside it)")
+    print("\n| language | --threshold | --min-z | --min-cosine | F1 | F1 with the default |\n|---|---|---|---|---|---|")
+    for lang in LANGS:
+        f1 = np.mean([res[lang, s][..., 2] for s in args.sizes], axis=0)
+        own[lang] = best(f1)
+        s = settings(own[lang])
+        print(f"| {lang} | {s['threshold']:.2f} | {s['min_z']:g} | {s['min_cosine']:g} | {f1[own[lang]]:.3f} "
+              f"| {f1[glob]:.3f} |")
+    print_table(f"default {flags(settings(glob))}", res, args.sizes, lambda lang: glob)
+    print_table("each language's own settings", res, args.sizes, lambda lang: own[lang])
+    print_table(f"margin alone, --threshold {GRID[j0]:.2f}", res, args.sizes, lambda lang: (0, 0, j0))
+    if args.write:
+        chosen = f"tools/calibrate_threshold.py, tasks {' + '.join(args.tasks)}, sizes {args.sizes}, seed {args.seed}"
+        write_section(model.path, {ISO[lang]: settings(own[lang]) for lang in LANGS}, chosen)
+        print(f"\nwrote the per-language settings to {model.path}/config.json")
 
 
 if __name__ == "__main__":

@@ -196,3 +196,21 @@ def wrong_language(text: str, lang: str, model: str, max_prob: float) -> bool:
     probs = language_probs(text, model)
     p = probs.get(lang, 0.0)
     return p < max_prob and any(q > p for code, q in probs.items() if code != lang)
+
+
+def side_language(lines: list[str], candidates: tuple[str, ...], min_share: float = 0.6) -> tuple[str | None, float]:
+    """The language a side is written in, from a sample of its lines: (ISO 639-1 code, share), where share
+    is the part of the lines whose most probable language (by the ensemble of :func:`language_probs`) among
+    ``candidates`` it is; (None, share of the most common) when no language reaches ``min_share`` of the
+    lines or there are no lines. Deterministic."""
+    votes: dict[str, int] = {}
+    for text in lines:
+        probs = language_probs(text)
+        best = max(candidates, key=lambda c: probs.get(c, 0.0))
+        if probs.get(best, 0.0) > 0.0:
+            votes[best] = votes.get(best, 0) + 1
+    if not lines or not votes:
+        return None, 0.0
+    lang, n = max(sorted(votes.items()), key=lambda kv: kv[1])
+    share = n / len(lines)
+    return (lang if share >= min_share else None), share

@@ -47,7 +47,8 @@ class _Run:
 
 
 def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: dict) -> dict:
-    keep = {k: v for k, v in asdict(config).items() if k not in ("device", "block_size", "precision", "recall_check")}
+    keep = {k: v for k, v in asdict(config).items()
+            if k not in ("device", "block_size", "precision", "recall_check", "per_language", "detect_lines")}
     return {"bitextmine": __version__, "vectors": vectors, "chunk_lines": pconf.chunk_lines,
             "bucket_lines": pconf.bucket_lines, **keep, "src_emb": sources["src"], "tgt_emb": sources["tgt"]}
 
@@ -285,6 +286,7 @@ def mine_files(
     engine = None
     try:
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
+        config, calibrated_for = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang))
         changed = work.begin(_settings(config, pipeline, vectors, sources), pipeline.resume, REDO)
         engine = make_engine(pipeline.engine, pipeline.ray_address or None)
         run = _Run(work, engine, progress)
@@ -303,6 +305,8 @@ def mine_files(
             written, rejected = _write(out, pairs, src, tgt, ids, explain, rules, (src_lang, tgt_lang))
         sig = (f"bitextmine {__version__}|{vectors}|k:{config.k}|margin:{config.margin}|"
                f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}|min-z:{config.min_z:g}")
+        if calibrated_for:
+            sig += f"|calibrated:{calibrated_for[0]}-{calibrated_for[1]}"
         if rules is not None:
             sig += f"|rules:{src_lang or '-'}-{tgt_lang or '-'}"
         index = [kinds["tgt"], kinds["src"]]
@@ -312,13 +316,33 @@ def mine_files(
         blank = {s: dedup.blank_count(work, s, run.plans[s]) for s in SIDES}
         return MineStats(lines["src"], lines["tgt"], n_rows["src"], n_rows["tgt"], blank["src"], blank["tgt"],
                          written, sig, rejected, {"index": index, "computed": run.computed,
-                                                  "changed": changed,
+                                                  "changed": changed, "calibrated_for": calibrated_for,
                                                   **({"recall": run.recall} if run.recall else {})})
     finally:
         if engine is not None:
             engine.close()
         if temp:
             shutil.rmtree(work.root, ignore_errors=True)
+
+
+def _per_language(config: MineConfig, model, paths: tuple[str, str], langs: tuple) -> tuple[MineConfig, tuple | None]:
+    """(``config`` with the model's threshold, min_z and min_cosine for the two sides' languages, the languages
+    (src, tgt) they were calibrated for), or (``config``, None) when per_language is off, the model has no
+    calibration (:mod:`bitextmine.mining.calibrated`) or none for these languages. A language not given is
+    detected on the side's first ``config.detect_lines`` non-blank lines among the model's languages (not
+    for standard input, which is read once)."""
+    from ..corpus import iter_lines
+    from ..filtering.langid import side_language
+    from ..mining import calibrated
+
+    section = model.mining if model is not None else None
+    candidates = tuple(model.config.get("languages") or ()) if model is not None else ()
+    if not config.per_language or not section or not candidates:
+        return config, None
+    known = [lang or (None if path == "-" else side_language(
+        calibrated.first_lines(iter_lines(path), config.detect_lines), candidates)[0]) for path, lang in zip(paths, langs)]
+    config, applied = calibrated.apply(config, section, *known)
+    return config, (tuple(known) if applied else None)
 
 
 def _sources(embs: dict, econf: EmbeddingsConfig, model, encode_config: EncodeConfig, marked):

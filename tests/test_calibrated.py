@@ -1,0 +1,129 @@
+"""Mining settings calibrated per language: the model's "mining" section, language detection of a side,
+and how `mine` applies them."""
+
+import io
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bitextmine.cli import main
+from bitextmine.config import MineConfig
+from bitextmine.errors import ModelFormatError
+from bitextmine.filtering.langid import side_language
+from bitextmine.mining.calibrated import apply, settings_for, write_section
+from bitextmine.mining.mine import mine_files
+from bitextmine.model import load_model
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
+SECTION = {"version": 1, "languages": {"de": {"threshold": 1.3, "min_z": 3.0, "min_cosine": 0.35}}}
+
+
+def test_settings_for_a_language_with_english_in_either_order():
+    want = {"threshold": 1.3, "min_z": 3.0, "min_cosine": 0.35}
+    assert settings_for(SECTION, "de", "en") == want
+    assert settings_for(SECTION, "en", "de") == want
+    for pair in (("de", "fr"), ("fr", "en"), ("de", None), (None, None), ("en", "en")):
+        assert settings_for(SECTION, *pair) is None
+    assert settings_for(None, "de", "en") is None
+
+
+def test_apply_only_when_per_language_is_on():
+    config, applied = apply(MineConfig(), SECTION, "en", "de")
+    assert applied and (config.threshold, config.min_z, config.min_cosine) == (1.3, 3.0, 0.35)
+    assert config.k == MineConfig.k  # the rest is kept
+    assert apply(MineConfig(per_language=False), SECTION, "en", "de") == (MineConfig(per_language=False), False)
+    assert apply(MineConfig(), SECTION, "en", "fr") == (MineConfig(), False)
+
+
+@pytest.fixture()
+def calibrated_dir(tmp_path, toy_model_dir):
+    """The toy model with languages and a calibration for German that keeps no pair (threshold 1e9)."""
+    out = str(tmp_path / "m")
+    shutil.copytree(toy_model_dir, out)
+    path = os.path.join(out, "config.json")
+    cfg = json.load(open(path))
+    cfg["languages"] = ["en", "de", "fr"]
+    json.dump(cfg, open(path, "w"))
+    write_section(out, {"de": {"threshold": 1e9, "min_z": 0, "min_cosine": 0}}, "a test")
+    return out
+
+
+def test_write_section_round_trips_and_keeps_the_fingerprint(calibrated_dir, toy_model_dir):
+    model = load_model(calibrated_dir)
+    assert model.mining["languages"]["de"] == {"threshold": 1e9, "min_z": 0.0, "min_cosine": 0.0}
+    assert model.mining["chosen_on"] == "a test"
+    assert model.fingerprint == load_model(toy_model_dir).fingerprint
+
+
+@pytest.mark.parametrize("section, says", [({"version": 2, "languages": {}}, "version 2"),
+                                           ({"version": 1}, "no \"languages\""),
+                                           ({"version": 1, "languages": {"de": {"threshold": "x"}}}, "'de'")])
+def test_a_bad_mining_section_is_refused_on_load(calibrated_dir, section, says):
+    path = os.path.join(calibrated_dir, "config.json")
+    cfg = json.load(open(path))
+    cfg["mining"] = section
+    json.dump(cfg, open(path, "w"))
+    with pytest.raises(ModelFormatError, match="config.json") as e:
+        load_model(calibrated_dir)
+    assert says in str(e.value)
+
+
+def test_side_language_votes_over_lines():
+    de = open(os.path.join(EXAMPLES, "de.txt"), encoding="utf-8").read().splitlines()
+    en = open(os.path.join(EXAMPLES, "en.txt"), encoding="utf-8").read().splitlines()
+    langs = ("en", "de", "fr")
+    assert side_language(de, langs) == ("de", 1.0)
+    assert side_language(en, langs) == ("en", 1.0)
+    lang, share = side_language(de[:10] + en[:10], langs)
+    assert lang is None and share == 0.5  # no language has 60 % of the lines
+    assert side_language([], langs) == (None, 0.0)
+
+
+def _mine(model_dir, **kw):
+    out = io.StringIO()
+    stats = mine_files(os.path.join(EXAMPLES, "de.txt"), os.path.join(EXAMPLES, "en.txt"), out,
+                       model=load_model(model_dir), **kw)
+    return out.getvalue().splitlines(), stats
+
+
+def test_mine_applies_the_calibration_of_the_detected_languages(calibrated_dir, toy_model_dir):
+    low = MineConfig(threshold=0.0, min_z=0.0)  # the toy model knows no German: keep every candidate
+    plain, plain_stats = _mine(toy_model_dir, config=low)
+    assert plain and "calibrated" not in plain_stats.signature  # no section: the settings given
+    rows, stats = _mine(calibrated_dir, config=low)
+    assert rows == [] and stats.info["calibrated_for"] == ("de", "en")
+    assert "|threshold:1e+09|" in stats.signature and stats.signature.endswith("|calibrated:de-en")
+    rows, stats = _mine(calibrated_dir, config=MineConfig(threshold=0.0, min_z=0.0, per_language=False))
+    assert rows == plain and stats.info["calibrated_for"] is None
+    rows, stats = _mine(calibrated_dir, config=low, src_lang="fr")  # a pair the model has no settings for
+    assert rows == plain and stats.info["calibrated_for"] is None
+
+
+def test_cli_options_that_set_a_threshold_turn_the_calibration_off(calibrated_dir):
+    args = ["mine", os.path.join(EXAMPLES, "de.txt"), os.path.join(EXAMPLES, "en.txt"), "--model", calibrated_dir]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0 and "calibrated:de-en" in r.stderr
+    for extra in (["--threshold", "0"], ["--min-z", "0"], ["--min-cosine", "0"], ["--no-per-language"]):
+        r = CliRunner().invoke(main, args + extra)
+        assert r.exit_code == 0 and "calibrated" not in r.stderr, extra
+        if extra[0] != "--threshold":
+            assert f"|threshold:{MineConfig.threshold:g}|" in r.stderr, extra  # the global default
+    r = CliRunner().invoke(main, args + ["--threshold", "0", "--min-z", "0"])
+    assert r.exit_code == 0 and r.stdout and "|threshold:0|" in r.stderr
+
+
+def test_plateau_prefers_a_broad_top_to_a_lone_peak():
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+    from calibrate_threshold import best, plateau
+
+    f1 = np.zeros((5, 7))
+    f1[0, 0] = 1.0  # a lone peak
+    f1[2:5, 3:6] = 0.9  # a broad top
+    assert best(f1) == (3, 4)
+    np.testing.assert_allclose(plateau(np.full((3, 4), 0.5)), 0.5)  # a flat surface stays flat
