@@ -1,5 +1,6 @@
-"""Precision, recall and F1 of `bitextmine mine` as a user runs it (default settings, or the given
---threshold / --min-z), on mining tasks from 30 lines to as many as the data allows, per language.
+"""Precision, recall and F1 of `bitextmine mine` as a user runs it (default settings, which apply the
+model's settings for the detected languages, or the given --threshold / --min-z / --min-cosine for
+every language), on mining tasks from 30 lines to as many as the data allows, per language.
 
     python tools/f1_by_size.py --model DIR --holdout .bench/holdout --sizes 30 300 3000 30000 200000
 
@@ -94,7 +95,8 @@ def _distinct(lines: list[str], n: int, exclude: set[str]) -> list[str]:
 
 
 def score_task(src: list[str], tgt: list[str], gold: set, g: int, model, config: MineConfig):
-    """(precision, recall, F1, printed pairs, seconds) of mine_files on the task."""
+    """(precision, recall, F1, printed pairs, seconds) of mine_files on the task, and its settings (the
+    threshold, min-cosine and min-z fields of its signature, and the languages of a calibration)."""
     with tempfile.TemporaryDirectory() as d:
         paths = [os.path.join(d, name) for name in ("src.txt", "tgt.txt")]
         for path, lines in zip(paths, (src, tgt)):
@@ -102,7 +104,7 @@ def score_task(src: list[str], tgt: list[str], gold: set, g: int, model, config:
                 f.writelines(line + "\n" for line in lines)
         out = io.StringIO()
         t0 = time.time()
-        mine_files(*paths, out, model=model, config=config, ids=True)
+        stats = mine_files(*paths, out, model=model, config=config, ids=True)
         seconds = time.time() - t0
     printed = right = 0
     for row in out.getvalue().splitlines():
@@ -111,7 +113,9 @@ def score_task(src: list[str], tgt: list[str], gold: set, g: int, model, config:
         printed += 1
         right += any((s, t) in gold for s in s_ids for t in t_ids)
     p, r = right / max(1, printed), right / max(1, g)
-    return p, r, 2 * p * r / max(1e-9, p + r), printed, seconds
+    used = ", ".join(f.replace(":", " ") for f in stats.signature.split("|")
+                     if f.split(":")[0] in ("threshold", "min-cosine", "min-z"))
+    return (p, r, 2 * p * r / max(1e-9, p + r), printed, seconds), (used, stats.info.get("calibrated_for"))
 
 
 def main() -> None:
@@ -121,26 +125,34 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[30, 300, 3000, 30000])
     ap.add_argument("--draws", type=int, default=5, help="draws per size up to 3,000 lines (one above)")
     ap.add_argument("--langs", nargs="+", default=list(LANGS))
-    ap.add_argument("--threshold", type=float, default=MineConfig.threshold)
-    ap.add_argument("--min-z", type=float, default=MineConfig.min_z)
+    ap.add_argument("--threshold", type=float, default=None,
+                    help="set the threshold, min-z and min-cosine for every language (the others at mine's defaults) "
+                         "instead of mine's defaults: the model's settings for the detected languages")
+    ap.add_argument("--min-z", type=float, default=None)
+    ap.add_argument("--min-cosine", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     model = load_model(args.model)
-    config = MineConfig(threshold=args.threshold, min_z=args.min_z)
+    given = {k: v for k, v in (("threshold", args.threshold), ("min_z", args.min_z), ("min_cosine", args.min_cosine))
+             if v is not None}
+    config = MineConfig(**given, per_language=False) if given else MineConfig()
     with tempfile.TemporaryDirectory() as tmp:
         data = language_pairs(corpora(os.path.join(DATA, "train"), tmp), args.holdout)
-    print(f"model {model.fingerprint}; --threshold {config.threshold:g} --min-z {config.min_z:g}, other settings default")
-    print("\n| language | lines a side | gold pairs | precision | recall | F1 | printed | seconds |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"model {model.fingerprint}; " + (" ".join(f"--{k.replace('_', '-')} {v:g}" for k, v in given.items())
+                                           or "mine's defaults") + ", other settings default")
+    print("\n| language | lines a side | gold pairs | precision | recall | F1 | printed | seconds | settings |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for lang in args.langs:
         rng = np.random.default_rng([args.seed, sum(map(ord, lang))])
         for size in args.sizes:
             runs = [score_task(*build_task(data[lang], size, rng), model, config)
                     for _ in range(args.draws if size <= 3000 else 1)]
-            p, r, f, printed, sec = np.mean(runs, axis=0)
+            p, r, f, printed, sec = np.mean([run[0] for run in runs], axis=0)
+            used, langs = runs[0][1]
+            used += f" ({'-'.join(langs)})" if langs else ""
             src_n = min(size, len(data[lang][2]) // 2)
             print(f"| {lang} | {src_n:,} | {min(size // 2, len(data[lang][0])):,} | {p:.3f} | {r:.3f} | {f:.3f} | "
-                  f"{printed:.0f} | {sec:.1f} |", flush=True)
+                  f"{printed:.0f} | {sec:.1f} | {used} |", flush=True)
 
 
 if __name__ == "__main__":
