@@ -202,7 +202,9 @@ def main() -> None:
     print_table("each language's own settings", res, args.sizes, lambda lang: own[lang])
     print_table(f"margin alone, --threshold {GRID[j0]:.2f}", res, args.sizes, lambda lang: (0, 0, j0))
     if args.write:
-        chosen = f"tools/calibrate_threshold.py, tasks {' + '.join(args.tasks)}, sizes {args.sizes}, seed {args.seed}"
+        names = {"tatoeba": "Tatoeba v1", "holdout": "training pairs held apart from the model"}
+        chosen = (f"tools/calibrate_threshold.py on dev data never trained on ({' and '.join(names[t] for t in args.tasks)}),"
+                  f" {', '.join(map(str, args.sizes))} lines, seed {args.seed}: each language's best mean F1")
         write_section(model.path, {ISO[lang]: settings(own[lang]) for lang in LANGS}, chosen)
         print(f"\nwrote the per-language settings to {model.path}/config.json")
 
