@@ -36,20 +36,21 @@ def test_hold_apart_draws_only_from_large_corpora_and_removes_the_pairs(tmp_path
 
 
 def test_mining_task_gold_lines_and_distractors_without_known_translations():
-    from f1_by_size import build_task
+    from f1_by_size import build_task, key
 
     gold_fx, gold_en = [f"g{i}" for i in range(40)], [f"G{i}" for i in range(40)]
     pool = [(f"f{i}", f"E{i}") for i in range(400)] + [("f1", "E999")]  # f1 has two English partners
+    pool += [("F2!", "e 7"), ("g3", "x"), ("y", "_g4_")]  # f2 / E7 up to case and punctuation; gold texts
     partners = {}
     for f, e in pool:
-        partners.setdefault(f, set()).add(e)
+        partners.setdefault(key(f), set()).add(key(e))
     src, tgt, gold, g = build_task((gold_fx, gold_en, pool, partners), 100, np.random.default_rng(0))
     assert g == 40 and len(gold) == 40  # size // 2 = 50, but only 40 gold pairs exist
-    assert len(src) == len(tgt) == 100 and len(set(src)) == len(set(tgt)) == 100
+    assert len(src) == len(tgt) == 100 and len({key(x) for x in src}) == len({key(x) for x in tgt}) == 100
     for s, t in gold:
         assert src[s - 1][0] == "g" and tgt[t - 1] == "G" + src[s - 1][1:]
-    chosen = {x for x in src if x.startswith("f")}
-    assert not {e for f in chosen for e in partners[f]} & set(tgt)
+    chosen = {key(x) for x in src}
+    assert not {e for f in chosen for e in partners.get(f, ())} & {key(x) for x in tgt}
 
 
 def test_weighted_logistic_fit_recovers_the_generating_coefficients():

@@ -22,9 +22,11 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import re
 import sys
 import tempfile
 import time
+import unicodedata
 from collections import defaultdict
 
 import numpy as np
@@ -40,9 +42,17 @@ from bitextmine.model import load_model  # noqa: E402
 from bitextmine.pipeline import mine_files  # noqa: E402
 
 
+def key(text: str) -> str:
+    """What tells texts apart for the task: NFKC, case-folded, every run of punctuation, symbols (UI
+    accelerators such as & and _) and spaces made one space. The bundled model folds case, so texts that
+    differ only there are one text to it; a distractor equal to a gold text up to this key would be an
+    unlabelled translation."""
+    return " ".join(re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).casefold()).split())
+
+
 def language_pairs(specs, holdout: str) -> dict[str, tuple]:
     """Per language: (gold foreign, gold English, distractor pool of (foreign, English) pairs without any
-    held-apart text, English partners of each foreign text over all corpora)."""
+    held-apart text, English partners of each foreign text over all corpora: {key: {keys}})."""
     pool: dict[str, list] = defaultdict(list)
     partners: dict[str, dict] = defaultdict(lambda: defaultdict(set))
     for spec in specs:
@@ -53,26 +63,28 @@ def language_pairs(specs, holdout: str) -> dict[str, tuple]:
             en, fx = (a.strip(), b.strip()) if en_first else (b.strip(), a.strip())
             if en and fx:
                 pool[lang].append((fx, en))
-                partners[lang][fx].add(en)
+                partners[lang][key(fx)].add(key(en))
     out = {}
     for lang in pool:
         fx, en = read_parallel(os.path.join(holdout, f"en-{lang}.{lang}"), os.path.join(holdout, f"en-{lang}.en"))
-        held = set(fx) | set(en)
-        clean = [(f, e) for f, e in pool[lang] if f not in held and e not in held]
+        held = {key(t) for t in fx + en}
+        clean = [(f, e) for f, e in pool[lang] if key(f) not in held and key(e) not in held]
         out[lang] = (fx, en, clean, partners[lang])
     return out
 
 
 def build_task(lang_data: tuple, size: int, rng: np.random.Generator):
-    """(source lines, target lines, gold {(source line no., target line no.)}, G), line numbers from 1."""
+    """(source lines, target lines, gold {(source line no., target line no.)}, G), line numbers from 1.
+    Lines on a side are distinct up to :func:`key`, and no English distractor is (up to the key) a known
+    partner of a foreign line of the task."""
     gold_fx, gold_en, pool, partners = lang_data
     g = min(size // 2, len(gold_fx))
     pick = rng.choice(len(gold_fx), g, replace=False)
     order = rng.permutation(len(pool))
     half = len(order) // 2
-    used_fx, used_en = {gold_fx[i] for i in pick}, {gold_en[i] for i in pick}
+    used_fx, used_en = {key(gold_fx[i]) for i in pick}, {key(gold_en[i]) for i in pick}
     fx = _distinct([pool[i][0] for i in order[:half]], size - g, used_fx)
-    forbidden = used_en | {e for f in fx for e in partners[f]}
+    forbidden = used_en | {e for f in used_fx for e in partners.get(f, ())}  # used_fx: now every foreign key
     en = _distinct([pool[i][1] for i in order[half:]], size - g, forbidden)
     src = [gold_fx[i] for i in pick] + fx
     tgt = [gold_en[i] for i in pick] + en
@@ -83,13 +95,14 @@ def build_task(lang_data: tuple, size: int, rng: np.random.Generator):
 
 
 def _distinct(lines: list[str], n: int, exclude: set[str]) -> list[str]:
-    """The first ``n`` distinct lines not in ``exclude`` (which grows by them)."""
+    """The first ``n`` lines whose :func:`key` is not in ``exclude`` (which grows by their keys)."""
     out = []
     for line in lines:
         if len(out) == n:
             break
-        if line not in exclude:
-            exclude.add(line)
+        k = key(line)
+        if k not in exclude:
+            exclude.add(k)
             out.append(line)
     return out
 
