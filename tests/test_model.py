@@ -45,7 +45,7 @@ def test_bundled_default_model_loads():
     m = load_model(None)
     assert m.path == default_model_dir()
     assert m.embeddings.shape == (m.config["vocab_size"], m.config["dim"])
-    assert os.path.getsize(os.path.join(m.path, "embeddings.safetensors")) < 25e6
+    assert os.path.getsize(os.path.join(m.path, "embeddings.safetensors")) < 50e6  # the size budget in the package
 
 
 def test_format_version_1_directories_still_load(tmp_path, toy_model):
