@@ -271,7 +271,9 @@ def mine_files(
     checked against the text and ``model``. Blank lines cannot be mined and are counted in the stats.
     ``marked`` ("src" or "tgt") names the side in the marked language of a separate-vocabulary model.
     ``rules`` (a RuleConfig) drops pairs that break a rule of :func:`bitextmine.filtering.rules.check_pair`
-    (with the languages), counted per reason in the stats.
+    (with the languages), counted per reason in the stats. With ``config.per_language`` the model's settings
+    for the two sides' languages (``src_lang``/``tgt_lang``, or detected) replace the threshold, min_z and
+    min_cosine (:mod:`bitextmine.mining.calibrated`; info "calibrated_for": the languages, or None).
     ``progress(stage, done, total)`` after each task.
     """
     from ..encoding import side_configs
