@@ -180,7 +180,8 @@ T, K = TrainConfig, TokenizerConfig
 @click.option("--dim", type=click.IntRange(1), default=T.dim, show_default=True, help="Embedding dimension.")
 @click.option("--untrained", is_flag=True, help="Save the random initial model (normal(0,1) vectors): the random-encoder baseline.")
 @click.option("--negatives", type=click.Choice(NEGATIVES), default=T.negatives, show_default=True,
-              help="max = hardest in the mega-batch; mix = hardest with probability 0.5, else random; random.")
+              help="max = hardest in the mega-batch; mix = hardest with probability 0.5, else random; random; "
+                   "none = in-batch candidates only (--loss infonce).")
 @click.option("--paraphrase", is_flag=True, help="Monolingual paraphrase pairs: negatives drawn from both sides.")
 @click.option("--separate-vocab", type=click.Choice(["src", "tgt"]), default=None,
               help="Give this side's language its own token vectors (the papers' language prefix); encode its text "
@@ -207,6 +208,10 @@ T, K = TrainConfig, TokenizerConfig
                    "is its target file's suffix (train.de.gz -> de; a TSV file is its own group).")
 @click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), default=T.dropout, show_default=True, help="Probability of dropping each token (averaging encoders; blstm-sp uses --shuffle-words).")
 @click.option("--lr", type=float, default=T.lr, show_default=True, help="Adam learning rate.")
+@click.option("--warmup", type=click.FloatRange(0, 1, max_open=True), default=T.warmup, show_default=True,
+              help="Share of all mini-batches over which the learning rate rises linearly from 0.")
+@click.option("--lr-decay", type=click.Choice(LR_DECAYS), default=T.lr_decay, show_default=True,
+              help="none = constant (paper); linear = down to 0 at the last mini-batch.")
 @click.option("--megabatch-start", type=click.IntRange(1), default=T.megabatch_start, show_default=True, help="Mini-batches per mega-batch at the start.")
 @click.option("--megabatch-max", type=click.IntRange(1), default=T.megabatch_max, show_default=True, help="Largest mega-batch, in mini-batches.")
 @click.option("--megabatch-every", type=click.IntRange(1), default=T.megabatch_every, show_default=True, help="Grow the mega-batch by one every N mini-batches.")
@@ -230,7 +235,7 @@ T, K = TrainConfig, TokenizerConfig
 def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sample, spm_normalization, character_coverage, dim, untrained, negatives,
           paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, clean, epochs, batch_size, loss,
           margin, scale, sampling_temperature,
-          dropout, lr, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
+          dropout, lr, warmup, lr_decay, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
           checkpoint_every, max_steps, resume, languages, fp32, seed, threads, amp, device, quiet):
     """Train an encoder on parallel corpora (or paraphrase pairs, or STS pairs).
 
@@ -254,6 +259,7 @@ def train(src, tgt, tsv, scol, tcol, out, encoder, vocab_size, spm_model, spm_sa
                          shuffle_words=shuffle_words, reg_to_init=reg_to_init, dim=dim, loss=loss, margin=margin, scale=scale,
                          sampling_temperature=sampling_temperature, batch_size=batch_size, megabatch_start=megabatch_start,
                          megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr,
+                         warmup=warmup, lr_decay=lr_decay,
                          epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,
                          checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads, amp=amp,
                          fp16=not fp32)

@@ -27,7 +27,7 @@ class TokenizerConfig:
 @dataclass(frozen=True)
 class TrainConfig:
     encoder: str = "sp"  # sp | word | trigram | blstm-sp (ENCODERS)
-    negatives: str = "max"  # max | mix | random (Wieting et al. 2016: MAX = hardest in the mega-batch)
+    negatives: str = "max"  # max | mix | random (Wieting et al. 2016: MAX = hardest in the mega-batch) | none (infonce: in-batch only)
     mix_prob: float = 0.5  # MIX: hardest negative with this probability, else a random one
     paraphrase: bool = False  # monolingual pairs: negatives drawn from both sides
     untrained: bool = False  # save the initial (random) model: normal(0, 1) token vectors
@@ -49,6 +49,8 @@ class TrainConfig:
     megabatch_every: int = 150  # paper: +1 mini-batch every 150 mini-batches
     dropout: float = 0.3  # paper: dropout 0.3 (here: each piece dropped with this probability)
     lr: float = 0.001  # paper: Adam, learning rate 0.001
+    warmup: float = 0.0  # share of all mini-batches over which the learning rate rises linearly from 0 (paper: none)
+    lr_decay: str = "none"  # none (paper: constant) | linear: to 0 at the last mini-batch of the last epoch (LR_DECAYS)
     epochs: int = 10  # paper: 10 epochs
     seed: int = 1  # seeds data order, dropout and initialisation
     dev_pairs: int = 1000  # held-apart training pairs for dev retrieval accuracy (never trained on)
@@ -227,7 +229,8 @@ MARGINS = ("ratio", "distance", "absolute")
 SCORE_MARGINS = ("none", "ratio", "distance")  # score --margin
 EMB_FORMATS = ("npy", "raw")  # precomputed embeddings (EmbeddingsConfig.format)
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
-NEGATIVES = ("max", "mix", "random")
+NEGATIVES = ("max", "mix", "random", "none")
+LR_DECAYS = ("none", "linear")
 LOSSES = ("hinge", "infonce")
 MODES = ("max", "forward", "backward", "intersect", "union")
 DEVICES = ("auto", "cpu", "cuda")

@@ -77,7 +77,7 @@ def reference_infonce(s, t, sn, tn, st, tt, snt, tnt, scale):
     for q, cand, pos_text, cand_text in ((S, torch.cat([T, TN]), tt, torch.cat([tt, tnt])),
                                          (T, torch.cat([S, SN]), st, torch.cat([st, snt]))):
         for i in range(m):
-            z = [scale * float(q[i] @ cand[j]) for j in range(2 * m) if j == i or int(cand_text[j]) != int(pos_text[i])]
+            z = [scale * float(q[i] @ cand[j]) for j in range(len(cand)) if j == i or int(cand_text[j]) != int(pos_text[i])]
             total += math.log(sum(math.exp(v) for v in z)) - scale * float(q[i] @ cand[i])
     return total / (2 * m)
 
@@ -95,6 +95,18 @@ def test_infonce_loss_matches_reference_with_repeated_texts_masked(seed):
     tnt = torch.tensor([20, 21, 22, 0, 24, 5])  # two hard negatives repeat a positive's text
     got = float(infonce_loss(s, t, sn, tn, st, tt, snt, tnt, scale=20.0))
     assert got == pytest.approx(reference_infonce(s, t, sn, tn, st, tt, snt, tnt, 20.0), rel=1e-5)
+
+
+def test_infonce_loss_without_negatives_matches_reference():
+    from bitextmine.training.negatives import infonce_loss
+
+    g = torch.Generator().manual_seed(3)
+    m, d = 7, 5
+    s, t = torch.randn(m, d, generator=g), torch.randn(m, d, generator=g)
+    no, no_ids = torch.empty(0, d), torch.empty(0, dtype=torch.int64)
+    st, tt = torch.arange(m), torch.tensor([0, 1, 2, 2, 4, 5, 6])  # negatives none: in-batch candidates only
+    got = float(infonce_loss(s, t, no, no, st, tt, no_ids, no_ids, scale=20.0))
+    assert got == pytest.approx(reference_infonce(s, t, no, no, st, tt, no_ids, no_ids, 20.0), rel=1e-5)
 
 
 def test_infonce_loss_is_small_when_positives_stand_out():

@@ -174,6 +174,49 @@ def test_infonce_and_temperature_train_and_reach_the_hinge_models_accuracy(tmp_p
               tokenizer_path=spm)
 
 
+def reference_learning_rate(lr, warmup, decay, step, total):
+    """The schedule spelled out: warm-up steps 0..w-1 reach lr in w + 1 equal rises, then constant or a
+    straight line from lr (at the warm-up's end) to 0 (at ``total``)."""
+    w = warmup * total
+    if step < w:
+        return lr * (step + 1) / (w + 1)
+    if decay == "none":
+        return lr
+    return lr * (total - step) / (total - w)
+
+
+@pytest.mark.parametrize("warmup,decay", [(0.0, "none"), (0.1, "none"), (0.0, "linear"), (0.25, "linear")])
+def test_learning_rate_schedule_matches_reference(warmup, decay):
+    from bitextmine.training.loop import learning_rate
+
+    config = TrainConfig(lr=0.2, warmup=warmup, lr_decay=decay)
+    got = [learning_rate(config, step, 40) for step in range(40)]
+    want = [reference_learning_rate(0.2, warmup, decay, step, 40) for step in range(40)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert max(got) == pytest.approx(0.2) and min(got) > 0
+    assert learning_rate(TrainConfig(), 123, 1000) == TrainConfig().lr  # the paper's default: constant
+
+
+def test_in_batch_infonce_with_schedule_trains_and_resumes_to_the_same_model(tmp_path, toy_files, toy_model):
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    cfg = {**SMALL, "loss": "infonce", "negatives": "none", "batch_size": 64, "megabatch_max": 1, "lr": 0.01,
+           "warmup": 0.1, "lr_decay": "linear", "dropout": 0.0}
+    full, part = str(tmp_path / "full"), str(tmp_path / "part")
+    train(spec, full, config=TrainConfig(**cfg), tokenizer_path=spm)
+    train(spec, part, config=TrainConfig(**cfg, max_steps=30), tokenizer_path=spm)
+    train(spec, part, config=TrainConfig(**cfg), tokenizer_path=spm, resume=True)
+    a, b = load_model(full), load_model(part)
+    np.testing.assert_array_equal(a.embeddings, b.embeddings)
+    training = a.config["training"]
+    assert training["negatives"] == "none" and training["lr_decay"] == "linear"
+    assert training["dev_history"][-1]["scores"]["heldout"] > 80
+    with pytest.raises(ConfigError, match="negatives none"):
+        train(spec, str(tmp_path / "bad"), config=TrainConfig(**{**cfg, "loss": "hinge"}), tokenizer_path=spm)
+    with pytest.raises(ConfigError, match="lr_decay"):
+        train(spec, str(tmp_path / "bad"), config=TrainConfig(**{**cfg, "lr_decay": "cosine"}), tokenizer_path=spm)
+
+
 def test_resume_with_another_sampling_temperature_is_a_config_error(tmp_path, toy_files, toy_model):
     spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
     spm = os.path.join(toy_model.path, "sentencepiece.model")

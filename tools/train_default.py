@@ -149,6 +149,11 @@ def main() -> None:
     ap.add_argument("--megabatch-max", type=int, default=TrainConfig.megabatch_max)
     ap.add_argument("--lr", type=float, default=TrainConfig.lr)
     ap.add_argument("--dropout", type=float, default=TrainConfig.dropout)
+    ap.add_argument("--negatives", default=TrainConfig.negatives)
+    ap.add_argument("--warmup", type=float, default=TrainConfig.warmup)
+    ap.add_argument("--lr-decay", default=TrainConfig.lr_decay)
+    ap.add_argument("--init-scale", type=float, default=TrainConfig.init_scale)
+    ap.add_argument("--eval-every", type=int, default=0)
     ap.add_argument("--spm-normalization", default=TokenizerConfig.normalization)
     ap.add_argument("--character-coverage", type=float, default=TokenizerConfig.character_coverage)
     ap.add_argument("--clean", action="store_true", help="drop pairs that break filter's default rules")
@@ -179,7 +184,8 @@ def main() -> None:
         config=TrainConfig(dim=args.dim, epochs=args.epochs, seed=args.seed, checkpoint_every=2000, loss=args.loss,
                            scale=args.scale, sampling_temperature=args.sampling_temperature, max_steps=args.max_steps,
                            clean=args.clean, batch_size=args.batch_size, megabatch_max=args.megabatch_max, lr=args.lr,
-                           dropout=args.dropout),
+                           dropout=args.dropout, negatives=args.negatives, warmup=args.warmup,
+                           lr_decay=args.lr_decay, init_scale=args.init_scale, eval_every=args.eval_every),
         tokenizer_config=TokenizerConfig(vocab_size=args.vocab, normalization=args.spm_normalization,
                                          character_coverage=args.character_coverage),
         tokenizer_path=args.spm_model,

@@ -29,7 +29,7 @@ CHECKPOINT_VERSION = 2
 TOKENIZER_CKPT = "tokenizer.bin"
 STATE_KEYS = ("epoch", "pos", "step", "history", "pairs_seen")
 MATCHING_KEYS = ("encoder", "dim", "batch_size", "seed", "megabatch_start", "megabatch_max", "megabatch_every",
-                 "dev_pairs", "negatives", "paraphrase", "loss", "sampling_temperature")
+                 "dev_pairs", "negatives", "paraphrase", "loss", "sampling_temperature", "warmup", "lr_decay")
 
 
 def new_state() -> dict:

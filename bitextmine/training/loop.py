@@ -3,7 +3,9 @@
 The mega-batch holds k mini-batches (:func:`bitextmine.training.data.megabatch_pairs`). For each
 mega-batch, the embeddings of all its pairs are computed once without dropout and the negatives chosen
 (:mod:`bitextmine.training.negatives`); then each mini-batch takes one Adam step on the hinge loss with
-piece dropout (averaging encoders) or word shuffling (the BiLSTM). At the end, token frequencies over
+piece dropout (averaging encoders) or word shuffling (the BiLSTM). With ``loss infonce`` and ``negatives
+none`` there is no search: each mini-batch's own pairs are its candidates. The learning rate may warm
+up and decay linearly (:func:`learning_rate`). At the end, token frequencies over
 the training data and the SIF common component are stored in the model (:mod:`bitextmine.sif`).
 Checkpoints are :mod:`bitextmine.training.checkpoint`; the data, :mod:`bitextmine.training.data`.
 """
@@ -20,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import __version__
-from ..config import LOSSES, NEGATIVES, TokenizerConfig, TrainConfig
+from ..config import LOSSES, LR_DECAYS, NEGATIVES, TokenizerConfig, TrainConfig
 from ..corpus import CorpusSpec
 from ..errors import ConfigError
 from ..model import Model, make_encoder, piece_dropout, shuffle_words, tensors_from_module
@@ -140,6 +142,11 @@ def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> Tra
         raise ConfigError(f"loss {config.loss!r}: expected one of {', '.join(LOSSES)}")
     if config.loss == "infonce" and (config.paraphrase or config.scale <= 0):
         raise ConfigError("--loss infonce: expected a scale > 0 and bilingual pairs (not --paraphrase)")
+    if config.negatives == "none" and config.loss != "infonce":
+        raise ConfigError("--negatives none: expected --loss infonce (the hinge loss needs a negative per pair)")
+    if not 0.0 <= config.warmup < 1.0 or config.lr_decay not in LR_DECAYS:
+        raise ConfigError(f"warmup {config.warmup}, lr_decay {config.lr_decay!r}: expected a share in [0, 1) and "
+                          f"one of {', '.join(LR_DECAYS)}")
     if config.sampling_temperature < 1.0:
         raise ConfigError(f"sampling temperature {config.sampling_temperature}: expected >= 1 (1 = proportional)")
     encoder = init_model.encoder if init_model is not None else config.encoder
@@ -288,6 +295,7 @@ class _Run:
         # fused Adam: one kernel over the whole embedding table (measured 6x faster per step on CPU)
         self.opt = torch.optim.Adam(enc.parameters(), lr=config.lr, fused=True)
         self.state: dict[str, Any] = new_state()
+        self.total_steps = 0  # mini-batches of all epochs, set by epochs() (the learning-rate schedule's length)
         self.best = {k: v.detach().clone() for k, v in enc.state_dict().items()}
         self.amp = amp_dtype_for(config.amp, config.encoder, device)
 
@@ -336,7 +344,7 @@ class _Run:
         """Run the remaining epochs (none when untrained); return (stopped at max_steps, pairs per second)."""
         config, state, n_pairs = self.config, self.state, len(self.data.S.lengths)
         epochs = 0 if config.untrained else config.epochs
-        total_steps = -(-n_pairs // config.batch_size) * epochs
+        total_steps = self.total_steps = -(-n_pairs // config.batch_size) * epochs
         if config.max_steps:
             total_steps = min(total_steps, config.max_steps)
         self.emit({"event": "start", "total_steps": total_steps, "step": state["step"], "pairs": n_pairs})
@@ -377,6 +385,18 @@ class _Run:
             if self._crossed(config.checkpoint_every, before):
                 self.checkpoint()
         return False
+
+
+def learning_rate(config: TrainConfig, step: int, total_steps: int) -> float:
+    """The learning rate of mini-batch ``step`` (0-based) of ``total_steps``: ``config.lr``, raised
+    linearly from 0 over the first ``warmup`` share of the steps and, with lr_decay linear, lowered
+    linearly to 0 at the last step after that."""
+    warm = config.warmup * total_steps
+    if step < warm:
+        return config.lr * (step + 1) / (warm + 1)
+    if config.lr_decay == "linear":
+        return config.lr * min(1.0, max(0.0, (total_steps - step) / max(1.0, total_steps - warm)))
+    return config.lr
 
 
 def embed_no_grad(enc, ids: np.ndarray, offsets: np.ndarray, *, normalize: bool = True, token_weights=None):
@@ -424,7 +444,9 @@ def train_megabatch(run: _Run, idx: np.ndarray) -> tuple[float, int]:
     Returns (sum of the mini-batch losses, number of mini-batches)."""
     import torch
 
-    config = run.config
+    config, S, T = run.config, run.data.S, run.data.T
+    if config.negatives == "none":  # in-batch candidates only: no mega-batch search, no negatives' forward
+        return _train_in_batch(run, idx)
     s_side, s_rows, t_side, t_rows, s_ok, t_ok = megabatch_negatives(run, idx)
     total, n_mb = 0.0, 0
     for a in range(0, len(idx), config.batch_size):
@@ -432,23 +454,49 @@ def train_megabatch(run: _Run, idx: np.ndarray) -> tuple[float, int]:
         jt = torch.from_numpy(j).to(run.device)
         texts = None
         if config.loss == "infonce":
-            texts = [torch.from_numpy(a).to(run.device) for a in (run.data.S.text_ids[idx[j]], run.data.T.text_ids[idx[j]],
+            texts = [torch.from_numpy(a).to(run.device) for a in (S.text_ids[idx[j]], T.text_ids[idx[j]],
                                                                   s_side.text_ids[s_rows[j]], t_side.text_ids[t_rows[j]])]
-        loss = _minibatch_loss(run, S_batch=cat_flat(run.data.S.gather(idx[j]), s_side.gather(s_rows[j])),
-                               T_batch=cat_flat(run.data.T.gather(idx[j]), t_side.gather(t_rows[j])),
+        loss = _minibatch_loss(run, S_batch=cat_flat(S.gather(idx[j]), s_side.gather(s_rows[j])),
+                               T_batch=cat_flat(T.gather(idx[j]), t_side.gather(t_rows[j])),
                                s_valid=s_ok[jt], t_valid=t_ok[jt], texts=texts)
-        run.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        run.opt.step()
+        _step(run, loss, run.state["step"] + n_mb)
         total += float(loss.detach())
         n_mb += 1
     return total, n_mb
 
 
+def _train_in_batch(run: _Run, idx: np.ndarray) -> tuple[float, int]:
+    """``negatives none``: one Adam step per mini-batch of ``idx`` on the InfoNCE loss over the
+    mini-batch's own pairs. Returns (sum of the mini-batch losses, number of mini-batches)."""
+    import torch
+
+    config, S, T = run.config, run.data.S, run.data.T
+    total, n_mb = 0.0, 0
+    for a in range(0, len(idx), config.batch_size):
+        rows = idx[a : a + config.batch_size]
+        none = torch.empty(0, dtype=torch.int64, device=run.device)
+        texts = [torch.from_numpy(x).to(run.device) for x in (S.text_ids[rows], T.text_ids[rows])] + [none, none]
+        loss = _minibatch_loss(run, S.gather(rows), T.gather(rows), None, None, texts=texts)
+        _step(run, loss, run.state["step"] + n_mb)
+        total += float(loss.detach())
+        n_mb += 1
+    return total, n_mb
+
+
+def _step(run: _Run, loss, step: int) -> None:
+    """One Adam step on ``loss`` at the learning rate of mini-batch ``step``."""
+    lr = learning_rate(run.config, step, run.total_steps)
+    for group in run.opt.param_groups:
+        group["lr"] = lr
+    run.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    run.opt.step()
+
+
 def _minibatch_loss(run: _Run, S_batch, T_batch, s_valid, t_valid, texts=None):
     """The loss (``config.loss``) of one mini-batch: S_batch, T_batch flat (ids, offsets) of [m positives;
-    their m negatives] per side (one forward per side), with word shuffling (BiLSTM) or piece dropout
-    (bags). ``texts``: the text ids (int64 tensors (m,)) of the sources, targets, source negatives and
+    their m negatives] per side (one forward per side; positives only when s_valid is None, as with
+    negatives none), with word shuffling (BiLSTM) or piece dropout (bags). ``texts``: the text ids (int64 tensors (m,)) of the sources, targets, source negatives and
     target negatives, which InfoNCE needs to mask repeats of a positive's text."""
     import torch
 
@@ -467,7 +515,7 @@ def _minibatch_loss(run: _Run, S_batch, T_batch, s_valid, t_valid, texts=None):
         xs = run.enc(si, so, ks)
         xt = run.enc(ti, to, kt)
     xs, xt = xs.float(), xt.float()
-    m = len(s_valid)
+    m = len(xs) if s_valid is None else len(s_valid)
     # xs[m:] are the sources that serve as negatives for the targets, xt[m:] the targets for the sources
     if config.loss == "infonce":
         loss = infonce_loss(xs[:m], xt[:m], xs[m:], xt[m:], *texts, scale=config.scale)

@@ -98,7 +98,8 @@ def hinge_loss(s, t, s_neg, t_neg, *, margin: float, s_valid=None, t_valid=None)
 
 def infonce_loss(s, t, s_neg, t_neg, s_text, t_text, s_neg_text, t_neg_text, *, scale: float):
     """Mean symmetric in-batch softmax loss (InfoNCE; sentence-transformers' MultipleNegativesRankingLoss
-    made symmetric, with the mega-batch's hardest negatives as extra candidates).
+    made symmetric, with the mega-batch's hardest negatives as extra candidates; s_neg, t_neg may
+    have no rows, as with negatives none).
 
     s, t, s_neg, t_neg: float (m, d) embeddings (cosines are taken). Source i is scored against every
     candidate target [t; t_neg] (2m), target i against [s; s_neg]; the right candidate is i. A candidate
