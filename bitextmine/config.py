@@ -236,6 +236,51 @@ MODES = ("max", "forward", "backward", "intersect", "union")
 DEVICES = ("auto", "cpu", "cuda")
 
 
+# Training recipes: the fields each one sets on top of the dataclass defaults (train --recipe). "paper"
+# is Wieting et al. 2019 as written (the defaults themselves). "inbatch" is the recipe measured best on
+# the dev benchmarks here (docs/benchmarks.md, "Recipe search"): the in-batch softmax of sentence-
+# transformers' MultipleNegativesRankingLoss over mini-batches of 2,048 pairs with no mega-batch search,
+# a high learning rate for vectors that start large (its ratio to their spread is what counts under
+# Adam), warm-up and linear decay, no dropout, languages sampled at temperature 2, dimension 512 and a
+# case-folded SentencePiece model of 32,000 pieces that keeps rare CJK characters.
+RECIPES: dict[str, dict[str, dict]] = {
+    "paper": {"train": {}, "tokenizer": {}},
+    "inbatch": {
+        "train": dict(loss="infonce", negatives="none", batch_size=2048, megabatch_max=1, lr=0.2, init_scale=1.732,
+                      warmup=0.1, lr_decay="linear", dropout=0.0, sampling_temperature=2.0, dim=512),
+        "tokenizer": dict(vocab_size=32000, normalization="nmt_nfkc_cf", character_coverage=0.99995),
+    },
+}
+# auto: inbatch where it was measured (the sp encoder on bilingual pairs, trained from scratch), else paper:
+# its learning rate is set for token vectors that start large, not for an LSTM's weights or another
+# model's vectors (--init-from), and its loss needs two languages (not --paraphrase).
+DEFAULT_RECIPE = "auto"  # train --recipe
+
+
+def auto_recipe(encoder: str, paraphrase: bool, init_from: bool) -> str:
+    """The recipe ``auto`` stands for with this encoder, --paraphrase and --init-from."""
+    return "inbatch" if encoder == "sp" and not paraphrase and not init_from else "paper"
+
+
+def recipe_configs(name: str, init_from: bool = False, **given) -> tuple[TrainConfig, TokenizerConfig]:
+    """The TrainConfig and TokenizerConfig of recipe ``name`` (RECIPES, or auto: :func:`auto_recipe`),
+    with every field in ``given`` that is not None set on top (a field name of either dataclass;
+    KeyError for another name)."""
+    from dataclasses import fields, replace
+
+    if name == "auto":
+        name = auto_recipe(given.get("encoder") or TrainConfig.encoder, bool(given.get("paraphrase")), init_from)
+    train_fields = {f.name for f in fields(TrainConfig)}
+    tok_fields = {f.name for f in fields(TokenizerConfig)}
+    unknown = set(given) - train_fields - tok_fields
+    if unknown:
+        raise KeyError(f"not a training or tokenizer setting: {', '.join(sorted(unknown))}")
+    set_ = {k: v for k, v in given.items() if v is not None}
+    train = replace(TrainConfig(**RECIPES[name]["train"]), **{k: v for k, v in set_.items() if k in train_fields})
+    tok = replace(TokenizerConfig(**RECIPES[name]["tokenizer"]), **{k: v for k, v in set_.items() if k in tok_fields})
+    return train, tok
+
+
 @dataclass(frozen=True)
 class Defaults:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)

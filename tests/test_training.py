@@ -261,3 +261,41 @@ def test_clean_drops_pairs_that_break_the_filter_rules_and_keeps_their_groups():
     s, t, g = clean_with_rules(src, tgt, np.arange(5, dtype=np.int64), logs.append)
     assert s == ["The cat sleeps.", "Hello"] and t == ["Die Katze schläft.", "Hallo"] and list(g) == [1, 3]
     assert "kept 2 of 5" in logs[0] and "digits" in logs[0] and "repeats" in logs[0] and "urls" in logs[0]
+
+
+def test_recipes_set_their_fields_and_given_options_win():
+    from dataclasses import fields
+
+    from bitextmine.config import RECIPES, TokenizerConfig, recipe_configs
+
+    train_cfg, tok_cfg = recipe_configs("paper")
+    assert train_cfg == TrainConfig() and tok_cfg == TokenizerConfig()  # the paper is the dataclass defaults
+    train_cfg, tok_cfg = recipe_configs("inbatch", lr=None, dim=64, vocab_size=None, normalization="nmt_nfkc")
+    for name, value in RECIPES["inbatch"]["train"].items():
+        assert getattr(train_cfg, name) == (64 if name == "dim" else value)
+    assert tok_cfg.vocab_size == 32000 and tok_cfg.normalization == "nmt_nfkc"  # given wins, None does not
+    assert {f.name for f in fields(TrainConfig)} >= set(RECIPES["inbatch"]["train"])
+    with pytest.raises(KeyError, match="warmpu"):
+        recipe_configs("inbatch", warmpu=0.1)
+    # auto: inbatch only where it was measured (sp, bilingual, from scratch)
+    assert recipe_configs("auto", encoder="sp")[0].loss == "infonce"
+    assert recipe_configs("auto", encoder="blstm-sp")[0] == TrainConfig(encoder="blstm-sp")
+    assert recipe_configs("auto", encoder="sp", paraphrase=True)[0].loss == "hinge"
+    assert recipe_configs("auto", init_from=True, encoder="sp")[0].lr == TrainConfig().lr
+
+
+def test_cli_train_takes_the_recipe_and_explicit_options(tmp_path, toy_files, toy_model):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+
+    base = ["train", "--src", toy_files[0], "--tgt", toy_files[1], "--epochs", "1", "--dev-pairs", "50", "--device",
+            "cpu", "-q", "--dim", "16", "--spm-model", os.path.join(toy_model.path, "sentencepiece.model")]
+    r = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "auto"), "--batch-size", "256"])
+    assert r.exit_code == 0, r.output
+    t = load_model(str(tmp_path / "auto")).config["training"]
+    assert (t["loss"], t["negatives"], t["lr"], t["batch_size"], t["dim"]) == ("infonce", "none", 0.2, 256, 16)
+    r = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "paper"), "--recipe", "paper", "--lr", "0.002"])
+    assert r.exit_code == 0, r.output
+    t = load_model(str(tmp_path / "paper")).config["training"]
+    assert (t["loss"], t["negatives"], t["lr"], t["batch_size"]) == ("hinge", "max", 0.002, 128)
