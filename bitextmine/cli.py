@@ -177,7 +177,7 @@ def _by_recipe(name: str, tokenizer: bool = False) -> str:
               help="Defaults for the options marked 'by --recipe': paper = Wieting et al. 2019 as written; inbatch = "
                    "in-batch softmax over 2,048 pairs, learning rate 0.2 with warm-up and decay, dimension 512, "
                    "language sampling, case-folded pieces (measured here: the same dev score as paper's recipe "
-                   "with those last three, at 3.5x the pairs/s; better Tatoeba, lower English STS); "
+                   "with those last three, at 3.6x the pairs/s; better Tatoeba, lower English STS); "
                    "auto = inbatch for --encoder sp on bilingual pairs from scratch, else paper. An option given "
                    "explicitly wins.")
 @click.option("--encoder", type=click.Choice(ENCODERS), default=T.encoder, show_default=True,

@@ -238,11 +238,12 @@ DEVICES = ("auto", "cpu", "cuda")
 
 # Training recipes: the fields each one sets on top of the dataclass defaults (train --recipe). "paper"
 # is Wieting et al. 2019 as written (the defaults themselves). "inbatch" reaches the dev score of the
-# best paper-style recipe at less than half its CPU time (docs/benchmarks.md, "Recipe search"): the in-batch softmax of sentence-
-# transformers' MultipleNegativesRankingLoss over mini-batches of 2,048 pairs with no mega-batch search,
-# a high learning rate for vectors that start large (its ratio to their spread is what counts under
-# Adam), warm-up and linear decay, no dropout, languages sampled at temperature 2, dimension 512 and a
-# case-folded SentencePiece model of 32,000 pieces that keeps rare CJK characters.
+# best paper-style recipe at less than half its CPU time (docs/benchmarks.md, "The in-batch recipe"):
+# the in-batch softmax of sentence-transformers' MultipleNegativesRankingLoss over mini-batches of
+# 2,048 pairs with no mega-batch search, a high learning rate for vectors that start large (its ratio
+# to their spread is what counts under Adam), warm-up and linear decay, no dropout, languages sampled
+# at temperature 2, dimension 512 and a case-folded SentencePiece model of 32,000 pieces that keeps
+# rare CJK characters.
 RECIPES: dict[str, dict[str, dict]] = {
     "paper": {"train": {}, "tokenizer": {}},
     "inbatch": {
