@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bitextmine.config import TokenizerConfig, TrainConfig  # noqa: E402
+from bitextmine.config import LR_DECAYS, NEGATIVES, TokenizerConfig, TrainConfig  # noqa: E402
 from bitextmine.corpus import CorpusSpec, read_lines, read_parallel  # noqa: E402
 from bitextmine.training.loop import train  # noqa: E402
 
@@ -149,11 +149,11 @@ def main() -> None:
     ap.add_argument("--megabatch-max", type=int, default=TrainConfig.megabatch_max)
     ap.add_argument("--lr", type=float, default=TrainConfig.lr)
     ap.add_argument("--dropout", type=float, default=TrainConfig.dropout)
-    ap.add_argument("--negatives", default=TrainConfig.negatives)
+    ap.add_argument("--negatives", default=TrainConfig.negatives, choices=NEGATIVES)
     ap.add_argument("--warmup", type=float, default=TrainConfig.warmup)
-    ap.add_argument("--lr-decay", default=TrainConfig.lr_decay)
+    ap.add_argument("--lr-decay", default=TrainConfig.lr_decay, choices=LR_DECAYS)
     ap.add_argument("--init-scale", type=float, default=TrainConfig.init_scale)
-    ap.add_argument("--eval-every", type=int, default=0)
+    ap.add_argument("--eval-every", type=int, default=TrainConfig.eval_every)
     ap.add_argument("--spm-normalization", default=TokenizerConfig.normalization)
     ap.add_argument("--character-coverage", type=float, default=TokenizerConfig.character_coverage)
     ap.add_argument("--clean", action="store_true", help="drop pairs that break filter's default rules")

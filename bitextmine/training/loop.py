@@ -440,15 +440,24 @@ def megabatch_negatives(run: _Run, idx: np.ndarray):
 
 
 def train_megabatch(run: _Run, idx: np.ndarray) -> tuple[float, int]:
-    """Find the negatives for the pairs ``idx`` and take one Adam step per mini-batch of them.
+    """Take one Adam step per mini-batch of the pairs ``idx``, on the loss against the mega-batch's
+    negatives or, with negatives none, against the mini-batch's own pairs only.
     Returns (sum of the mini-batch losses, number of mini-batches)."""
+    losses = _in_batch_losses(run, idx) if run.config.negatives == "none" else _negatives_losses(run, idx)
+    total, n_mb = 0.0, 0
+    for loss in losses:  # lazily: each mini-batch's loss is computed after the previous step
+        _step(run, loss, run.state["step"] + n_mb)
+        total += float(loss.detach())
+        n_mb += 1
+    return total, n_mb
+
+
+def _negatives_losses(run: _Run, idx: np.ndarray):
+    """Find the negatives for the pairs ``idx`` (:func:`megabatch_negatives`); yield each mini-batch's loss."""
     import torch
 
     config, S, T = run.config, run.data.S, run.data.T
-    if config.negatives == "none":  # in-batch candidates only: no mega-batch search, no negatives' forward
-        return _train_in_batch(run, idx)
     s_side, s_rows, t_side, t_rows, s_ok, t_ok = megabatch_negatives(run, idx)
-    total, n_mb = 0.0, 0
     for a in range(0, len(idx), config.batch_size):
         j = np.arange(a, min(a + config.batch_size, len(idx)))
         jt = torch.from_numpy(j).to(run.device)
@@ -456,31 +465,22 @@ def train_megabatch(run: _Run, idx: np.ndarray) -> tuple[float, int]:
         if config.loss == "infonce":
             texts = [torch.from_numpy(a).to(run.device) for a in (S.text_ids[idx[j]], T.text_ids[idx[j]],
                                                                   s_side.text_ids[s_rows[j]], t_side.text_ids[t_rows[j]])]
-        loss = _minibatch_loss(run, S_batch=cat_flat(S.gather(idx[j]), s_side.gather(s_rows[j])),
-                               T_batch=cat_flat(T.gather(idx[j]), t_side.gather(t_rows[j])),
-                               s_valid=s_ok[jt], t_valid=t_ok[jt], texts=texts)
-        _step(run, loss, run.state["step"] + n_mb)
-        total += float(loss.detach())
-        n_mb += 1
-    return total, n_mb
+        yield _minibatch_loss(run, S_batch=cat_flat(S.gather(idx[j]), s_side.gather(s_rows[j])),
+                              T_batch=cat_flat(T.gather(idx[j]), t_side.gather(t_rows[j])),
+                              s_valid=s_ok[jt], t_valid=t_ok[jt], texts=texts)
 
 
-def _train_in_batch(run: _Run, idx: np.ndarray) -> tuple[float, int]:
-    """``negatives none``: one Adam step per mini-batch of ``idx`` on the InfoNCE loss over the
-    mini-batch's own pairs. Returns (sum of the mini-batch losses, number of mini-batches)."""
+def _in_batch_losses(run: _Run, idx: np.ndarray):
+    """``negatives none``: yield the InfoNCE loss of each mini-batch of ``idx`` over its own pairs (no search,
+    no negatives' forward)."""
     import torch
 
     config, S, T = run.config, run.data.S, run.data.T
-    total, n_mb = 0.0, 0
+    none = torch.empty(0, dtype=torch.int64, device=run.device)
     for a in range(0, len(idx), config.batch_size):
         rows = idx[a : a + config.batch_size]
-        none = torch.empty(0, dtype=torch.int64, device=run.device)
         texts = [torch.from_numpy(x).to(run.device) for x in (S.text_ids[rows], T.text_ids[rows])] + [none, none]
-        loss = _minibatch_loss(run, S.gather(rows), T.gather(rows), None, None, texts=texts)
-        _step(run, loss, run.state["step"] + n_mb)
-        total += float(loss.detach())
-        n_mb += 1
-    return total, n_mb
+        yield _minibatch_loss(run, S.gather(rows), T.gather(rows), None, None, texts=texts)
 
 
 def _step(run: _Run, loss, step: int) -> None:
@@ -496,8 +496,9 @@ def _step(run: _Run, loss, step: int) -> None:
 def _minibatch_loss(run: _Run, S_batch, T_batch, s_valid, t_valid, texts=None):
     """The loss (``config.loss``) of one mini-batch: S_batch, T_batch flat (ids, offsets) of [m positives;
     their m negatives] per side (one forward per side; positives only when s_valid is None, as with
-    negatives none), with word shuffling (BiLSTM) or piece dropout (bags). ``texts``: the text ids (int64 tensors (m,)) of the sources, targets, source negatives and
-    target negatives, which InfoNCE needs to mask repeats of a positive's text."""
+    negatives none), with word shuffling (BiLSTM) or piece dropout (bags). ``texts``: the text ids (int64
+    tensors (m,)) of the sources, targets, source negatives and target negatives, which InfoNCE needs to
+    mask repeats of a positive's text."""
     import torch
 
     config, device = run.config, run.device
