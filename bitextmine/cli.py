@@ -220,6 +220,9 @@ def _by_recipe(name: str, tokenizer: bool = False) -> str:
               help="hinge (paper) or infonce: in-batch softmax over the mini-batch's targets (and, unless --negatives "
                    "none, their hardest negatives)." + _by_recipe("loss"))
 @click.option("--margin", type=float, default=T.margin, show_default=True, help="Hinge loss margin delta.")
+@click.option("--hinge-weight", type=click.FloatRange(0), default=T.hinge_weight, show_default=True,
+              help="infonce with mega-batch negatives: add this times the hinge loss (--margin) over the same "
+                   "negatives (0 = InfoNCE alone).")
 @click.option("--scale", type=click.FloatRange(0, min_open=True), default=T.scale, show_default=True,
               help="infonce: cosines are multiplied by this before the softmax (1 / temperature).")
 @click.option("--sampling-temperature", type=click.FloatRange(1), default=None,
@@ -258,7 +261,7 @@ def _by_recipe(name: str, tokenizer: bool = False) -> str:
 @_quiet_option
 def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model, spm_sample, spm_normalization, character_coverage, dim, untrained, negatives,
           paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, clean, epochs, batch_size, loss,
-          margin, scale, sampling_temperature,
+          margin, hinge_weight, scale, sampling_temperature,
           dropout, lr, init_scale, warmup, lr_decay, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
           checkpoint_every, max_steps, resume, languages, fp32, seed, threads, amp, device, quiet):
     """Train an encoder on parallel corpora (or paraphrase pairs, or STS pairs).
@@ -281,7 +284,7 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
     config, tok_config = recipe_configs(
         recipe, init_from=bool(init_from), encoder=encoder, untrained=untrained, negatives=negatives, paraphrase=paraphrase,
         separate_vocab=separate_vocab or "", sts_min_score=sts_min_score, clean=clean, shuffle_words=shuffle_words,
-        reg_to_init=reg_to_init, dim=dim, loss=loss, margin=margin, scale=scale,
+        reg_to_init=reg_to_init, dim=dim, loss=loss, margin=margin, hinge_weight=hinge_weight, scale=scale,
         sampling_temperature=sampling_temperature, batch_size=batch_size, megabatch_start=megabatch_start,
         megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr, init_scale=init_scale,
         warmup=warmup, lr_decay=lr_decay, epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,

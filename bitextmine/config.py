@@ -41,6 +41,7 @@ class TrainConfig:
     dim: int = 300  # paper: dimension 300 (1024 also reported)
     loss: str = "hinge"  # hinge (paper) | infonce: in-batch softmax over the mini-batch's targets and their hardest negatives (LOSSES)
     margin: float = 0.4  # paper: hinge margin delta = 0.4
+    hinge_weight: float = 0.0  # infonce with negatives: plus this times the hinge loss (margin) over the same negatives (0 = InfoNCE alone)
     scale: float = 20.0  # infonce: cosines times this before the softmax (1 / temperature; sentence-transformers' MNRL: 20)
     sampling_temperature: float = 1.0  # 1 = every pair once per epoch; T > 1: group (language) shares ~ size ** (1/T)
     batch_size: int = 128  # paper: mini-batch of 128 pairs

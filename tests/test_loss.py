@@ -117,3 +117,25 @@ def test_infonce_loss_is_small_when_positives_stand_out():
     low = float(infonce_loss(x, x, -x, -x, ids, ids, ids + 10, ids + 10, scale=20.0))
     high = float(infonce_loss(x, x.roll(1, 0), -x, -x, ids, ids, ids + 10, ids + 10, scale=20.0))
     assert low < 1e-6 < high
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.5, 3.0])
+def test_pair_loss_is_infonce_plus_the_weighted_hinge_over_the_same_negatives(weight):
+    from bitextmine.config import TrainConfig
+    from bitextmine.training.negatives import pair_loss
+
+    rng = np.random.default_rng(7)
+    s, t, sn, tn = (rng.normal(size=(6, 5)) for _ in range(4))
+    cos = lambda a, b: (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)  # noqa: E731
+    valid = np.array([True, True, False, True, True, True])
+    d = 0.4
+    hinge = (np.maximum(0, d - cos(s, t) + cos(s, tn)) * valid + np.maximum(0, d - cos(s, t) + cos(sn, t))).mean()
+    ids = [torch.arange(6), torch.arange(6), torch.arange(10, 16), torch.arange(20, 26)]
+    ts = [torch.tensor(a) for a in (s, t, sn, tn)]
+    want = reference_infonce(*ts, *ids, 20.0) + weight * hinge
+    config = TrainConfig(loss="infonce", hinge_weight=weight, margin=d, scale=20.0)
+    got = pair_loss(config, *ts, t_valid=torch.tensor(valid), texts=ids)
+    assert got.item() == pytest.approx(want, rel=1e-6)
+    # the hinge loss alone ignores the weight
+    alone = pair_loss(TrainConfig(loss="hinge", margin=d), *ts, t_valid=torch.tensor(valid))
+    assert alone.item() == pytest.approx(hinge, rel=1e-6)

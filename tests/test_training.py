@@ -215,6 +215,24 @@ def test_in_batch_infonce_with_schedule_trains_and_resumes_to_the_same_model(tmp
         train(spec, str(tmp_path / "bad"), config=TrainConfig(**{**cfg, "loss": "hinge"}), tokenizer_path=spm)
     with pytest.raises(ConfigError, match="lr_decay"):
         train(spec, str(tmp_path / "bad"), config=TrainConfig(**{**cfg, "lr_decay": "cosine"}), tokenizer_path=spm)
+    with pytest.raises(ConfigError, match="hinge weight"):  # negatives none: no negatives for the hinge term
+        train(spec, str(tmp_path / "bad"), config=TrainConfig(**{**cfg, "hinge_weight": 1.0}), tokenizer_path=spm)
+    with pytest.raises(ConfigError, match="hinge weight"):  # the hinge loss has no second term to weigh
+        train(spec, str(tmp_path / "bad"), config=TrainConfig(**{**SMALL, "hinge_weight": 1.0}), tokenizer_path=spm)
+
+
+def test_infonce_with_hinge_term_trains_records_and_resume_checks_the_weight(tmp_path, toy_files, toy_model):
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    cfg = {**SMALL, "loss": "infonce", "hinge_weight": 2.0, "max_steps": 20}
+    out = str(tmp_path / "m")
+    train(spec, out, config=TrainConfig(**cfg), tokenizer_path=spm)
+    with pytest.raises(ConfigError, match="hinge_weight"):
+        train(spec, out, config=TrainConfig(**{**cfg, "hinge_weight": 0.0, "max_steps": 0}), tokenizer_path=spm,
+              resume=True)
+    train(spec, out, config=TrainConfig(**{**cfg, "max_steps": 0}), tokenizer_path=spm, resume=True)
+    training = load_model(out).config["training"]
+    assert training["hinge_weight"] == 2.0 and training["dev_history"][-1]["scores"]["heldout"] > 50
 
 
 def test_resume_with_another_sampling_temperature_is_a_config_error(tmp_path, toy_files, toy_model):

@@ -142,6 +142,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=TrainConfig.seed)
     ap.add_argument("--loss", default=TrainConfig.loss, choices=["hinge", "infonce"])
     ap.add_argument("--scale", type=float, default=TrainConfig.scale)
+    ap.add_argument("--hinge-weight", type=float, default=TrainConfig.hinge_weight)
     ap.add_argument("--sampling-temperature", type=float, default=TrainConfig.sampling_temperature)
     ap.add_argument("--spm-model", default=None, help="reuse this SentencePiece model (e.g. the shipped one's)")
     ap.add_argument("--max-steps", type=int, default=0)
@@ -182,7 +183,7 @@ def main() -> None:
     result = train(
         specs, args.out,
         config=TrainConfig(dim=args.dim, epochs=args.epochs, seed=args.seed, checkpoint_every=2000, loss=args.loss,
-                           scale=args.scale, sampling_temperature=args.sampling_temperature, max_steps=args.max_steps,
+                           scale=args.scale, hinge_weight=args.hinge_weight, sampling_temperature=args.sampling_temperature, max_steps=args.max_steps,
                            clean=args.clean, batch_size=args.batch_size, megabatch_max=args.megabatch_max, lr=args.lr,
                            dropout=args.dropout, negatives=args.negatives, warmup=args.warmup,
                            lr_decay=args.lr_decay, init_scale=args.init_scale, eval_every=args.eval_every),

@@ -29,7 +29,8 @@ CHECKPOINT_VERSION = 2
 TOKENIZER_CKPT = "tokenizer.bin"
 STATE_KEYS = ("epoch", "pos", "step", "history", "pairs_seen")
 MATCHING_KEYS = ("encoder", "dim", "batch_size", "seed", "megabatch_start", "megabatch_max", "megabatch_every",
-                 "dev_pairs", "negatives", "paraphrase", "loss", "sampling_temperature", "warmup", "lr_decay")
+                 "dev_pairs", "negatives", "paraphrase", "loss", "sampling_temperature", "warmup", "lr_decay",
+                 "hinge_weight")
 
 
 def new_state() -> dict:

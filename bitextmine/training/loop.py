@@ -31,7 +31,7 @@ from .checkpoint import (CHECKPOINT_DIR, has_checkpoint, load_checkpoint, load_c
                          save_checkpoint)
 from .data import (Side, build_devsets, cat_flat, concat_sides, data_fingerprint, epoch_order, groups_fingerprint,
                    megabatch_pairs, read_training_pairs, shared_text_ids, token_counts)
-from .negatives import choose_negatives, hinge_loss, infonce_loss, paraphrase_negatives
+from .negatives import choose_negatives, pair_loss, paraphrase_negatives
 
 Progress = Callable[[dict], None]
 CUBLAS_WORKSPACE = ":4096:8"  # what torch.use_deterministic_algorithms needs of cuBLAS (CUDA >= 10.2)
@@ -144,6 +144,9 @@ def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> Tra
         raise ConfigError("--loss infonce: expected a scale > 0 and bilingual pairs (not --paraphrase)")
     if config.negatives == "none" and config.loss != "infonce":
         raise ConfigError("--negatives none: expected --loss infonce (the hinge loss needs a negative per pair)")
+    if config.hinge_weight < 0 or (config.hinge_weight and (config.loss != "infonce" or config.negatives == "none")):
+        raise ConfigError(f"hinge weight {config.hinge_weight}: expected >= 0, and only with --loss infonce and "
+                          "negatives from the mega-batch (not --negatives none)")
     if not 0.0 <= config.warmup < 1.0 or config.lr_decay not in LR_DECAYS:
         raise ConfigError(f"warmup {config.warmup}, lr_decay {config.lr_decay!r}: expected a share in [0, 1) and "
                           f"one of {', '.join(LR_DECAYS)}")
@@ -518,10 +521,7 @@ def _minibatch_loss(run: _Run, S_batch, T_batch, s_valid, t_valid, texts=None):
     xs, xt = xs.float(), xt.float()
     m = len(xs) if s_valid is None else len(s_valid)
     # xs[m:] are the sources that serve as negatives for the targets, xt[m:] the targets for the sources
-    if config.loss == "infonce":
-        loss = infonce_loss(xs[:m], xt[:m], xs[m:], xt[m:], *texts, scale=config.scale)
-    else:
-        loss = hinge_loss(xs[:m], xt[:m], xs[m:], xt[m:], margin=config.margin, s_valid=s_valid, t_valid=t_valid)
+    loss = pair_loss(config, xs[:m], xt[:m], xs[m:], xt[m:], s_valid=s_valid, t_valid=t_valid, texts=texts)
     if run.init_params is not None:
         loss = loss + config.reg_to_init * sum(((p - p0) ** 2).sum() for p, p0 in zip(run.enc.parameters(),
                                                                                        run.init_params))
