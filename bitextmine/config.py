@@ -90,7 +90,7 @@ class MineConfig:
     mode: str = "max"  # LASER: "max" retrieval, best pairs first, each sentence used once
     # Calibrated with min_z for the bundled model by tools/calibrate_threshold.py on dev data (README, "The default
     # threshold"); for language pairs without settings of their own (per_language below)
-    threshold: float = 1.18
+    threshold: float = 1.20
     # Optional floor on the cosine (off by default, as in margin mining in the literature).
     min_cosine: float = 0.0
     # A pair must also stand out: z, the mean over its two sentences of how many standard deviations its cosine
