@@ -183,7 +183,8 @@ def main() -> None:
     result = train(
         specs, args.out,
         config=TrainConfig(dim=args.dim, epochs=args.epochs, seed=args.seed, checkpoint_every=2000, loss=args.loss,
-                           scale=args.scale, hinge_weight=args.hinge_weight, sampling_temperature=args.sampling_temperature, max_steps=args.max_steps,
+                           scale=args.scale, hinge_weight=args.hinge_weight,
+                           sampling_temperature=args.sampling_temperature, max_steps=args.max_steps,
                            clean=args.clean, batch_size=args.batch_size, megabatch_max=args.megabatch_max, lr=args.lr,
                            dropout=args.dropout, negatives=args.negatives, warmup=args.warmup,
                            lr_decay=args.lr_decay, init_scale=args.init_scale, eval_every=args.eval_every),

@@ -123,7 +123,7 @@ def infonce_loss(s, t, s_neg, t_neg, s_text, t_text, s_neg_text, t_neg_text, *, 
                   + direction(t, torch.cat([s, s_neg]), s_text, torch.cat([s_text, s_neg_text])))
 
 
-def pair_loss(config, s, t, s_neg, t_neg, *, s_valid=None, t_valid=None, texts=None):
+def pair_loss(config: TrainConfig, s, t, s_neg, t_neg, *, s_valid=None, t_valid=None, texts=None):
     """The training loss ``config.loss`` of a mini-batch (a float scalar tensor): the hinge loss, or InfoNCE
     plus ``config.hinge_weight`` times the hinge loss over the same negatives. Arguments as
     :func:`hinge_loss`; ``texts``: the four text-id tensors that :func:`infonce_loss` takes."""
