@@ -175,11 +175,10 @@ def _by_recipe(name: str, tokenizer: bool = False) -> str:
 @click.option("--out", "-o", required=True, metavar="DIR", help="Model directory to write.")
 @click.option("--recipe", type=click.Choice(["auto", *RECIPES]), default=DEFAULT_RECIPE, show_default=True,
               help="Defaults for the options marked 'by --recipe': paper = Wieting et al. 2019 as written; inbatch = "
-                   "in-batch softmax over 2,048 pairs, learning rate 0.2 with warm-up and decay, dimension 512, "
-                   "language sampling, case-folded pieces (measured here: the same dev score as paper's recipe "
-                   "with those last three, at 3.6x the pairs/s; better Tatoeba, lower English STS); "
-                   "auto = inbatch for --encoder sp on bilingual pairs from scratch, else paper. An option given "
-                   "explicitly wins.")
+                   "the bundled model's recipe: in-batch softmax over 2,048 pairs plus the hardest negative of 4 "
+                   "mini-batches with a hinge term, learning rate 0.2 with warm-up and decay, dimension 512, "
+                   "language sampling, case-folded pieces (docs/benchmarks.md); auto = inbatch for --encoder sp "
+                   "on bilingual pairs from scratch, else paper. An option given explicitly wins.")
 @click.option("--encoder", type=click.Choice(ENCODERS), default=T.encoder, show_default=True,
               help="sp = mean of SentencePiece pieces; word / trigram = mean of word / character-trigram vectors; "
                    "blstm-sp = BiLSTM over pieces, mean-pooled.")
@@ -214,15 +213,16 @@ def _by_recipe(name: str, tokenizer: bool = False) -> str:
 @click.option("--sts-min-score", type=float, default=T.sts_min_score, show_default=True, help="Gold score cut-off for --sts-pairs.")
 @click.option("--clean", is_flag=True, default=T.clean, help="Drop training pairs that break filter's default rules "
               "(lengths, ratio, identical sides, digits, URLs, repeats; no language rules).")
-@click.option("--epochs", type=click.IntRange(1), default=T.epochs, show_default=True)
+@click.option("--epochs", type=click.IntRange(1), default=None, help="Passes over the training pairs." + _by_recipe("epochs"))
 @click.option("--batch-size", type=click.IntRange(1), default=None, help="Pairs per mini-batch." + _by_recipe("batch_size"))
 @click.option("--loss", type=click.Choice(LOSSES), default=None,
               help="hinge (paper) or infonce: in-batch softmax over the mini-batch's targets (and, unless --negatives "
                    "none, their hardest negatives)." + _by_recipe("loss"))
 @click.option("--margin", type=float, default=T.margin, show_default=True, help="Hinge loss margin delta.")
-@click.option("--hinge-weight", type=click.FloatRange(0), default=T.hinge_weight, show_default=True,
+@click.option("--hinge-weight", type=click.FloatRange(0), default=None,
               help="infonce with mega-batch negatives: add this times the hinge loss (--margin) over the same "
-                   "negatives (0 = InfoNCE alone).")
+                   "negatives (0 = InfoNCE alone; a recipe's weight is dropped under --loss hinge or --negatives "
+                   "none)." + _by_recipe("hinge_weight"))
 @click.option("--scale", type=click.FloatRange(0, min_open=True), default=T.scale, show_default=True,
               help="infonce: cosines are multiplied by this before the softmax (1 / temperature).")
 @click.option("--sampling-temperature", type=click.FloatRange(1), default=None,

@@ -238,18 +238,19 @@ DEVICES = ("auto", "cpu", "cuda")
 
 
 # Training recipes: the fields each one sets on top of the dataclass defaults (train --recipe). "paper"
-# is Wieting et al. 2019 as written (the defaults themselves). "inbatch" reaches the dev score of the
-# best paper-style recipe at less than half its CPU time (docs/benchmarks.md, "The in-batch recipe"):
-# the in-batch softmax of sentence-transformers' MultipleNegativesRankingLoss over mini-batches of
-# 2,048 pairs with no mega-batch search, a high learning rate for vectors that start large (its ratio
-# to their spread is what counts under Adam), warm-up and linear decay, no dropout, languages sampled
-# at temperature 2, dimension 512 and a case-folded SentencePiece model of 32,000 pieces that keeps
-# rare CJK characters.
+# is Wieting et al. 2019 as written (the defaults themselves). "inbatch" is the recipe of the bundled model
+# (docs/benchmarks.md, "The in-batch recipe" and the sections after it): the in-batch softmax of
+# sentence-transformers' MultipleNegativesRankingLoss over mini-batches of 2,048 pairs plus the hardest
+# negative of a mega-batch of 4 mini-batches, with the paper's hinge loss over those negatives beside it
+# (hinge_weight), a high learning rate for vectors that start large (its ratio to their spread is what
+# counts under Adam), warm-up and linear decay, no dropout, languages sampled at temperature 2,
+# dimension 512 and a case-folded SentencePiece model of 32,000 pieces that keeps rare CJK characters.
 RECIPES: dict[str, dict[str, dict]] = {
     "paper": {"train": {}, "tokenizer": {}},
     "inbatch": {
-        "train": dict(loss="infonce", negatives="none", batch_size=2048, megabatch_max=1, lr=0.2, init_scale=1.732,
-                      warmup=0.1, lr_decay="linear", dropout=0.0, sampling_temperature=2.0, dim=512),
+        "train": dict(loss="infonce", negatives="max", megabatch_max=4, hinge_weight=4.0, epochs=4, batch_size=2048,
+                      lr=0.2, init_scale=1.732, warmup=0.1, lr_decay="linear", dropout=0.0, sampling_temperature=2.0,
+                      dim=512),
         "tokenizer": dict(vocab_size=32000, normalization="nmt_nfkc_cf", character_coverage=0.99995),
     },
 }
@@ -267,7 +268,9 @@ def auto_recipe(encoder: str, paraphrase: bool, init_from: bool) -> str:
 def recipe_configs(name: str, init_from: bool = False, **given) -> tuple[TrainConfig, TokenizerConfig]:
     """The TrainConfig and TokenizerConfig of recipe ``name`` (RECIPES, or auto: :func:`auto_recipe`),
     with every field in ``given`` that is not None set on top (a field name of either dataclass;
-    KeyError for another name)."""
+    KeyError for another name). A recipe's hinge weight is dropped (0) where the options given leave no
+    place for it (--loss hinge, --negatives none); a hinge weight given explicitly is kept (and checked by
+    training)."""
     from dataclasses import fields, replace
 
     if name == "auto":
@@ -279,6 +282,8 @@ def recipe_configs(name: str, init_from: bool = False, **given) -> tuple[TrainCo
         raise KeyError(f"not a training or tokenizer setting: {', '.join(sorted(unknown))}")
     set_ = {k: v for k, v in given.items() if v is not None}
     train = replace(TrainConfig(**RECIPES[name]["train"]), **{k: v for k, v in set_.items() if k in train_fields})
+    if "hinge_weight" not in set_ and (train.loss != "infonce" or train.negatives == "none"):
+        train = replace(train, hinge_weight=0.0)  # the recipe's hinge term needs both; a given weight is checked
     tok = replace(TokenizerConfig(**RECIPES[name]["tokenizer"]), **{k: v for k, v in set_.items() if k in tok_fields})
     return train, tok
 

@@ -302,17 +302,35 @@ def test_recipes_set_their_fields_and_given_options_win():
     assert recipe_configs("auto", init_from=True, encoder="sp")[0].lr == TrainConfig().lr
 
 
+def test_a_recipes_hinge_term_gives_way_to_options_that_leave_no_place_for_it():
+    from bitextmine.config import RECIPES, recipe_configs
+
+    weight = RECIPES["inbatch"]["train"]["hinge_weight"]
+    assert weight > 0 and recipe_configs("inbatch")[0].hinge_weight == weight
+    assert recipe_configs("inbatch", negatives="none")[0].hinge_weight == 0  # in-batch candidates only
+    assert recipe_configs("inbatch", loss="hinge")[0].hinge_weight == 0  # the hinge alone
+    assert recipe_configs("inbatch", negatives="random")[0].hinge_weight == weight  # still negatives to hinge on
+    # a weight given explicitly is kept, for training to refuse with its own message
+    assert recipe_configs("inbatch", negatives="none", hinge_weight=2.0)[0].hinge_weight == 2.0
+
+
 def test_cli_train_takes_the_recipe_and_explicit_options(tmp_path, toy_files, toy_model):
     from click.testing import CliRunner
 
     from bitextmine.cli import main
+    from bitextmine.config import RECIPES
 
     base = ["train", "--src", toy_files[0], "--tgt", toy_files[1], "--epochs", "1", "--dev-pairs", "50", "--device",
             "cpu", "-q", "--dim", "16", "--spm-model", os.path.join(toy_model.path, "sentencepiece.model")]
     r = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "auto"), "--batch-size", "256"])
     assert r.exit_code == 0, r.output
     t = load_model(str(tmp_path / "auto")).config["training"]
-    assert (t["loss"], t["negatives"], t["lr"], t["batch_size"], t["dim"]) == ("infonce", "none", 0.2, 256, 16)
+    assert (t["loss"], t["negatives"], t["lr"], t["batch_size"], t["dim"], t["epochs"]) == ("infonce", "max", 0.2, 256, 16, 1)
+    assert t["hinge_weight"] == RECIPES["inbatch"]["train"]["hinge_weight"] > 0
+    r = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "none"), "--batch-size", "256", "--negatives", "none"])
+    assert r.exit_code == 0, r.output
+    t = load_model(str(tmp_path / "none")).config["training"]
+    assert (t["loss"], t["negatives"], t["hinge_weight"]) == ("infonce", "none", 0.0)
     r = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "paper"), "--recipe", "paper", "--lr", "0.002"])
     assert r.exit_code == 0, r.output
     t = load_model(str(tmp_path / "paper")).config["training"]
