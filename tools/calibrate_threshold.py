@@ -86,14 +86,14 @@ def candidates(x, y):
     return pairs, z
 
 
-def prf_table(x, y, gold) -> np.ndarray:
+def prf_table(x, y, gold, floors: np.ndarray = FLOORS) -> np.ndarray:
     """Precision, recall, F1 for every (cosine floor, standout floor, threshold): float
-    (len(FLOORS), len(ZS), len(GRID), 3)."""
+    (len(floors), len(ZS), len(GRID), 3)."""
     pairs, z = candidates(x, y)
     hit = np.array([(int(s), int(t)) in gold for s, t in zip(pairs.src, pairs.tgt)], bool)
     above = pairs.score[:, None] >= GRID[None, :]  # (pairs, thresholds)
-    out = np.zeros((len(FLOORS), len(ZS), len(GRID), 3))
-    for a, f in enumerate(FLOORS):
+    out = np.zeros((len(floors), len(ZS), len(GRID), 3))
+    for a, f in enumerate(floors):
         for i, z0 in enumerate(ZS):
             sel = above & ((z >= z0) & (pairs.cosine >= f))[:, None]
             tp, n = (sel & hit[:, None]).sum(0), sel.sum(0)

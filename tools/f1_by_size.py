@@ -16,6 +16,10 @@ right pairs / G. Distractors that translate each other without being a known pai
 precision is a lower bound (in UI strings and help text many are translations or near-translations);
 "precision on gold lines" counts only the printed pairs with a gold line on either side. Several draws at small sizes (--draws). The held-apart pairs are dev
 data: never trained on, used to choose settings and to report them.
+
+--oracle adds the best F1 that any threshold, standout floor and cosine floor of the calibration grid
+reaches on the task (its first draw): how much a better choice of these settings could still gain.
+--distractors draws the distractors from some corpora only (say, sentences rather than UI strings).
 """
 
 from __future__ import annotations
@@ -51,19 +55,22 @@ def key(text: str) -> str:
     return " ".join(re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).casefold()).split())
 
 
-def language_pairs(specs, holdout: str) -> dict[str, tuple]:
+def language_pairs(specs, holdout: str, distractors: tuple[str, ...] = ()) -> dict[str, tuple]:
     """Per language: (gold foreign, gold English, distractor pool of (foreign, English) pairs without any
-    held-apart text, English partners of each foreign text over all corpora: {key: {keys}})."""
+    held-apart text, English partners of each foreign text over all corpora: {key: {keys}}). The pool
+    comes from the corpora whose path holds one of ``distractors`` (empty: every corpus)."""
     pool: dict[str, list] = defaultdict(list)
     partners: dict[str, dict] = defaultdict(lambda: defaultdict(set))
     for spec in specs:
         src, tgt = spec.read()
         en_first = english_first(spec)
         lang = spec.group_name()
+        in_pool = not distractors or any(name in str(spec.src) for name in distractors)
         for a, b in zip(src, tgt):
             en, fx = (a.strip(), b.strip()) if en_first else (b.strip(), a.strip())
             if en and fx:
-                pool[lang].append((fx, en))
+                if in_pool:
+                    pool[lang].append((fx, en))
                 partners[lang][key(fx)].add(key(en))
     out = {}
     for lang in pool:
@@ -135,6 +142,22 @@ def score_task(src: list[str], tgt: list[str], gold: set, g: int, model, config:
             (used, stats.info.get("calibrated_for")))
 
 
+ORACLE_FLOORS = np.round(np.arange(0.0, 0.71, 0.05), 2)  # cosine floors of the oracle (calibration's, and higher)
+
+
+def oracle(src: list[str], tgt: list[str], gold: set, model) -> tuple:
+    """The best (precision, recall, F1) of any --threshold, --min-z and --min-cosine of the calibration grid
+    on this task (tools/calibrate_threshold.py, cosine floors up to 0.7), and those settings: the ceiling of
+    what choosing these three can reach with the model; gold as :func:`build_task` gives it."""
+    from calibrate_threshold import GRID, ZS, prf_table
+
+    from bitextmine.encoding import encode
+
+    table = prf_table(encode(src, model), encode(tgt, model), {(s - 1, t - 1) for s, t in gold}, ORACLE_FLOORS)
+    a, i, j = np.unravel_index(table[..., 2].argmax(), table.shape[:3])
+    return tuple(table[a, i, j]), f"threshold {GRID[j]:g}, min-cosine {ORACLE_FLOORS[a]:g}, min-z {ZS[i]:g}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None)
@@ -148,29 +171,42 @@ def main() -> None:
     ap.add_argument("--min-z", type=float, default=None)
     ap.add_argument("--min-cosine", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--distractors", nargs="+", default=[], metavar="NAME",
+                    help="draw distractors only from the corpora whose path holds one of these names "
+                         "(e.g. tatoeba_anki multi30k wmt_newstest mlqe_pe: sentences, no UI strings)")
+    ap.add_argument("--oracle", action="store_true",
+                    help="beside each row, the best F1 any --threshold / --min-z / --min-cosine of the calibration "
+                         "grid reaches on the same task (first draw), and those settings")
     args = ap.parse_args()
     model = load_model(args.model)
     given = {k: v for k, v in (("threshold", args.threshold), ("min_z", args.min_z), ("min_cosine", args.min_cosine))
              if v is not None}
     config = MineConfig(**given, per_language=False) if given else MineConfig()
     with tempfile.TemporaryDirectory() as tmp:
-        data = language_pairs(corpora(os.path.join(DATA, "train"), tmp), args.holdout)
+        data = language_pairs(corpora(os.path.join(DATA, "train"), tmp), args.holdout, tuple(args.distractors))
     print(f"model {model.fingerprint}; " + (" ".join(f"--{k.replace('_', '-')} {v:g}" for k, v in given.items())
-                                           or "mine's defaults") + ", other settings default")
+                                           or "mine's defaults") + ", other settings default"
+          + (f"; distractors from {', '.join(args.distractors)}" if args.distractors else ""))
+    extra = (" best F1 of any setting | its settings |", "---|---|") if args.oracle else ("", "")
     print("\n| language | lines a side | gold pairs | precision | recall | F1 | precision on gold lines | printed | "
-          "seconds | settings |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "seconds | settings |" + extra[0])
+    print("|---|---|---|---|---|---|---|---|---|---|" + extra[1])
     for lang in args.langs:
         rng = np.random.default_rng([args.seed, sum(map(ord, lang))])
         for size in args.sizes:
-            runs = [score_task(*build_task(data[lang], size, rng), model, config)
-                    for _ in range(args.draws if size <= 3000 else 1)]
+            tasks = [build_task(data[lang], size, rng) for _ in range(args.draws if size <= 3000 else 1)]
+            runs = [score_task(*task, model, config) for task in tasks]
+            if args.oracle:
+                (_, _, best_f1), best_at = oracle(*tasks[0][:3], model)
+                used_extra = f" {best_f1:.3f} | {best_at} |"
+            else:
+                used_extra = ""
             p, r, f, pg, printed, sec = np.mean([run[0] for run in runs], axis=0)
             used, langs = runs[0][1]
             used += f" ({'-'.join(langs)})" if langs else ""
             src_n = min(size, len(data[lang][2]) // 2)
             print(f"| {lang} | {src_n:,} | {min(size // 2, len(data[lang][0])):,} | {p:.3f} | {r:.3f} | {f:.3f} | {pg:.3f} | "
-                  f"{printed:.0f} | {sec:.1f} | {used} |", flush=True)
+                  f"{printed:.0f} | {sec:.1f} | {used} |{used_extra}", flush=True)
 
 
 if __name__ == "__main__":
