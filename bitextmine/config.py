@@ -90,14 +90,14 @@ class MineConfig:
     mode: str = "max"  # LASER: "max" retrieval, best pairs first, each sentence used once
     # Calibrated with min_z for the bundled model by tools/calibrate_threshold.py on dev data (README, "The default
     # threshold"); for language pairs without settings of their own (per_language below)
-    threshold: float = 1.20
+    threshold: float = 1.18
     # Optional floor on the cosine (off by default, as in margin mining in the literature).
     min_cosine: float = 0.0
     # A pair must also stand out: z, the mean over its two sentences of how many standard deviations its cosine
     # lies above the sentence's cosines with every other line of the other side (bitextmine/mining/standout.py).
     # Unlike a margin it does not grow on small inputs. Chosen with the threshold by tools/calibrate_threshold.py
     # (README, "The default threshold"). 0 = off (LASER's margin mining).
-    min_z: float = 4.0
+    min_z: float = 4.5
     # Use the model's threshold, min_z and min_cosine calibrated for the two sides' languages when it has
     # them (bitextmine/mining/calibrated.py); the languages are given (src_lang/tgt_lang) or detected on
     # the first detect_lines lines of each side. The values above apply to other language pairs.
@@ -248,7 +248,7 @@ DEVICES = ("auto", "cpu", "cuda")
 RECIPES: dict[str, dict[str, dict]] = {
     "paper": {"train": {}, "tokenizer": {}},
     "inbatch": {
-        "train": dict(loss="infonce", negatives="max", megabatch_max=4, hinge_weight=4.0, epochs=4, batch_size=2048,
+        "train": dict(loss="infonce", negatives="max", megabatch_max=4, hinge_weight=6.0, epochs=6, batch_size=2048,
                       lr=0.2, init_scale=1.732, warmup=0.1, lr_decay="linear", dropout=0.0, sampling_temperature=2.0,
                       dim=512),
         "tokenizer": dict(vocab_size=32000, normalization="nmt_nfkc_cf", character_coverage=0.99995),
