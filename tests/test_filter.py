@@ -343,7 +343,7 @@ def test_mine_with_rules_drops_candidates_and_counts_them(tmp_path, toy_model_di
     a, b = tmp_path / "a", tmp_path / "b"
     a.write_text("\n".join(src) + "\n")
     b.write_text("\n".join(tgt) + "\n")
-    base = ["mine", str(a), str(b), "--model", toy_model_dir, "--threshold", "0"]
+    base = ["mine", str(a), str(b), "--model", toy_model_dir, "--threshold", "0", "--min-z", "0"]
     plain = CliRunner().invoke(main, base)
     ruled = CliRunner().invoke(main, base + ["--rules", "--max-ratio", "0"])
     assert plain.exit_code == ruled.exit_code == 0
