@@ -204,8 +204,8 @@ def main() -> None:
             p, r, f, pg, printed, sec = np.mean([run[0] for run in runs], axis=0)
             used, langs = runs[0][1]
             used += f" ({'-'.join(langs)})" if langs else ""
-            src_n = min(size, len(data[lang][2]) // 2)
-            print(f"| {lang} | {src_n:,} | {min(size // 2, len(data[lang][0])):,} | {p:.3f} | {r:.3f} | {f:.3f} | {pg:.3f} | "
+            src_n, gold_n = len(tasks[0][0]), tasks[0][3]  # what the first draw holds (a small pool gives fewer)
+            print(f"| {lang} | {src_n:,} | {gold_n:,} | {p:.3f} | {r:.3f} | {f:.3f} | {pg:.3f} | "
                   f"{printed:.0f} | {sec:.1f} | {used} |{used_extra}", flush=True)
 
 
