@@ -14,8 +14,10 @@ from ..errors import ConfigError
 from ..model import Model
 
 
-def embed_pieces(weight, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Mean of piece embeddings, L2-normalised: float32 (n, dim); an empty sentence gives zeros.
+def embed_pieces(weight, ids: np.ndarray, offsets: np.ndarray, dtype=np.float32) -> np.ndarray:
+    """Mean of piece embeddings, L2-normalised: (n, dim) of ``dtype`` (float32 or float16: rounded from the
+    float32 rows on the device, as numpy's astype rounds them, so a GPU copies half the bytes back); an empty
+    sentence gives zeros.
 
     weight: torch tensor (vocab, dim) on the device to use; ids int (total,), offsets int (n,) (flat
     layout, see bitextmine.tokenizer). The one implementation behind every encoding path.
@@ -24,13 +26,18 @@ def embed_pieces(weight, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     import torch.nn.functional as F
 
     if len(offsets) == 0:
-        return np.zeros((0, weight.shape[1]), np.float32)
+        return np.zeros((0, weight.shape[1]), dtype)
     with torch.no_grad():
         dev = weight.device
         x = F.embedding_bag(torch.from_numpy(ids).to(dev), weight, torch.from_numpy(offsets).to(dev), mode="mean")
         x = x.float()  # a half-precision table still gives float32 rows (no copy for a float32 table)
         x.div_(torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min_(1e-12))  # in place: no copy
-    return x.cpu().numpy()
+    return _host(x, dtype)
+
+
+def _host(x, dtype) -> np.ndarray:
+    """The float32 torch rows x as a numpy array of ``dtype`` (float16 rounded on x's device)."""
+    return (x.half() if np.dtype(dtype) == np.float16 else x).cpu().numpy()
 
 
 class SentenceEmbedder:
@@ -75,27 +82,28 @@ class SentenceEmbedder:
                 self.token_weights = torch.from_numpy(w).to(device)
                 self.pc = torch.from_numpy(pc).to(device)
 
-    def __call__(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """ids int (total,), offsets int (n,) (flat layout) -> float32 (n, dim). With ``batch_tokens``,
-        embedded in runs of whole sentences of at most that many pieces (a longer sentence alone)."""
+    def __call__(self, ids: np.ndarray, offsets: np.ndarray, dtype=np.float32) -> np.ndarray:
+        """ids int (total,), offsets int (n,) (flat layout) -> (n, dim) of ``dtype`` (float32, or float16 rounded
+        from them on the device). With ``batch_tokens``, embedded in runs of whole sentences of at most that
+        many pieces (a longer sentence alone)."""
         budget = self.batch_tokens
         if not budget or len(ids) <= budget:
-            return self._embed(ids, offsets)
+            return self._embed(ids, offsets, dtype)
         offsets = np.asarray(offsets, np.int64)
         ends = np.append(offsets[1:], len(ids))
         parts, a = [], 0
         while a < len(offsets):
             b = max(a + 1, int(np.searchsorted(ends, offsets[a] + budget, side="right")))
-            parts.append(self._embed(ids[offsets[a] : ends[b - 1]], offsets[a:b] - offsets[a]))
+            parts.append(self._embed(ids[offsets[a] : ends[b - 1]], offsets[a:b] - offsets[a], dtype))
             a = b
         return np.concatenate(parts)
 
-    def _embed(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """One run of sentences: ids int (total,), offsets int (n,) -> float32 (n, dim), L2-normalised."""
+    def _embed(self, ids: np.ndarray, offsets: np.ndarray, dtype=np.float32) -> np.ndarray:
+        """One run of sentences: ids int (total,), offsets int (n,) -> (n, dim) of ``dtype``, L2-normalised."""
         if self.offset:
             ids = np.asarray(ids, np.int64) + self.offset
         if self.module is None:
-            return embed_pieces(self.weight, ids, offsets)
+            return embed_pieces(self.weight, ids, offsets, dtype)
         import torch
 
         from ..model import embed_in_chunks
@@ -106,4 +114,4 @@ class SentenceEmbedder:
             return x / torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_min(1e-12)
 
         x = embed_in_chunks(self.module, ids, offsets, chunk=self.chunk, token_weights=self.token_weights, post=post)
-        return x.float().cpu().numpy()
+        return _host(x.float(), dtype)

@@ -64,9 +64,10 @@ class Encoder:
         """What made the vectors (:func:`vectors_fingerprint`)."""
         return vectors_fingerprint(self.model, sif=self.config.sif, marked=self.config.marked)
 
-    def embed_flat(self, ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Sentence embeddings, L2-normalised: float32 (n, dim). Empty sentences give zeros."""
-        return self.embedder(ids, offsets)
+    def embed_flat(self, ids: np.ndarray, offsets: np.ndarray, dtype=np.float32) -> np.ndarray:
+        """Sentence embeddings, L2-normalised: (n, dim) of ``dtype`` (float32, or float16 rounded from them on
+        the device). Empty sentences give zeros."""
+        return self.embedder(ids, offsets, dtype)
 
     def encode_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Encode one batch: float32 (len(texts), dim), L2-normalised rows in the order of ``texts``.
@@ -115,9 +116,9 @@ class Encoder:
         yield from self.map_batches(_batches(texts, self.config.batch_size), lambda block, row: block)
 
     def map_batches(self, batches: Iterable[Sequence[str] | RawBlock],
-                    job: Callable[[np.ndarray, int], Any]) -> Iterator[Any]:
+                    job: Callable[[np.ndarray, int], Any], dtype=np.float32) -> Iterator[Any]:
         """Encode each batch (texts, or a RawBlock of undecoded lines) and yield ``job(block, first_row)``
-        for each, in input order; ``block`` is float32 (rows, dim).
+        for each, in input order; ``block`` is (rows, dim) of ``dtype`` (float32 or float16).
 
         Tokenisation runs in worker processes a few batches ahead (:meth:`Tokenizer.encode_stream`)
         while this thread embeds and hands each block to ``job``; memory stays bounded whatever the
@@ -133,7 +134,7 @@ class Encoder:
             torch.set_num_threads(1)
         try:
             for ids, offsets in self.model.tokenizer.encode_stream(batches, workers=workers):
-                block = self.embed_flat(ids, offsets)
+                block = self.embed_flat(ids, offsets, dtype)
                 yield job(block, row)
                 row += len(block)
         finally:
@@ -263,7 +264,7 @@ def encode_items(enc: Encoder, items: Iterable[tuple[RawBlock, int, str]], dtype
         return writers[path].write(row, x.astype(dtype, copy=False))
 
     try:
-        yield from enc.map_batches(blocks(), write)
+        yield from enc.map_batches(blocks(), write, dtype)
     finally:
         for w in writers.values():
             w.close()
