@@ -409,11 +409,17 @@ def shuffle_words(ids, offsets, word_start, p: float, generator):
 
 
 def piece_dropout(ids, offsets, p: float, generator):
-    """Keep mask float32 (total,): each piece kept with probability 1-p, at least one per non-empty sentence."""
+    """Keep mask float32 (total,) on ids' device: each piece kept with probability 1-p, at least one per
+    non-empty sentence.
+
+    ids int64 (total,), offsets int64 (n,) on one device; ``generator`` a CPU torch.Generator: the
+    ``total`` uniforms are drawn on the CPU and moved to the device, so a seeded run drops the same
+    pieces on every device.
+    """
     import torch
 
     total = ids.shape[0]
-    keep = (torch.rand(total, generator=generator, device=ids.device) >= p).float()
+    keep = (torch.rand(total, generator=generator).to(ids.device) >= p).float()
     n = offsets.shape[0]
     lengths = torch.diff(offsets, append=offsets.new_tensor([total]))
     bag = torch.repeat_interleave(torch.arange(n, device=ids.device), lengths)

@@ -81,9 +81,26 @@ def test_side_gather_matches_slices(toy_model):
     assert off.tolist() == [0, len(want[0]), len(want[0]) + len(want[1])]
 
 
+def test_piece_dropout_draws_its_uniforms_from_the_cpu_generator():
+    """The mask is the documented draws of a CPU generator (so every device drops the same pieces), made on
+    the ids' device, with an empty bag's pieces put back."""
+    ids = torch.arange(40)
+    offsets = torch.tensor([0, 2, 3, 17, 17, 25])
+    gen, fresh = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    keep = piece_dropout(ids, offsets, 0.6, gen)
+    want = (torch.rand(40, generator=fresh) >= 0.6).float()
+    for a, b in zip(offsets.tolist(), offsets.tolist()[1:] + [40]):
+        if want[a:b].sum() == 0:
+            want[a:b] = 1
+    assert keep.device == ids.device and keep.dtype == torch.float32
+    torch.testing.assert_close(keep, want, rtol=0, atol=0)
+    assert torch.equal(gen.get_state(), fresh.get_state())  # exactly 40 uniforms drawn, nothing else
+
+
 @pytest.mark.parametrize("fake", ["state_json", "generator_size"])
-def test_resume_on_another_device_type_is_a_config_error(tmp_path, toy_files, fake):
-    """A checkpoint whose generator state was written on CUDA cannot continue on the CPU (or the reverse)."""
+def test_resume_of_a_cuda_generator_checkpoint_is_a_config_error(tmp_path, toy_files, fake):
+    """Checkpoints hold a CPU generator state (any device type resumes them); one an earlier version wrote
+    on CUDA holds a Philox state that no CPU generator continues: a ConfigError saying to start anew."""
     from safetensors.torch import load_file, save_file
 
     spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
@@ -97,12 +114,11 @@ def test_resume_on_another_device_type_is_a_config_error(tmp_path, toy_files, fa
         meta["generator_device"] = "cuda"
     else:  # a checkpoint without the key: a CUDA (Philox) state is 16 bytes, a CPU one 5056
         del meta["generator_device"]
-        tensors = load_file(os.path.join(ck, "tensors.safetensors"))
-        tensors["generator"] = torch.zeros(16, dtype=torch.uint8)
-        save_file(tensors, os.path.join(ck, "tensors.safetensors"))
+    tensors = load_file(os.path.join(ck, "tensors.safetensors"))
+    tensors["generator"] = torch.zeros(16, dtype=torch.uint8)
+    save_file(tensors, os.path.join(ck, "tensors.safetensors"))
     json.dump(meta, open(os.path.join(ck, "state.json"), "w"))
-    want = "written on cuda" if fake == "state_json" else "written on another device type"
-    with pytest.raises(ConfigError, match=f"{want} and this run is on cpu.*--device"):
+    with pytest.raises(ConfigError, match="holds the state of a cuda random generator.*start a new run"):
         train(spec, out, config=TrainConfig(**{**SMALL, "epochs": 1}), resume=True)
 
 

@@ -1,15 +1,17 @@
 """Resumable training checkpoints: ``OUT/checkpoint/`` holds ``state.json`` (format version
 CHECKPOINT_VERSION, the data fingerprint, the config, epoch, position in the epoch's order, step,
-dev history, best score, the device type of the random generator), ``tensors.safetensors`` (weights,
-Adam's moments, the best weights so far, both random generators' states) and ``tokenizer.bin``.
+dev history, best score, the device type of the random generator: always "cpu"), ``tensors.safetensors``
+(weights, Adam's moments, the best weights so far, both random generators' states) and ``tokenizer.bin``.
 No pickle. They are written at mega-batch boundaries, atomically (a temporary directory renamed).
 
 Resuming continues to the same final model as an uninterrupted run on the same device type (on
 CUDA, training runs with deterministic algorithms for this; see :func:`bitextmine.training.train`).
-A checkpoint written on another device type (CPU vs CUDA) cannot be resumed: the generator that
-draws dropout and random negatives is the device's own, and a CPU (Mersenne Twister) state cannot
-continue a CUDA (Philox) stream or the reverse; :func:`load_checkpoint` raises ConfigError naming
-the device to resume on.
+Both generators (dropout and random negatives; word shuffling) are CPU generators whose draws are
+moved to the device, so a checkpoint also resumes on another device type (CPU vs CUDA), continuing
+the same random streams (the weights then differ from an uninterrupted run by float rounding only).
+Earlier versions drew dropout and random negatives from the device's own generator: a checkpoint
+they wrote on CUDA holds a Philox state that no CPU generator can continue, and :func:`load_checkpoint`
+raises ConfigError for it.
 """
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ def load_checkpoint_tokenizer(ckpt_dir: str):
 
 def save_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, best: dict, state: dict, tok, data_fp: str,
                     config: TrainConfig) -> None:
-    """Write the checkpoint of module ``enc``, Adam ``opt``, generators ``gen`` (the device's) and
-    ``shuffle_gen`` (CPU), the best weights ``best`` and the ``state`` dict (see :func:`new_state`)."""
+    """Write the checkpoint of module ``enc``, Adam ``opt``, CPU generators ``gen`` (dropout, negatives)
+    and ``shuffle_gen`` (word shuffling), the best weights ``best`` and the ``state`` dict (see :func:`new_state`)."""
     import torch
     from safetensors.torch import save_file
 
@@ -108,23 +110,22 @@ def _check_meta(ckpt_dir: str, meta: dict, data_fp: str, config: TrainConfig) ->
 
 
 def _check_generator(ckpt_dir: str, meta: dict, stored, gen) -> None:
-    """ConfigError unless the stored generator state (uint8 tensor) was written on ``gen``'s device type.
+    """ConfigError unless the stored generator state (uint8 tensor) is a CPU generator's, like CPU ``gen``'s.
     Checkpoints without ``generator_device`` are told apart by the state's size (CPU and CUDA differ)."""
-    here = gen.device.type
-    there = meta.get("generator_device")
-    if there is None:
-        there = here if stored.numel() == gen.get_state().numel() else "another device type"
-    if there != here or stored.numel() != gen.get_state().numel():
-        raise ConfigError(f"--resume: {ckpt_dir} was written on {there} and this run is on {here}; the random "
-                          f"streams of the two devices differ, so resume with --device {there} "
-                          "(or start a new run)")
+    there = meta.get("generator_device", "cpu")
+    if there != "cpu" or stored.numel() != gen.get_state().numel():
+        there = "cuda" if there == "cpu" else there
+        raise ConfigError(f"--resume: {ckpt_dir} holds the state of a {there} random generator, written by an "
+                          "earlier version that drew dropout and random negatives on the device; this version "
+                          "draws them on the CPU and cannot continue that stream, so start a new run")
 
 
 def load_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, data_fp: str, config: TrainConfig, device):
     """Restore ``enc``, ``opt`` and both generators in place; return (state, best weights on ``device``).
 
     Raises ModelFormatError (another checkpoint_version), ConfigError (other data, a config that
-    changes the run, or a checkpoint written on another device type)."""
+    changes the run, or a CUDA generator state of an earlier version). The run's device may differ from the
+    checkpoint's."""
     from safetensors.torch import load_file
 
     with open(os.path.join(ckpt_dir, "state.json")) as f:

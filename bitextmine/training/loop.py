@@ -71,12 +71,14 @@ def train(
     ``sts_pairs`` (STS files in any format :func:`bitextmine.evaluation.read_sts` reads) add their pairs
     scored >= ``config.sts_min_score`` as positives.
 
-    Same seed, same data, same device type: same model bytes. ``resume=True`` continues from
-    ``OUT/checkpoint`` to the same final model as an uninterrupted run; on CUDA, training runs with
+    Same seed, same data, same device type: same model bytes (the random draws are made on the CPU, so
+    another device type draws the same and its model differs by float rounding only). ``resume=True``
+    continues from ``OUT/checkpoint`` to the same final model as an uninterrupted run (up to float
+    rounding when the checkpoint was written on another device type); on CUDA, training runs with
     ``torch.use_deterministic_algorithms(True, warn_only=True)`` and CUBLAS_WORKSPACE_CONFIG=:4096:8 (set
     here when unset; it must be in place before the process's first cuBLAS call), so the promise holds
-    except for an operation torch warns has no deterministic implementation. A checkpoint written on
-    another device type is a ConfigError (:mod:`bitextmine.training.checkpoint`). ``config.amp``: bf16
+    except for an operation torch warns has no deterministic implementation. A checkpoint of an earlier
+    version whose generator was CUDA's is a ConfigError (:mod:`bitextmine.training.checkpoint`). ``config.amp``: bf16
     autocast for blstm-sp only (:func:`amp_dtype_for`).
 
     ``progress`` receives dict events: {"event": "log", "message"}, {"event": "start", "total_steps"},
@@ -304,12 +306,13 @@ class _Run:
 
     @classmethod
     def start(cls, data, config, device, init_model, tok, ckpt_dir, data_fp, emit) -> "_Run":
-        """Seed the generators (device: dropout and random negatives; CPU: word shuffling; global: the
-        LSTM's initialisation) and build the module, in that order."""
+        """Seed the generators (CPU, seed: dropout and random negatives; CPU, seed + 1: word shuffling;
+        global: the LSTM's initialisation) and build the module, in that order. Every draw of training
+        is made on a CPU generator and moved to the device, so a seeded run draws the same on every
+        device and a checkpoint resumes on another device type."""
         import torch
 
-        gen = torch.Generator(device=device)
-        gen.manual_seed(config.seed)
+        gen = torch.Generator().manual_seed(config.seed)
         shuffle_gen = torch.Generator().manual_seed(config.seed + 1)
         torch.manual_seed(config.seed)
         run = cls(data, config, device, _init_encoder(config, device, init_model, data.rows), tok, ckpt_dir,

@@ -40,8 +40,9 @@ def choose_negatives(es, et, s_text, t_text, config: TrainConfig, gen):
     random = a uniformly drawn other pair; mix = per pair, the hardest with probability ``mix_prob``,
     else the random one.
 
-    es, et float32 (n, d) L2-normalised; s_text, t_text int64 (n,); ``gen`` the torch.Generator on
-    es's device. The draws, in order: offsets 1..n-1 for t then s (randint), then for mix the
+    es, et float32 (n, d) L2-normalised; s_text, t_text int64 (n,); ``gen`` a CPU torch.Generator (the
+    draws are made on the CPU and moved to es's device, so a seeded run picks the same negatives on
+    every device). The draws, in order: offsets 1..n-1 for t then s (randint), then for mix the
     uniforms for t then s (rand). Returns (t_neg, s_neg) int64 (n,) and (t_valid, s_valid) bool (n,);
     a random pick sharing the positive's text is invalid (its loss term is switched off).
     """
@@ -52,11 +53,11 @@ def choose_negatives(es, et, s_text, t_text, config: TrainConfig, gen):
     if n < 2:
         return t_neg, s_neg, t_ok & False, s_ok & False
     ar = torch.arange(n, device=es.device)
-    rt = (ar + torch.randint(1, n, (n,), generator=gen, device=es.device)) % n
-    rs = (ar + torch.randint(1, n, (n,), generator=gen, device=es.device)) % n
+    rt = (ar + torch.randint(1, n, (n,), generator=gen).to(es.device)) % n
+    rs = (ar + torch.randint(1, n, (n,), generator=gen).to(es.device)) % n
     if config.negatives == "mix":
-        use_t = torch.rand(n, generator=gen, device=es.device) < config.mix_prob
-        use_s = torch.rand(n, generator=gen, device=es.device) < config.mix_prob
+        use_t = torch.rand(n, generator=gen).to(es.device) < config.mix_prob
+        use_s = torch.rand(n, generator=gen).to(es.device) < config.mix_prob
         rt = torch.where(use_t, t_neg, rt)
         rs = torch.where(use_s, s_neg, rs)
     return rt, rs, t_text[rt] != t_text, s_text[rs] != s_text
