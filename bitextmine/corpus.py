@@ -235,7 +235,6 @@ def iter_blocks(path: str, *, hasher: "hashlib._Hash | None" = None,
     ``hasher``, when given, is updated with the decompressed bytes. Raises CorpusError for a
     truncated or corrupt compressed stream, naming the format and the line where the damage starts.
     """
-    name = _name(path)
     f = open_binary(path)
     lineno = 1
     rest = b""

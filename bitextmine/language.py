@@ -277,5 +277,5 @@ def check_codes(declared: dict[str, str | None], known: frozenset[str], by: str)
 
     for option, code in declared.items():
         if code and code not in known:
-            raise ConfigError(f"{option} {code!r}: not a language that {by} knows; expected an ISO 639-1 code, "
-                              f"one of: {' '.join(sorted(known))}")
+            raise ConfigError(f"{option} {code!r}: not a language that {by} knows; expected its code for the "
+                              f"language (ISO 639-1 where there is one), one of: {' '.join(sorted(known))}")
