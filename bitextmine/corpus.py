@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import os
 import sys
 import zlib
@@ -21,14 +22,36 @@ from .errors import CorpusError
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+BZIP2_MAGIC = b"BZh"  # then the block size "1"-"9" and a block's or the end's magic (below)
+_BZIP2_NEXT = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
 
 
 def _name(path: str) -> str:
     return "<stdin>" if path == "-" else str(path)
 
 
+class DamagedInput(CorpusError):
+    """A compressed input that is corrupt or ends before its end marker (a truncated download or copy).
+    ``fmt``: gzip, xz or zstd; ``detail``: the decompressor's words. The readers that count lines
+    (:func:`iter_blocks`, the filter's) raise a CorpusError naming the line where the damage starts."""
+
+    def __init__(self, name: str, fmt: str, detail: str):
+        self.name, self.fmt, self.detail = name, fmt, detail
+        super().__init__(f"{name}: corrupt or truncated {fmt} data ({detail}); expected a complete {fmt} file")
+
+    def at_line(self, line: int) -> CorpusError:
+        """The error naming the first line not read whole: the lines before it were read."""
+        return CorpusError(f"{self.name} line {line}: corrupt or truncated {self.fmt} data after {line - 1} "
+                           f"complete lines ({self.detail}); expected a complete {self.fmt} file")
+
+
 def open_binary(path: str) -> BinaryIO:
-    """Open ``path`` (``-`` = stdin) for binary reading, decompressing gzip, xz and zstd by their magic bytes."""
+    """Open ``path`` (``-`` = stdin) for binary reading, decompressing gzip, xz and zstd by their magic bytes.
+
+    A compressed stream that is corrupt or ends early (inside a gzip or xz stream or a zstd frame) raises
+    :class:`DamagedInput` when the read reaches the damage: never fewer bytes without a word. bzip2 input
+    is refused (CorpusError: decompress it first)."""
+    name = _name(path)
     if path == "-":
         raw: BinaryIO = sys.stdin.buffer
     else:
@@ -40,24 +63,138 @@ def open_binary(path: str) -> BinaryIO:
             raise CorpusError(f"{path}: is a directory; expected a text file") from None
         except OSError as e:
             raise CorpusError(f"{path}: cannot open ({e.strerror})") from None
-    head = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
+    head = raw.peek(10)[:10] if hasattr(raw, "peek") else b""
     if head[:2] == GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+        return _decompressed(gzip.GzipFile(fileobj=raw, mode="rb"), raw, name, "gzip")
     if head[:6] == XZ_MAGIC:
         import lzma
 
-        return lzma.LZMAFile(raw, mode="rb")  # type: ignore[return-value]
+        return _decompressed(lzma.LZMAFile(raw, mode="rb"), raw, name, "xz")
     if head[:4] == ZSTD_MAGIC:
-        import io
-
         try:
             import zstandard
         except ImportError:
             from .errors import MissingDependencyError
 
-            raise MissingDependencyError(f"{_name(path)}: zstd input needs zstandard: pip install zstandard") from None
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True))  # type: ignore
+            raise MissingDependencyError(f"{name}: zstd input needs zstandard: pip install zstandard") from None
+        frames = _ZstdFrames(raw)
+        return _decompressed(zstandard.ZstdDecompressor().stream_reader(frames, read_across_frames=True), raw, name,
+                             "zstd", frames)
+    if head[:3] == BZIP2_MAGIC and head[3:4].isdigit() and head[4:10] in _BZIP2_NEXT:
+        if path != "-":
+            raw.close()
+        raise CorpusError(f"{name}: bzip2 data, which bitextmine does not read; expected plain, gzip, xz or zstd "
+                          "input (decompress it first: bunzip2 -k FILE)")
     return raw
+
+
+def _decompression_errors() -> tuple:
+    import lzma
+
+    errors: tuple = (EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError)
+    try:
+        import zstandard
+
+        errors += (zstandard.ZstdError,)
+    except ImportError:
+        pass
+    return errors
+
+
+class _Decompressed(io.RawIOBase):
+    """A decompressing reader whose failures, and a zstd stream ending inside a frame, are DamagedInput."""
+
+    def __init__(self, inner, raw: BinaryIO, name: str, fmt: str, frames: "_ZstdFrames | None" = None):
+        super().__init__()
+        self.inner, self.raw, self.name, self.fmt, self.frames = inner, raw, name, fmt, frames
+        self.errors = _decompression_errors()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        try:
+            data = self.inner.read1(len(b))  # what one step decodes: an error loses no more than that step
+            n = len(data)
+            b[:n] = data
+        except self.errors as e:
+            raise DamagedInput(self.name, self.fmt, str(e) or type(e).__name__) from None
+        except ValueError as e:  # the frame walker: bytes that are no zstd frame
+            raise DamagedInput(self.name, self.fmt, str(e)) from None
+        if not n and self.frames is not None and not self.frames.at_boundary():
+            raise DamagedInput(self.name, self.fmt, "the input ends inside a frame")
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self.inner.close()
+            if self.raw is not sys.stdin.buffer:
+                self.raw.close()
+        super().close()
+
+
+def _decompressed(inner, raw: BinaryIO, name: str, fmt: str, frames=None) -> BinaryIO:
+    return io.BufferedReader(_Decompressed(inner, raw, name, fmt, frames), BLOCK_BYTES)  # type: ignore[return-value]
+
+
+class _ZstdFrames:
+    """The compressed bytes of a zstd input, read through while following its frame structure (RFC 8878,
+    3.1: frame header, blocks with their sizes, optional checksum; skippable frames), so that an input
+    ending inside a frame is told from one ending between frames: the decompressor returns what it has
+    in both cases. Costs a few operations per 128 KiB block."""
+
+    def __init__(self, raw: BinaryIO):
+        self.raw = raw
+        self.state, self.want, self.head, self.skip, self.checksum = "magic", 4, b"", 0, False
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self._feed(data)
+        return data
+
+    def _feed(self, data: bytes) -> None:
+        i, n = 0, len(data)
+        while i < n:
+            if self.skip:
+                k = min(self.skip, n - i)
+                self.skip -= k
+                i += k
+                continue
+            k = min(self.want - len(self.head), n - i)
+            self.head += data[i:i + k]
+            i += k
+            if len(self.head) == self.want:
+                h, self.head = self.head, b""
+                self._step(h)
+
+    def _step(self, h: bytes) -> None:
+        if self.state == "magic":
+            magic = int.from_bytes(h, "little")
+            if magic == 0xFD2FB528:
+                self.state, self.want = "header", 1
+            elif magic & 0xFFFFFFF0 == 0x184D2A50:  # a skippable frame: its size, then its bytes
+                self.state, self.want = "skippable", 4
+            else:
+                raise ValueError(f"bytes {h.hex()} where a zstd frame should start")
+        elif self.state == "skippable":
+            self.skip, self.state, self.want = int.from_bytes(h, "little"), "magic", 4
+        elif self.state == "header":  # the frame header descriptor gives the sizes of the header's fields
+            d = h[0]
+            single, self.checksum = (d >> 5) & 1, bool((d >> 2) & 1)
+            self.skip = (1 - single) + (0, 1, 2, 4)[d & 3] + (single, 2, 4, 8)[d >> 6]
+            self.state, self.want = "block", 3
+        else:  # a block header: last-block bit, type (raw, RLE, compressed, reserved), size
+            b = int.from_bytes(h, "little")
+            if (b >> 1) & 3 == 3:
+                raise ValueError("a zstd block of the reserved type")
+            self.skip = 1 if (b >> 1) & 3 == 1 else b >> 3
+            if b & 1:
+                self.skip += 4 * self.checksum
+                self.state, self.want = "magic", 4
+
+    def at_boundary(self) -> bool:
+        """Whether the bytes so far end between frames."""
+        return self.state == "magic" and not self.head and not self.skip
 
 
 def open_output(path: str, name: str | None = None) -> BinaryIO:
@@ -96,20 +233,19 @@ def iter_blocks(path: str, *, hasher: "hashlib._Hash | None" = None,
     (the last may not), a UTF-8 byte order mark at the start removed.
 
     ``hasher``, when given, is updated with the decompressed bytes. Raises CorpusError for a
-    truncated or corrupt gzip stream, naming the line where the damage starts.
+    truncated or corrupt compressed stream, naming the format and the line where the damage starts.
     """
-    name = _name(path)
     f = open_binary(path)
     lineno = 1
     rest = b""
     bom_checked = False
     try:
         while True:
+            got: list[bytes] = []
             try:
-                data = f.read(block_bytes)
-            except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-                damaged = lineno + rest.count(b"\n")
-                raise CorpusError(f"{name} line {damaged}: corrupt or truncated gzip data ({e})") from None
+                data = _read_block(f, block_bytes, got)
+            except DamagedInput as e:
+                raise e.at_line(lineno + rest.count(b"\n") + sum(p.count(b"\n") for p in got)) from None
             if hasher is not None:
                 hasher.update(data)
             if not data:
@@ -133,6 +269,19 @@ def iter_blocks(path: str, *, hasher: "hashlib._Hash | None" = None,
     finally:
         if path != "-":
             f.close()
+
+
+def _read_block(f: BinaryIO, n: int, got: list[bytes]) -> bytes:
+    """Up to ``n`` bytes of ``f`` (fewer only at its end), appended to ``got`` as they come, so that a read
+    failing part way still tells how far it got."""
+    size = 0
+    while size < n:
+        data = f.read1(n - size)  # type: ignore[attr-defined]
+        if not data:
+            break
+        got.append(data)
+        size += len(data)
+    return b"".join(got)
 
 
 def decode_block(block: bytes, *, name: str, first_line: int) -> list[str]:
@@ -165,7 +314,7 @@ def iter_lines(path: str, *, hasher: "hashlib._Hash | None" = None) -> Iterator[
 
     ``hasher`` (e.g. ``hashlib.sha256()``), when given, is updated with the decompressed bytes.
     Raises CorpusError naming the file and 1-based line for invalid UTF-8, NUL bytes or a
-    truncated/corrupt gzip stream.
+    truncated/corrupt compressed stream.
     """
     name = _name(path)
     for block, first_line in iter_blocks(path, hasher=hasher):
@@ -184,8 +333,6 @@ def file_checksum(path: str) -> str:
     try:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise CorpusError(f"{_name(path)}: corrupt or truncated gzip data ({e})") from None
     finally:
         if path != "-":
             f.close()

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from bitextmine.cli import main
 from bitextmine.config import MineConfig
 from bitextmine.errors import ModelFormatError
-from bitextmine.filtering.langid import side_language
+from bitextmine.language import side_language
 from bitextmine.mining.calibrated import apply, settings_for, write_section
 from bitextmine.mining.mine import mine_files
 from bitextmine.model import load_model
@@ -75,12 +75,51 @@ def test_a_bad_mining_section_is_refused_on_load(calibrated_dir, section, says):
 def test_side_language_votes_over_lines():
     de = open(os.path.join(EXAMPLES, "de.txt"), encoding="utf-8").read().splitlines()
     en = open(os.path.join(EXAMPLES, "en.txt"), encoding="utf-8").read().splitlines()
-    langs = ("en", "de", "fr")
-    assert side_language(de, langs) == ("de", 1.0)
-    assert side_language(en, langs) == ("en", 1.0)
-    lang, share = side_language(de[:10] + en[:10], langs)
+    assert side_language(de) == ("de", 1.0)
+    assert side_language(en) == ("en", 1.0)
+    lang, share = side_language(de[:10] + en[:10])
     assert lang is None and share == 0.5  # no language has 60 % of the lines
-    assert side_language([], langs) == (None, 0.0)
+    assert side_language([]) == (None, 0.0)
+
+
+PORTUGUESE = [
+    "O comboio para Lisboa está atrasado vinte minutos hoje.", "A minha avó faz um bolo de maçã todos os domingos.",
+    "Por favor, apaga a luz quando saíres do quarto.", "O museu está fechado às segundas-feiras.",
+    "Ela aprende japonês há dois anos.", "A chave está debaixo do tapete.", "O café está muito quente.",
+    "A impressora do segundo andar está avariada outra vez.", "Esqueci-me de regar as flores.",
+    "O jantar fica pronto dentro de meia hora.", "A casa é muito grande e bonita.",
+    "Eu gosto de comer peixe com arroz.", "Ela comprou um vestido novo para a festa.",
+    "Preciso de ir ao médico esta semana.",
+]
+
+
+def test_a_language_the_model_has_no_settings_for_is_not_taken_for_a_close_one():
+    assert side_language(PORTUGUESE) == ("pt", 1.0)  # the identifier's own guess, not Spanish
+
+
+@pytest.fixture()
+def spanish_dir(tmp_path, toy_model_dir):
+    """The toy model with settings for Spanish that keep no pair (threshold 1e9)."""
+    out = str(tmp_path / "es")
+    shutil.copytree(toy_model_dir, out)
+    path = os.path.join(out, "config.json")
+    cfg = json.load(open(path))
+    cfg["languages"] = ["en", "es"]
+    json.dump(cfg, open(path, "w"))
+    write_section(out, {"es": {"threshold": 1e9, "min_z": 0, "min_cosine": 0}}, "a test")
+    return out
+
+
+def test_portuguese_gets_the_global_defaults_not_spanish_settings(spanish_dir, tmp_path):
+    src = tmp_path / "pt.txt"
+    src.write_text("\n".join(PORTUGUESE) + "\n", encoding="utf-8")
+    out = io.StringIO()
+    low = MineConfig(threshold=0.0, min_z=0.0)
+    stats = mine_files(str(src), os.path.join(EXAMPLES, "en.txt"), out, model=load_model(spanish_dir), config=low)
+    assert out.getvalue() and stats.info["calibrated_for"] is None
+    said = stats.info["settings"]
+    assert said.startswith("settings given: threshold 0, min-z 0, min-cosine 0, not per language: the model holds "
+                           "no settings for pt (it holds es)") and "source pt (detected); target en (detected)" in said
 
 
 def _mine(model_dir, **kw):
@@ -101,6 +140,51 @@ def test_mine_applies_the_calibration_of_the_detected_languages(calibrated_dir, 
     assert rows == plain and stats.info["calibrated_for"] is None
     rows, stats = _mine(calibrated_dir, config=low, src_lang="fr")  # a pair the model has no settings for
     assert rows == plain and stats.info["calibrated_for"] is None
+
+
+def test_the_settings_used_are_said_in_one_line(calibrated_dir):
+    rows, stats = _mine(calibrated_dir)
+    assert stats.info["settings"] == ("settings calibrated for de-en: threshold 1e+09, min-z 0, min-cosine 0; "
+                                      "languages: source de (detected); target en (detected)")
+    rows, stats = _mine(calibrated_dir, src_lang="de", tgt_lang="en")
+    assert stats.info["settings"].endswith("languages: source de (given); target en (given)")
+    rows, stats = _mine(calibrated_dir, config=MineConfig(per_language=False))
+    assert stats.info["settings"].startswith(f"global defaults: threshold {MineConfig.threshold:g}, "
+                                             f"min-z {MineConfig.min_z:g}, min-cosine {MineConfig.min_cosine:g}, "
+                                             "not per language: per-language settings off")
+
+
+@pytest.mark.parametrize("how, says", [
+    ("sif", "SIF-weighted embeddings (--sif)"),
+    ("external", "external embeddings"),
+])
+def test_settings_calibrated_on_plain_embeddings_are_not_used_for_other_vectors(calibrated_dir, tmp_path, how, says):
+    from bitextmine.config import EncodeConfig
+    from bitextmine.encoding import encode
+
+    low = MineConfig(threshold=0.0, min_z=0.0)
+    kw = {}
+    if how == "sif":
+        kw["encode_config"] = EncodeConfig(device="cpu", sif=True)
+    else:
+        model = load_model(calibrated_dir)
+        for side, name in (("src", "de.txt"), ("tgt", "en.txt")):
+            lines = open(os.path.join(EXAMPLES, name), encoding="utf-8").read().splitlines()
+            np.save(tmp_path / f"{side}.npy", encode(lines, model, config=EncodeConfig(device="cpu")))
+        kw.update(src_emb=str(tmp_path / "src.npy"), tgt_emb=str(tmp_path / "tgt.npy"))
+    rows, stats = _mine(calibrated_dir, config=low, **kw)
+    assert rows and stats.info["calibrated_for"] is None  # the German settings (threshold 1e9) would keep none
+    assert says in stats.info["settings"] and "plain embeddings" in stats.info["settings"]
+    assert "calibrated" not in stats.signature
+
+
+def test_a_language_code_no_check_knows_is_a_config_error(calibrated_dir):
+    from bitextmine.config import RuleConfig
+    from bitextmine.errors import ConfigError
+
+    for kw in ({"src_lang": "xx"}, {"tgt_lang": "english"}, {"src_lang": "xx", "rules": RuleConfig()}):
+        with pytest.raises(ConfigError, match=r"--(src|tgt)-lang '(xx|english)': not a language .* one of: .*\bde\b"):
+            _mine(calibrated_dir, **kw)
 
 
 def test_cli_options_that_set_a_threshold_turn_the_calibration_off(calibrated_dir):

@@ -1,8 +1,9 @@
 import gzip
+import io
 
 import pytest
 
-from bitextmine.corpus import CorpusSpec, clean_pairs, file_checksum, iter_lines, load_corpora, read_parallel, read_tsv
+from bitextmine.corpus import _ZstdFrames, CorpusSpec, clean_pairs, file_checksum, iter_lines, load_corpora, read_parallel, read_tsv
 from bitextmine.errors import CorpusError
 
 
@@ -52,6 +53,64 @@ def test_truncated_gzip_is_an_error(tmp_path):
     p = write_bytes(tmp_path / "t.gz", data[: len(data) // 2])
     with pytest.raises(CorpusError, match="corrupt or truncated gzip"):
         list(iter_lines(p))
+
+
+def _compress(fmt: str, data: bytes) -> bytes:
+    import lzma
+
+    import zstandard
+
+    return {"gz": gzip.compress, "xz": lzma.compress, "zst": zstandard.ZstdCompressor().compress}[fmt](data)
+
+
+@pytest.mark.parametrize("fmt, says", [("gz", "gzip"), ("xz", "xz"), ("zst", "zstd")])
+def test_a_truncated_compressed_file_is_an_error_naming_format_and_line(tmp_path, fmt, says):
+    lines = [f"line {i}" for i in range(100_000)]
+    data = _compress(fmt, ("\n".join(lines) + "\n").encode())
+    p = write_bytes(tmp_path / f"t.{fmt}", data[: len(data) * 2 // 3])
+    got = []
+    with pytest.raises(CorpusError, match=rf"t.{fmt} line (\d+): corrupt or truncated {says} data after \d+ complete") as e:
+        for line in iter_lines(p):
+            got.append(line)
+    line = int(str(e.value).split(" line ")[1].split(":")[0])
+    readable = len(lines) * 2 // 3 * 0.9  # about what the first two thirds of the stream hold
+    assert readable < line <= len(lines) and got == lines[: len(got)] and len(got) < line  # how far it got
+    with pytest.raises(CorpusError, match=f"t.{fmt}: corrupt or truncated {says} data"):
+        file_checksum(p)
+
+
+def test_zstd_cut_at_any_byte_inside_a_frame_is_an_error(tmp_path):
+    import zstandard
+
+    frames = [zstandard.ZstdCompressor().compress(b"a\nb\n"),
+              zstandard.ZstdCompressor(write_checksum=True, write_content_size=False).compress(b"c\n" * 50),
+              b"\x50\x2a\x4d\x18\x03\x00\x00\x00xyz",  # a skippable frame
+              zstandard.ZstdCompressor(level=19).compress(b"".join(b"line %d\n" % i for i in range(3000)))]
+    data = b"".join(frames)
+    ends = {sum(map(len, frames[:i + 1])) for i in range(len(frames))}
+    want = "a\nb\n" + "c\n" * 50 + "".join(f"line {i}\n" for i in range(3000))
+    assert "\n".join(iter_lines(write_bytes(tmp_path / "all.zst", data))) + "\n" == want
+    for cut in range(len(data) + 1):  # the frame walker at every byte, against the boundaries built above
+        walker = _ZstdFrames(io.BytesIO(data[:cut]))
+        while walker.read(7):
+            pass
+        assert walker.at_boundary() is (cut in ends or cut == 0), cut
+    for cut in [*ends, *range(5, len(data), 53)]:  # whole reads at some of them
+        p = write_bytes(tmp_path / "cut.zst", data[:cut])
+        if cut in ends:
+            assert want.startswith("\n".join(iter_lines(p)))
+        else:
+            with pytest.raises(CorpusError, match="corrupt or truncated zstd data"):
+                list(iter_lines(p))
+
+
+def test_bzip2_is_refused_in_one_line(tmp_path):
+    import bz2
+
+    p = write_bytes(tmp_path / "a.txt.bz2", bz2.compress(b"a\nb\n"))
+    with pytest.raises(CorpusError, match=r"a.txt.bz2: bzip2 data, which bitextmine does not read; .*bunzip2"):
+        list(iter_lines(p))
+    assert list(iter_lines(write_bytes(tmp_path / "t.txt", b"BZh9 is a line of text\n"))) == ["BZh9 is a line of text"]
 
 
 def test_missing_file(tmp_path):
@@ -111,3 +170,20 @@ def test_blocks_of_any_size_give_the_same_lines_and_line_numbers(tmp_path, block
     with pytest.raises(CorpusError, match=r"line 10: invalid UTF-8 \(byte 0xc3 at column 2\)"):
         for block, first in iter_blocks(bad, block_bytes=block_bytes):
             decode_block(block, name=bad, first_line=first)
+
+
+@pytest.mark.parametrize("command", ["mine", "score", "filter"])
+def test_commands_stop_with_one_line_on_a_truncated_zst(tmp_path, toy_model_dir, command):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+
+    text = "".join(f"Line {i}.\tZeile {i}.\n" for i in range(20_000)).encode()
+    data = _compress("zst", text)
+    p = write_bytes(tmp_path / "in.zst", data[: len(data) // 2])
+    other = write_bytes(tmp_path / "other.txt", b"a\nb\n")
+    args = {"mine": ["mine", p, other, "--model", toy_model_dir], "score": ["score", p, "--model", toy_model_dir],
+            "filter": ["filter", p, "--score", "none"]}[command]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1, r.output
+    assert r.stderr.startswith(f"Error: {p} line ") and "corrupt or truncated zstd data after" in r.stderr

@@ -119,3 +119,51 @@ def test_npy_wrong_shape_dtype_and_rows(tmp_path):
     with pytest.raises(ConfigError) as e:
         open_embeddings(p, rows=4, text=os.path.join("data", "a.txt"))
     assert str(e.value) == f"{p}: 3 rows, but {os.path.join('data', 'a.txt')} has 4 lines; expected one row per line"
+
+
+@pytest.mark.parametrize("fmt, dtype", [("npy", np.float32), ("npy", np.float16), ("raw", np.float32),
+                                        ("raw", np.float16)])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_row_that_is_not_finite_is_refused_naming_it(tmp_path, fmt, dtype, bad):
+    x = rows(50, 8).astype(dtype)
+    x[37, 5] = bad
+    x[44, 0] = np.nan
+    p = str(tmp_path / f"e.{fmt}")
+    np.save(p, x) if fmt == "npy" else x.tofile(p)
+    kw = {"fmt": fmt, "dim": 8, "fp16": dtype == np.float16}
+    with pytest.raises(ConfigError) as e:
+        open_embeddings(p, rows=50, **kw)
+    assert str(e.value) == (f"{p} row 38: NaN or infinite values; expected finite embeddings "
+                            "(row 38 is line 38 of the text)")
+    assert open_embeddings(p, **kw).shape == (50, 8)  # opened without rows (per chunk): not read through
+
+
+def test_check_finite_reads_in_blocks_and_finds_the_first_bad_row():
+    from bitextmine.encoding.external import check_finite
+
+    x = rows(100, 4)
+    check_finite(x, "x", block=7)
+    for bad in (0, 6, 7, 50, 99):
+        y = x.copy()
+        y[bad, 1] = np.inf
+        y[min(bad + 3, 99), 2] = np.nan
+        with pytest.raises(ConfigError, match=rf"^x row {bad + 1}: "):
+            check_finite(y, "x", block=7)
+
+
+def test_mine_refuses_an_embeddings_file_with_a_nan_row(tmp_path):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("".join(f"line {i}\n" for i in range(20)))
+    b.write_text("".join(f"Zeile {i}\n" for i in range(20)))
+    x, y = rows(20, 8, seed=1), rows(20, 8, seed=2)
+    x[11] = np.nan
+    np.save(tmp_path / "a.npy", x)
+    np.save(tmp_path / "b.npy", y)
+    r = CliRunner().invoke(main, ["mine", str(a), str(b), "--src-emb", str(tmp_path / "a.npy"),
+                                  "--tgt-emb", str(tmp_path / "b.npy"), "-q"])
+    assert r.exit_code == 1 and r.stderr == (f"Error: {tmp_path / 'a.npy'} row 12: NaN or infinite values; expected "
+                                             "finite embeddings (row 12 is line 12 of the text)\n")

@@ -72,7 +72,7 @@ def test_probs_mode_rejects_wrong_language_and_swapped_sides(model):
 
 
 def test_probs_mode_reads_presentation_forms_and_per_language_limits():
-    from bitextmine.filtering.langid import language_probs, parse_max_probs, wrong_language
+    from bitextmine.language import language_probs, parse_max_probs, wrong_language
 
     # Arabic in presentation forms (as some UI corpora store it) is read as Arabic after NFKC
     shaped = "ﺔﻣﺎﻌﻟﺍ ﺩﺍﻮﻤﻠﻟ ﺔﻨﻣﺁ ﺔﻘﻄﻨﻣ"
@@ -88,7 +88,7 @@ def test_probs_mode_reads_presentation_forms_and_per_language_limits():
 
 
 def test_ensemble_shortcut_gives_the_direct_answers():
-    from bitextmine.filtering.langid import language_probs, wrong_language
+    from bitextmine.language import language_probs, wrong_language
 
     texts = ["Abbrechen", "Cancel", "Farm", "Hof", "Das Haus steht am See.", "La maison", "Geometri", "Oval", "%s files",
              "Привет мир", "Seljuk", "Text Style", "git notes merge --abort [<选项>]", "Línea base"]
@@ -124,7 +124,7 @@ def run_filter(data: bytes, tmp_path, name="in.tsv", **kw):
     p = tmp_path / name
     p.write_bytes(data)
     out, rej = io.BytesIO(), io.BytesIO()
-    stats = filter_tsv(str(p), out, rejects=rej, **kw)
+    stats = filter_tsv(str(p), out, rejects=None if kw.get("annotate") else rej, **kw)
     return out.getvalue(), rej.getvalue(), stats
 
 
@@ -228,16 +228,78 @@ def test_compressed_input_and_whole_input_errors(tmp_path, toy_model):
                                config=FilterConfig(score="none"))
     assert stats.lines_in == 3
     big = gzip.compress(b"".join(f"Line {i}.\tZeile {i}.\n".encode() for i in range(5000)))
-    with pytest.raises(CorpusError, match=r"a.gz line \d+: corrupt or truncated compressed data"):
+    with pytest.raises(CorpusError, match=r"a.gz line \d+: corrupt or truncated gzip data after \d+ complete lines"):
         run_filter(big[: len(big) // 2], tmp_path, name="a.gz", config=FilterConfig(score="none"))
     with pytest.raises(CorpusError, match="binary data"):
         run_filter(bytes(range(256)) * 64, tmp_path, name="bin", config=FilterConfig(score="none"))
-    with pytest.raises(CorpusError, match=r"one.txt line 1: 1 column\(s\); expected at least 2"):
+    with pytest.raises(CorpusError, match=r"one.txt line 1: 1 column\(s\), as most of the first lines; expected at least 2"):
         run_filter(b"just text\nmore text\n", tmp_path, name="one.txt", config=FilterConfig(score="none"))
     out, rej, stats = run_filter(b"", tmp_path, name="empty", config=FilterConfig(score="none"))
     assert out == rej == b"" and stats.lines_in == 0
-    with pytest.raises(ConfigError, match="no script known"):
+    with pytest.raises(ConfigError, match="--src-lang 'xx': not a language that the language identifier"):
         run_filter(data, tmp_path, src_lang="xx", config=FilterConfig(score="none"))
+
+
+def _truncated(fmt: str, data: bytes) -> bytes:
+    import zstandard
+
+    blob = {"gz": gzip.compress, "xz": lzma.compress, "zst": zstandard.ZstdCompressor().compress}[fmt](data)
+    return blob[: len(blob) * 2 // 3]
+
+
+@pytest.mark.parametrize("fmt, says", [("gz", "gzip"), ("xz", "xz"), ("zst", "zstd")])
+def test_a_truncated_compressed_input_is_an_error_naming_its_format(tmp_path, fmt, says):
+    data = b"".join(f"Line {i}.\tZeile {i}.\n".encode() for i in range(200_000))
+    name = f"a.{fmt}"
+    with pytest.raises(CorpusError, match=rf"{name} line (\d+): corrupt or truncated {says} data after \d+ complete "
+                                          "lines") as e:
+        run_filter(_truncated(fmt, data), tmp_path, name=name, config=FilterConfig(score="none", chunk_lines=1000))
+    assert 1 < int(str(e.value).split(" line ")[1].split(":")[0]) <= 200_000  # how far it got
+
+
+def test_bzip2_input_is_refused_in_one_line(tmp_path):
+    import bz2
+
+    with pytest.raises(CorpusError, match="a.bz2: bzip2 data, which bitextmine does not read"):
+        run_filter(bz2.compress(b"a\tb\n"), tmp_path, name="a.bz2", config=FilterConfig(score="none"))
+
+
+@pytest.mark.parametrize("rules, lang", [(RuleConfig(), "xx"), (RuleConfig(langid="full"), "eu"),
+                                         (RuleConfig(langid="off"), "yo"), (RuleConfig(langid="off", script=False), "zz")])
+def test_a_language_the_checks_in_use_do_not_know_is_a_config_error(tmp_path, rules, lang):
+    data = b"Hello world.\tHallo Welt.\n"
+    with pytest.raises(ConfigError, match=rf"--tgt-lang '{lang}': not a language that .* knows; .* one of: .*\ben\b"):
+        run_filter(data, tmp_path, tgt_lang=lang, rules=rules, config=FilterConfig(score="none"))
+    r = CliRunner().invoke(main, ["filter", str(tmp_path / "in.tsv"), "--score", "none", "--tgt-lang", lang,
+                                  *(["--langid", rules.langid] + ([] if rules.script else ["--no-script"]))])
+    assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error: --tgt-lang")
+
+
+def test_serbian_in_latin_or_cyrillic_script_passes_the_script_rule():
+    r = RuleConfig(langid="off")
+    for sr in ("Ovo je rečenica na srpskom jeziku.", "Ово је реченица на српском језику."):
+        assert check_pair("This is a sentence in Serbian.", sr, r, "en", "sr") is None
+    assert check_pair("This is a sentence in Russian.", "Ovo je rečenica.", r, "en", "ru") == "tgt-script"
+    assert check_pair("This is a sentence in Serbian.", "Ovo je rečenica na srpskom jeziku.", RuleConfig(),
+                      "en", "sr") is None  # the identifier knows Latin Serbian too
+
+
+def test_a_stray_tab_on_the_first_line_does_not_reject_the_rest(tmp_path):
+    lines = [b"Hello\tworld.\tHallo Welt.\n"] + [f"Line {i}.\tZeile {i}.\n".encode() for i in range(3000)]
+    out, rej, stats = run_filter(b"".join(lines), tmp_path, config=FilterConfig(score="none", chunk_lines=500))
+    assert stats.reasons == {"column-count": 1} and rej == lines[0].rstrip(b"\n") + b"\tcolumn-count\n"
+    assert stats.kept == 3000
+    with pytest.raises(CorpusError, match=r"one.txt line 2: 1 column\(s\), as most of the first lines; expected at least 2"):
+        run_filter(b"a\tb\njust text\nmore text\n", tmp_path, name="one.txt", config=FilterConfig(score="none"))
+
+
+def test_annotate_with_rejects_is_a_config_error(tmp_path):
+    p = tmp_path / "in.tsv"
+    p.write_bytes(b"Room 1.\tZimmer 2.\n")
+    with pytest.raises(ConfigError, match="--annotate.*--rejects"):
+        filter_tsv(str(p), io.BytesIO(), rejects=io.BytesIO(), annotate=True, config=FilterConfig(score="none"))
+    r = CliRunner().invoke(main, ["filter", str(p), "--score", "none", "--annotate", "--rejects", str(tmp_path / "r")])
+    assert r.exit_code == 1 and r.stderr.startswith("Error: --annotate") and not (tmp_path / "r").exists()
 
 
 def test_filter_cli(tmp_path, toy_model_dir):
@@ -278,7 +340,7 @@ DAMAGE = {
        final_newline=st.booleans(), chunk=st.integers(1, 7), annotate=st.booleans())
 def test_fuzz_every_line_is_accounted_for_and_kept_lines_are_unchanged(tmp_path, kinds, seed, final_newline, chunk,
                                                                          annotate):
-    kinds = ["clean"] + kinds  # the first clean line fixes the column count (a bad one is tested elsewhere)
+    kinds = ["clean"] + kinds  # most of the first clean lines fix the column count
     src, tgt = toy_corpus(len(kinds), seed=seed % 1000)
     raw = [DAMAGE[k](s, t, seed % 97) for k, s, t in zip(kinds, src, tgt)]
     data = b"\n".join(raw) + (b"\n" if final_newline else b"")
@@ -286,14 +348,17 @@ def test_fuzz_every_line_is_accounted_for_and_kept_lines_are_unchanged(tmp_path,
         out, rej, stats = run_filter(data, tmp_path, annotate=annotate,
                                      config=FilterConfig(score="none", chunk_lines=chunk))
     except CorpusError as e:
-        # refused whole only as binary: most of the first lines are not UTF-8 text
+        # refused whole only as binary (most of the first lines are not UTF-8 text) or when most lines have
+        # a single column
         damaged = sum(k in ("nul", "invalid-utf8") for k in kinds)
-        assert "binary data" in str(e) and damaged >= 8 and 2 * damaged > len(kinds)
+        clean = len(kinds) - damaged
+        assert ("binary data" in str(e) and damaged >= 8 and 2 * damaged > len(kinds)) or \
+            ("1 column(s), as most of the first lines" in str(e) and 2 * kinds.count("missing") >= clean)
         return
     assert stats.lines_in == len(raw) == stats.kept + stats.rejected
     assert sum(stats.reasons.values()) == stats.rejected
     rejected = rej.split(b"\n")[:-1] if rej else []
-    assert len(rejected) == stats.rejected
+    assert len(rejected) == (0 if annotate else stats.rejected)  # with annotate, rejected lines are in the output
     out_lines = out.split(b"\n")
     if out_lines and out_lines[-1] == b"":
         out_lines.pop()

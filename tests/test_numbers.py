@@ -10,26 +10,61 @@ from bitextmine.filtering.rules import check_pair
 
 
 @pytest.mark.parametrize("text, want", [
-    ("Page 12 of 30", {12: 1, 30: 1}),
-    ("$2,000 and 1.000.000", {2000: 1, 1000000: 1}),
-    ("4.3 % or 4,3 %", {43: 2}),
-    ("1 200 units, 1\u202f200 units", {1200: 2}),
-    ("2 3", {2: 1, 3: 1}),  # a plain space before fewer than three digits: two numbers
-    ("٣ and ３", {3: 2}),  # Arabic-Indic and full-width digits
+    ("Page 12 of 30", {"12": 1, "30": 1}),
+    ("$2,000 and 1.000.000", {"2000": 1, "1000000": 1}),
+    ("4.3 % or 4,3 %", {"43": 2}),
+    ("1 200 units, 1\u202f200 units", {"1200": 2}),
+    ("2 3", {"2": 1, "3": 1}),  # a plain space before fewer than three digits: two numbers
+    ("٣ and ３", {"3": 2}),  # Arabic-Indic and full-width digits
     ("%1$s of %2$d", {}),  # positional placeholders hold no number
-    ("10:30", {1030: 1}),
+    ("10:30", {"1030": 1}),
+    ("007 and 0 and 000", {"7": 1, "0": 2}),  # leading zeros dropped
+    ("1" * 5000, {"1" * 5000: 1}),  # longer than int() converts
 ])
 def test_digit_numbers(text, want):
     assert digit_numbers(text) == Counter(want)
 
 
-@pytest.mark.parametrize("text, value", [
-    ("We have thirty employees.", 30), ("Tenemos treinta.", 30), ("als dreißigjährige", 30),
-    ("Трёхмерные эффекты", 3), ("twenty-one", 21), ("dix-sept ans", 17), ("二十五只猫", 25), ("两千", 2000),
-    ("一九九九年", 1999), ("Ein Titel", 1), ("on iki ay", 12), ("ثلاثة أيام", 3), ("tři dny", 3),
+def _slow_digit_numbers(text):
+    """The obvious reference: int() of each run (fine below 4,300 digits)."""
+    import re
+
+    text = re.sub(r"%\d+\$", " ", text)
+    runs = re.findall(r"\d+(?:(?:[.,'’:]|[\u00a0\u202f ](?=\d{3}(?!\d)))\d+)*", text)
+    return Counter(str(int(re.sub(r"\D", "", r))) for r in runs)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_digit_numbers_equal_int_conversion_on_random_text(seed):
+    import random
+
+    rng = random.Random(seed)
+    pieces = ["0", "00", "7", "٣", "３", "12", "1,200", "4.3", " ", "a", "%1$s", "1 200", "000123", "\u202f"]
+    for _ in range(200):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert digit_numbers(text) == _slow_digit_numbers(text), text
+
+
+@pytest.mark.parametrize("text, lang, value", [
+    ("We have thirty employees.", "en", 30), ("Tenemos treinta.", "es", 30), ("als dreißigjährige", "de", 30),
+    ("Трёхмерные эффекты", "ru", 3), ("twenty-one", "en", 21), ("dix-sept ans", "fr", 17), ("二十五只猫", "zh", 25),
+    ("两千", "zh", 2000), ("一九九九年", "zh", 1999), ("Ein Titel", "de", 1), ("on iki ay", "tr", 12),
+    ("ثلاثة أيام", "ar", 3), ("tři dny", "cs", 3), ("zweimal", "de", 2), ("die vierte Woche", "de", 4),
+    ("ein Viertel", "de", 4), ("die zwanzigste", "de", 20), ("пятилетний план", "ru", 5), ("тысячи", "ru", 1000),
+    ("однокомнатная", "ru", 1), ("ein Zehner", "de", 10),
 ])
-def test_word_numbers(text, value):
-    assert value in word_numbers(text)
+def test_word_numbers(text, lang, value):
+    assert value in word_numbers(text, lang)
+
+
+@pytest.mark.parametrize("text, lang", [
+    ("Achtung!", "de"), ("Er achtet darauf.", "de"), ("ohne Zweifel", "de"), ("der Zweig", "de"),
+    ("die dreiste Lüge", "de"), ("Achterbahn", "de"), ("однако", "ru"), ("одновременно", "ru"),
+    ("семинар", "ru"), ("depends on the weather", "en"), ("I am in the bin.", "en"), ("once upon a time", "en"),
+    ("an elf", "en"), ("per cent", "en"), ("Thirty", None), ("二十", "en"), ("thirty", "pt"),
+])
+def test_words_that_are_no_numbers_here(text, lang):
+    assert word_numbers(text, lang) == set()  # other words, other languages' words, or no language
 
 
 @pytest.mark.parametrize("src, tgt, agree", [
@@ -48,3 +83,29 @@ def test_numbers_agree(src, tgt, agree):
     assert numbers_agree(src, tgt) is agree
     assert numbers_agree(tgt, src) is agree
     assert (check_pair(src, tgt, RuleConfig(min_words=0)) == "digits") is (not agree)
+
+
+@pytest.mark.parametrize("src, tgt, langs", [
+    ("um 10 Uhr", "depends on the weather", ("de", "en")),  # "on" is 10 in Turkish only
+    ("um 10 Uhr", "depends on the weather", (None, None)),  # English detected
+    ("I walked 1000 metres.", "Ich bin müde.", ("en", "de")),  # "bin" is 1000 in Turkish only
+    ("Er war damals 11.", "He was once there.", ("de", "en")),  # "once" is 11 in Spanish only
+    ("Es sind 11 Spieler.", "The elf is playing.", ("de", "en")),  # "elf" is 11 in German only
+    ("Es kostet 100 Euro.", "It costs a cent.", ("de", "en")),  # "cent" is 100 in French only
+    ("Gate 8 is closed.", "Achtung, das Tor ist zu.", ("en", "de")),  # "Achtung" is no 8
+    ("Room 1 is free.", "Однако комната свободна.", ("en", "ru")),  # "однако" is no 1
+    ("Take 2 pills.", "Nimm zwei Tabletten.", ("en", "xx")),  # a language without number words
+])
+def test_only_the_sides_own_number_words_count(src, tgt, langs):
+    assert check_pair(src, tgt, RuleConfig(min_words=0, script=False, langid="off"), *langs) == "digits"
+    assert not numbers_agree(src, tgt, *langs)
+
+
+def test_long_digit_runs_are_compared_not_converted():
+    a, b = "1" * 4400, "1" * 4399 + "2"  # int() refuses runs over 4,300 digits; --max-chars is 5,000
+    r = RuleConfig(min_words=0)
+    assert check_pair(f"Code {a}", f"Kode {a}", r) is None
+    assert check_pair(f"Code {a}", f"Kode {b}", r) == "digits"
+    assert check_pair(f"Code 00{a}", f"Kode {a}", r) is None
+    assert check_pair(f"Code {a}", "Kode eins", RuleConfig(min_words=0, max_ratio=0), "en", "de") == "digits"
+    assert check_pair("x " + "9" * 20000, "y " + "9" * 20000, RuleConfig(min_words=0, max_chars=0)) is None

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from bench_digits import LANGS, read_pairs  # noqa: E402
 
-from bitextmine.filtering.langid import script_share  # noqa: E402
+from bitextmine.language import script_share  # noqa: E402
 
 LATIN = {"de", "fr", "es", "cs", "tr"}
 
@@ -41,7 +41,7 @@ def identifiers() -> dict:
     """name -> function text -> ISO 639-1 code (or "" when it cannot tell)."""
     out = {}
     try:
-        from bitextmine.filtering.langid import detect
+        from bitextmine.language import detect
 
         out["langdetect"] = lambda t: detect(t)[0]
     except ImportError:
@@ -123,7 +123,7 @@ def language_rules(**kw):
 
 def filter_rows(sets: dict) -> None:
     """`filter`'s own decision (bitextmine.filtering.rules.check_pair) with each --langid setting."""
-    from bitextmine.filtering.langid import language_probs
+    from bitextmine.language import language_probs
     from bitextmine.filtering.rules import check_pair
 
     settings = [("probs", dict(langid="probs", langid_model=m)) for m in ("ensemble", "fasttext", "py3langid", "langdetect")]

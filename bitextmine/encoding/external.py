@@ -44,9 +44,12 @@ def open_embeddings(path: str, *, fmt: str = "npy", dim: int = 0, fp16: bool = F
     :func:`bitextmine.encoding.store.load_embeddings`; a chunked directory is concatenated in memory.
     ``fmt`` "raw": headerless float32 rows (float16 with ``fp16``) of ``dim`` (> 0) values.
 
-    ``rows``: the expected row count (the line count of the text file named ``text``). Returns float32 or
-    float16 (n, d), read-only. Raises ConfigError for a wrong format, dim, file size or row count,
-    ModelFormatError for an unreadable ``.npy`` or a sidecar that does not match.
+    ``rows``: the expected row count (the line count of the text file named ``text``); this opening, which
+    checks the file against its text once per run, also reads every row, in blocks, for NaN and infinite
+    values (:func:`check_finite`): one such row would otherwise spoil every score it enters. Returns
+    float32 or float16 (n, d), read-only. Raises ConfigError for a wrong format, dim, file size or row
+    count, or a row that is not finite, ModelFormatError for an unreadable ``.npy`` or a sidecar that does
+    not match.
     """
     if fmt not in EMB_FORMATS:
         raise ConfigError(f"embedding format {fmt!r}: expected one of {', '.join(EMB_FORMATS)}")
@@ -63,9 +66,25 @@ def open_embeddings(path: str, *, fmt: str = "npy", dim: int = 0, fp16: bool = F
     if rows is not None and x.shape[0] != rows:
         raise ConfigError(f"{path}: {x.shape[0]} rows, but {text or 'the text'} has {rows} lines; "
                           "expected one row per line")
+    if rows is not None:
+        check_finite(x, path)
     if x.flags.writeable:  # a chunked encoding, concatenated in memory
         x.setflags(write=False)
     return x
+
+
+CHECK_ROWS = 8192  # rows read at a time by check_finite (32 MiB of 1024-d float32)
+
+
+def check_finite(x: np.ndarray, path: str, *, block: int = CHECK_ROWS) -> None:
+    """ConfigError naming ``path`` and the first row (1-based, the line of its text) of x float (n, d) that
+    holds a NaN or an infinity; x is read ``block`` rows at a time (a memory map stays on disk)."""
+    for a in range(0, len(x), block):
+        ok = np.isfinite(x[a:a + block]).all(axis=1)
+        if not ok.all():
+            row = a + int(np.argmin(ok)) + 1
+            raise ConfigError(f"{path} row {row}: NaN or infinite values; expected finite embeddings "
+                              f"(row {row} is line {row} of the text)")
 
 
 def _missing(path: str) -> None:

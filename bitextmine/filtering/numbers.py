@@ -1,94 +1,146 @@
-"""Numbers in a sentence, for the ``digits`` rule: the values written in digits, and the values written
+"""Numbers in a sentence, for the ``digits`` rule: the numbers written in digits, and the values written
 as words, so that "thirty" and "30", "2,000" and "2000", "drei" and "3" agree.
 
 Digits: any Unicode digits (Arabic-Indic and full-width ones included). Separators inside a number
 (``.``, ``,``, ``'``, ``’``, ``:``) and spaces (plain, thin or no-break) before a group of exactly three
 digits are dropped, so a number reads the same whatever the locale writes ("4.3" and "4,3" both give 43,
-"1 200" and "1,200" both 1200). A positional printf placeholder ("%1$s") holds no number.
+"1 200" and "1,200" both 1200). A positional printf placeholder ("%1$s") holds no number. Numbers are
+compared as strings of ASCII digits without leading zeros ("007" is "7"), so a run of any length is one
+number (no conversion to int, which Python refuses beyond 4,300 digits).
 
 Words: cardinal numbers from 0 to 20, the tens, 100 and 1000 (and a few ordinals) in the languages of
-the bundled model (en, de, fr, es, cs, ru, tr, ar), matched as whole words or, for the languages that
-compound or inflect them, as the start of a word ("dreißigjährige", "трёхмерные"); Chinese numerals
-(一 to 九 with 十, 百, 千, 万, 两) read as values. A word that is also an article ("ein", "un", "una")
-reads as 1: the rule then forgives a 1 more often, it never rejects more.
+the bundled model (en, de, fr, es, cs, ru, tr, ar), and Chinese numerals (一 to 九 with 十, 百, 千, 万, 两,
+for zh and ja). Only the words of a side's own language count: "on" is 10 in Turkish, not in English;
+"elf" is 11 in German, not in English. A side's language is the one declared for it, or else the
+identifier's best guess (:func:`bitextmine.language.best_language`); a language without a table here
+has no number words. Words match whole, or for the languages that compound or inflect them as the start
+of a word followed by a known continuation: German "dreißigjährige", "zweimal", "vierte", "Viertel";
+Russian "трёхмерные", "пятилетний", "тысячи". "Achtung" is not 8 and "однако" is not 1. A word that is
+also an article ("ein", "un", "una") reads as 1: the rule then forgives a 1 more often, it never rejects
+more.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
+from functools import lru_cache
 
 _PLACEHOLDER = re.compile(r"%\d+\$")
 _NUMBER = re.compile(r"\d+(?:(?:[.,'’:]|[\u00a0\u202f ](?=\d{3}(?!\d)))\d+)*")
 _SEPARATOR = re.compile(r"\D")
 
-# value: words (whole words) ; a trailing "-" marks a stem matched at the start of a word
-_WORDS = {
-    0: "zero null zéro cero nula ноль нуль sıfır صفر",
-    1: "one first ein eine eins einen einem einer erste un une premier uno una primero primera jeden jedna "
-       "jedno první один одна одно один- одн- bir birinci واحد واحدة الأول أول",
-    2: "two second zwei zweite deux deuxième dos segundo segunda dva dvě druhý два две двух- двум- второй "
-       "iki ikinci اثنان اثنين اثنتان ثاني الثاني",
-    3: "three third drei dritte trois troisième tres tercero tercera tři třetí три трёх- трех- третий üç "
-       "üçüncü ثلاثة ثلاث ثالث الثالث",
-    4: "four fourth vier vierte quatre quatrième cuatro cuarto cuarta čtyři čtvrtý четыре четырёх- четырех- "
-       "четвёртый dört dördüncü أربعة أربع رابع",
-    5: "five fifth fünf fünfte cinq cinquième cinco quinto pět pátý пять пяти- пятый beş beşinci خمسة خمس "
-       "خامس",
-    6: "six sixth sechs sechste sixième seis sexto šest šestý шесть шести- шестой altı altıncı ستة ست سادس",
-    7: "seven seventh sieben siebte sept septième siete séptimo sedm sedmý семь семи- седьмой yedi yedinci "
-       "سبعة سبع سابع",
-    8: "eight eighth acht achte huit huitième ocho octavo osm osmý восемь восьми- восьмой sekiz sekizinci "
-       "ثمانية ثماني ثمان ثامن",
-    9: "nine ninth neun neunte neuf neuvième nueve noveno devět devátý девять девяти- девятый dokuz "
-       "dokuzuncu تسعة تسع تاسع",
-    10: "ten tenth zehn zehnte dix dixième diez décimo deset desátý десять десяти- десятый on onuncu عشرة "
-        "عشر عاشر",
-    11: "eleven elf onze once jedenáct одиннадцать- on_bir أحد_عشر",
-    12: "twelve zwölf douze doce dvanáct двенадцать- on_iki اثنا_عشر",
-    13: "thirteen dreizehn treize trece třináct тринадцать-",
-    14: "fourteen vierzehn quatorze catorce čtrnáct четырнадцать-",
-    15: "fifteen fünfzehn quinze quince patnáct пятнадцать-",
-    16: "sixteen sechzehn seize dieciséis šestnáct шестнадцать-",
-    17: "seventeen siebzehn dix-sept diecisiete sedmnáct семнадцать-",
-    18: "eighteen achtzehn dix-huit dieciocho osmnáct восемнадцать-",
-    19: "nineteen neunzehn dix-neuf diecinueve devatenáct девятнадцать-",
-    20: "twenty zwanzig vingt veinte dvacet двадцать- yirmi عشرون عشرين",
-    30: "thirty dreißig dreissig trente treinta třicet тридцать- otuz ثلاثون ثلاثين",
-    40: "forty vierzig quarante cuarenta čtyřicet сорок- kırk أربعون أربعين",
-    50: "fifty fünfzig cinquante cincuenta padesát пятьдесят- elli خمسون خمسين",
-    60: "sixty sechzig soixante sesenta šedesát шестьдесят- altmış ستون ستين",
-    70: "seventy siebzig soixante-dix setenta sedmdesát семьдесят- yetmiş سبعون سبعين",
-    80: "eighty achtzig quatre-vingts quatre-vingt ochenta osmdesát восемьдесят- seksen ثمانون ثمانين",
-    90: "ninety neunzig quatre-vingt-dix noventa devadesát девяносто- doksan تسعون تسعين",
-    100: "hundred hundert cent cien ciento sto сто сотн- yüz مائة مئة",
-    1000: "thousand tausend mille mil tisíc tisíce тысяч- bin ألف",
+# per language, value: words. A word matches whole; "w-" matches every word starting with w (long stems
+# with no other reading); "w+" matches w whole or followed by one of the language's _JOINS; "a_b" is a
+# phrase of two words.
+_WORDS: dict[str, dict[int, str]] = {
+    "en": {0: "zero", 1: "one first", 2: "two second", 3: "three third", 4: "four fourth", 5: "five fifth",
+           6: "six sixth", 7: "seven seventh", 8: "eight eighth", 9: "nine ninth", 10: "ten tenth", 11: "eleven",
+           12: "twelve", 13: "thirteen", 14: "fourteen", 15: "fifteen", 16: "sixteen", 17: "seventeen",
+           18: "eighteen", 19: "nineteen", 20: "twenty", 30: "thirty", 40: "forty", 50: "fifty", 60: "sixty",
+           70: "seventy", 80: "eighty", 90: "ninety", 100: "hundred", 1000: "thousand"},
+    "de": {0: "null", 1: "ein eine eins einen einem einer erste", 2: "zwei+ zweite", 3: "drei+ dritte",
+           4: "vier+", 5: "fünf+", 6: "sechs+", 7: "sieben+ siebte", 8: "acht+ achte achten achter achtes achtel",
+           9: "neun+", 10: "zehn+", 11: "elf+", 12: "zwölf+", 13: "dreizehn+", 14: "vierzehn+", 15: "fünfzehn+",
+           16: "sechzehn+", 17: "siebzehn+", 18: "achtzehn+", 19: "neunzehn+", 20: "zwanzig+",
+           30: "dreißig+ dreissig+", 40: "vierzig+", 50: "fünfzig+", 60: "sechzig+", 70: "siebzig+",
+           80: "achtzig+", 90: "neunzig+", 100: "hundert+", 1000: "tausend+"},
+    "fr": {0: "zéro", 1: "un une premier première", 2: "deux deuxième", 3: "trois troisième",
+           4: "quatre quatrième", 5: "cinq cinquième", 6: "six sixième", 7: "sept septième", 8: "huit huitième",
+           9: "neuf neuvième", 10: "dix dixième", 11: "onze", 12: "douze", 13: "treize", 14: "quatorze",
+           15: "quinze", 16: "seize", 17: "dix-sept", 18: "dix-huit", 19: "dix-neuf", 20: "vingt", 30: "trente",
+           40: "quarante", 50: "cinquante", 60: "soixante", 70: "soixante-dix", 80: "quatre-vingts quatre-vingt",
+           90: "quatre-vingt-dix", 100: "cent cents", 1000: "mille"},
+    "es": {0: "cero", 1: "un uno una primero primera primer", 2: "dos segundo segunda", 3: "tres tercero tercera",
+           4: "cuatro cuarto cuarta", 5: "cinco quinto", 6: "seis sexto", 7: "siete séptimo", 8: "ocho octavo",
+           9: "nueve noveno", 10: "diez décimo", 11: "once", 12: "doce", 13: "trece", 14: "catorce", 15: "quince",
+           16: "dieciséis", 17: "diecisiete", 18: "dieciocho", 19: "diecinueve", 20: "veinte", 30: "treinta",
+           40: "cuarenta", 50: "cincuenta", 60: "sesenta", 70: "setenta", 80: "ochenta", 90: "noventa",
+           100: "cien ciento", 1000: "mil"},
+    "cs": {0: "nula", 1: "jeden jedna jedno první", 2: "dva dvě druhý", 3: "tři třetí", 4: "čtyři čtvrtý",
+           5: "pět pátý", 6: "šest šestý", 7: "sedm sedmý", 8: "osm osmý", 9: "devět devátý", 10: "deset desátý",
+           11: "jedenáct", 12: "dvanáct", 13: "třináct", 14: "čtrnáct", 15: "patnáct", 16: "šestnáct",
+           17: "sedmnáct", 18: "osmnáct", 19: "devatenáct", 20: "dvacet", 30: "třicet", 40: "čtyřicet",
+           50: "padesát", 60: "šedesát", 70: "sedmdesát", 80: "osmdesát", 90: "devadesát", 100: "sto",
+           1000: "tisíc tisíce"},
+    "ru": {0: "ноль нуль", 1: "один одна одно одну одной одного одному одним одних одни одном одно+",
+           2: "два две двух+ двум двумя второй", 3: "три трёх+ трех+ трём трем тремя третий",
+           4: "четыре четырёх+ четырех+ четырём четырем четырьмя четвёртый четвертый",
+           5: "пять пяти+ пятью пятый", 6: "шесть шести+ шестью шестой", 7: "семь семи+ седьмой",
+           8: "восемь восьми+ восемью восьмой", 9: "девять девяти+ девятью девятый",
+           10: "десять десяти+ десятью десятый", 11: "одиннадцат-", 12: "двенадцат-", 13: "тринадцат-",
+           14: "четырнадцат-", 15: "пятнадцат-", 16: "шестнадцат-", 17: "семнадцат-", 18: "восемнадцат-",
+           19: "девятнадцат-", 20: "двадцат-", 30: "тридцат-", 40: "сорок сорока сороков-", 50: "пятьдесят-",
+           60: "шестьдесят-", 70: "семьдесят-", 80: "восемьдесят-", 90: "девяност-", 100: "сто ста сотн-",
+           1000: "тысяч-"},
+    "tr": {0: "sıfır", 1: "bir birinci", 2: "iki ikinci", 3: "üç üçüncü", 4: "dört dördüncü", 5: "beş beşinci",
+           6: "altı altıncı", 7: "yedi yedinci", 8: "sekiz sekizinci", 9: "dokuz dokuzuncu", 10: "on onuncu",
+           11: "on_bir", 12: "on_iki", 20: "yirmi", 30: "otuz", 40: "kırk", 50: "elli", 60: "altmış",
+           70: "yetmiş", 80: "seksen", 90: "doksan", 100: "yüz", 1000: "bin"},
+    "ar": {0: "صفر", 1: "واحد واحدة الأول أول", 2: "اثنان اثنين اثنتان ثاني الثاني", 3: "ثلاثة ثلاث ثالث الثالث",
+           4: "أربعة أربع رابع", 5: "خمسة خمس خامس", 6: "ستة ست سادس", 7: "سبعة سبع سابع",
+           8: "ثمانية ثماني ثمان ثامن", 9: "تسعة تسع تاسع", 10: "عشرة عشر عاشر", 11: "أحد_عشر", 12: "اثنا_عشر",
+           20: "عشرون عشرين", 30: "ثلاثون ثلاثين", 40: "أربعون أربعين", 50: "خمسون خمسين", 60: "ستون ستين",
+           70: "سبعون سبعين", 80: "ثمانون ثمانين", 90: "تسعون تسعين", 100: "مائة مئة", 1000: "ألف"},
 }
-# German compounds its number words ("dreißigjährige", "zweimal"): these also match the start of a word
-_GERMAN_COMPOUNDING = {"zwei", "drei", "vier", "fünf", "sechs", "sieben", "acht", "neun", "zehn", "zwölf",
-                       "zwanzig", "dreissig", "vierzig", "fünfzig", "sechzig", "siebzig", "achtzig", "neunzig",
-                       "hundert", "tausend"}
+# what may follow a "w+" word inside one word (casefolded): German compounds ("dreißigjährige", "zweimal",
+# "Dreieck") and ordinals and fractions ("vierte", "zwanzigste", "Viertel", "Zehner"); Russian compounds
+# ("трёхмерные", "пятилетний", "однокомнатная"). Not "Achtung", "Zweifel", "Zweig", "dreist", "семинар".
+_JOINS = {
+    "de": r"(?:jähr|jahr|mal|fach|stellig|stünd|stund|tägig|tage|wöch|woch|monat|minüt|minut|sekünd|seitig|"
+          r"teil|köpf|kopf|zimmer|sitz|spur|dimension|eck|stöck|stock|stuf|stimm|sprach|farb|rad|räd|stern|gang|"
+          r"zylinder|hundert|tausend|prozent|punkt)"
+          r"|(?<![gtd])(?:te|tel)[nrsm]?$|(?<=[gtd])s?(?:te|tel)[nrsm]?$|er[ns]?$",
+    "ru": r"(?:лет|летн|дневн|часов|минутн|секундн|месячн|недельн|этажн|комнатн|мерн|кратн|значн|местн|разов|"
+          r"процентн|угольн|сторонн|ступенчат|колесн|дверн|звёздн|звездн|томн|серийн|ядерн|тонн|литров|метров|"
+          r"километров|сот|тысячн|цилиндров|моторн|осн|головн)",
+}
+_CJK_LANGS = ("zh", "ja")
 
 
-def _tables() -> tuple[dict[str, int], list[tuple[str, int]], dict[str, int]]:
-    """(whole words, word starts longest first, phrases of two words) with their values."""
-    whole, stems, phrases = {}, [], {}
-    for value, words in _WORDS.items():
-        for w in words.casefold().split():
-            if "_" in w:
-                phrases[w.replace("_", " ")] = value
-            elif w.endswith("-"):
-                stems.append((w[:-1], value))
-            else:
-                whole[w] = value
-                if w in _GERMAN_COMPOUNDING:  # casefolded: "dreißig" is "dreissig"
-                    stems.append((w, value))
-    return whole, sorted(stems, key=lambda s: -len(s[0])), phrases
+class _Table:
+    """One language's number words: whole words, stems ("w-"), joined words ("w+"), phrases."""
+
+    def __init__(self, lang: str, words: dict[int, str]):
+        self.whole: dict[str, int] = {}
+        stems: list[tuple[str, int, bool]] = []  # (start, value, needs a join)
+        self.phrases: dict[str, int] = {}
+        for value, text in words.items():
+            for w in text.casefold().split():
+                if "_" in w:
+                    self.phrases[w.replace("_", " ")] = value
+                elif w[-1] in "-+":
+                    stems.append((w[:-1], value, w[-1] == "+"))
+                    if w[-1] == "+":
+                        self.whole[w[:-1]] = value
+                else:
+                    self.whole[w] = value
+        self.stems = sorted(stems, key=lambda s: -len(s[0]))  # the longest start that fits wins
+        self.joins = re.compile(_JOINS[lang]) if lang in _JOINS else None
+
+    def values(self, w: str) -> set[int]:
+        """Values a word may stand for: itself, its start (stems and joined words), or the sum of its
+        hyphenated parts ("twenty-one" 21)."""
+        if w in self.whole:
+            return {self.whole[w]}
+        found = set()
+        for start, value, join in self.stems:
+            if w.startswith(start) and len(w) > len(start):
+                if not join or (self.joins is not None and self.joins.match(w, len(start))):
+                    found.add(value)
+                    break
+        parts = w.split("-")
+        if len(parts) > 1 and all(p in self.whole for p in parts):
+            found.add(sum(self.whole[p] for p in parts))
+        return found
 
 
-_WHOLE, _STEMS, _PHRASES = _tables()
-_STEM_VALUE = dict(_STEMS)
-_STEM = re.compile("|".join(re.escape(st) for st, _ in _STEMS))  # longest first: the longest stem matches
+@lru_cache(maxsize=None)
+def _table(lang: str) -> _Table | None:
+    return _Table(lang, _WORDS[lang]) if lang in _WORDS else None
+
+
 _WORD = re.compile(r"[^\W\d_]+(?:[-'][^\W\d_]+)*")
 _CJK_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
                "八": 8, "九": 9}
@@ -96,33 +148,36 @@ _CJK_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000, "萬": 10000}
 _CJK = re.compile(f"[{''.join(_CJK_DIGITS)}{''.join(_CJK_UNITS)}]+")
 
 
+def number_languages() -> tuple[str, ...]:
+    """The languages whose number words are known (the others have none)."""
+    return (*_WORDS, *_CJK_LANGS)
+
+
+def _digits(run: str) -> str:
+    """A run of Unicode digits as ASCII digits without leading zeros ("٠٠٣" -> "3", "000" -> "0")."""
+    ascii_digits = run if run.isascii() else "".join(str(unicodedata.decimal(c)) for c in run)
+    return ascii_digits.lstrip("0") or "0"
+
+
 def digit_numbers(text: str) -> Counter:
-    """The numbers written in digits, as int values (a Counter: how often each occurs)."""
+    """The numbers written in digits, as ASCII digit strings without leading zeros (a Counter: how often
+    each occurs)."""
     text = _PLACEHOLDER.sub(" ", text)
-    return Counter(int(_SEPARATOR.sub("", m.group(0))) for m in _NUMBER.finditer(text))
+    return Counter(_digits(_SEPARATOR.sub("", m.group(0))) for m in _NUMBER.finditer(text))
 
 
-def word_numbers(text: str) -> set[int]:
-    """The values of the number words (see the module docstring) and Chinese numerals in the text."""
-    found = set()
-    low = text.casefold()
-    for m in _WORD.finditer(low):
-        found.update(_word_values(m.group(0)))
-    found.update(v for p, v in _PHRASES.items() if p in low)
-    found.update(_cjk_value(m.group(0)) for m in _CJK.finditer(text))
-    return found
-
-
-def _word_values(w: str) -> set[int]:
-    """Values a word may stand for: itself, its start (stems), or the sum of its hyphenated parts
-    ("twenty-one" 21)."""
-    if w in _WHOLE:
-        return {_WHOLE[w]}
-    m = _STEM.match(w)
-    found = {_STEM_VALUE[m.group(0)]} if m else set()
-    parts = w.split("-")
-    if len(parts) > 1 and all(p in _WHOLE for p in parts):
-        found.add(sum(_WHOLE[p] for p in parts))
+def word_numbers(text: str, lang: str | None) -> set[int]:
+    """The values of ``lang``'s number words (see the module docstring) in the text; none for a language
+    without a table or None."""
+    found: set[int] = set()
+    table = _table(lang) if lang else None
+    if table is not None:
+        low = text.casefold()
+        for m in _WORD.finditer(low):
+            found.update(table.values(m.group(0)))
+        found.update(v for p, v in table.phrases.items() if p in low)
+    if lang in _CJK_LANGS:
+        found.update(_cjk_value(m.group(0)) for m in _CJK.finditer(text))
     return found
 
 
@@ -140,10 +195,26 @@ def _cjk_value(s: str) -> int:
     return total + digit
 
 
-def numbers_agree(src: str, tgt: str) -> bool:
-    """Whether each number written in digits on one side is on the other, in digits or in words."""
+def _side_language(text: str, lang: str | None) -> str | None:
+    if lang:
+        return lang
+    from ..language import best_language
+
+    return best_language(text)
+
+
+def numbers_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str | None = None) -> bool:
+    """Whether each number written in digits on one side is on the other, in digits or in that side's
+    language's number words (``src_lang``/``tgt_lang``: ISO 639-1 codes; None: the identifier's best guess,
+    asked only when the digits alone disagree)."""
     a, b = digit_numbers(src), digit_numbers(tgt)
     if a == b:
         return True
     only_a, only_b = a - b, b - a
-    return (not only_a or set(only_a) <= word_numbers(tgt)) and (not only_b or set(only_b) <= word_numbers(src))
+    return (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang))
+
+
+def _in_words(numbers: Counter, text: str, lang: str | None) -> bool:
+    """Whether every number (digit strings) is written as a word in ``text``."""
+    words = {str(v) for v in word_numbers(text, _side_language(text, lang))}
+    return all(n in words for n in numbers)

@@ -2,7 +2,8 @@
 
 Every input line ends in exactly one place: the output (kept, unchanged byte for byte, optionally with
 appended columns) or the rejects (unchanged, with a reason column), so ``lines in = kept + rejected``.
-With ``annotate`` every line goes to the output with its reason (``keep`` for kept lines).
+With ``annotate`` every line goes to the output with its reason (``keep`` for kept lines), and there
+are no rejects.
 
 The input is read in chunks of ``chunk_lines`` lines. Each chunk is checked and scored by a worker
 process (decoding, rules, language checks, tokenising, embedding, scoring); this process keeps the
@@ -15,18 +16,15 @@ same scores.
 
 from __future__ import annotations
 
-import gzip
 import json
-import lzma
-import zlib
-from collections import deque
+from collections import Counter, deque
 from dataclasses import asdict, dataclass, field
 from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 
 from ..config import FilterConfig, RuleConfig, SCORES
-from ..corpus import open_binary
+from ..corpus import DamagedInput, open_binary
 from ..errors import ConfigError, CorpusError
 from ..parallel import ordered_map
 from .rules import Deduplicator, check_pair, check_rules, text_key
@@ -53,7 +51,7 @@ class FilterStats:
 class _Chunk:
     lines: list[bytes]  # raw lines with their line ends
     first_line: int
-    columns: int  # expected number of columns (from the file's first clean line)
+    columns: int  # expected number of columns (most of the first clean lines')
     first_of_file: bool
 
 
@@ -92,13 +90,6 @@ def _read_chunks(path: str, n: int, name: str) -> Iterator[tuple[list[bytes], in
     chunk: list[bytes] = []
     first = 1
     lineno = 0
-    errors: tuple = (EOFError, zlib.error, gzip.BadGzipFile, lzma.LZMAError, OSError)
-    try:
-        import zstandard
-
-        errors += (zstandard.ZstdError,)
-    except ImportError:
-        pass
     try:
         it = iter(f)
         while True:
@@ -106,8 +97,8 @@ def _read_chunks(path: str, n: int, name: str) -> Iterator[tuple[list[bytes], in
                 raw = next(it)
             except StopIteration:
                 break
-            except errors as e:
-                raise CorpusError(f"{name} line {lineno + 1}: corrupt or truncated compressed data ({e})") from None
+            except DamagedInput as e:
+                raise e.at_line(lineno + 1) from None
             lineno += 1
             chunk.append(raw)
             if len(chunk) >= n:
@@ -206,24 +197,29 @@ BINARY_MIN_LINES = 8  # an input is refused as binary when at least this many of
 
 
 def _expected_columns(lines: list[bytes], name: str, need: int) -> int:
-    """The column count of the first line that decodes cleanly; a one-line error when the input is
-    binary (see BINARY_MIN_LINES) or its first clean line has too few columns for source and target."""
+    """The column count of most of the first 1,000 lines that decode cleanly (a stray tab on one line,
+    the first included, makes that line the odd one out; ties: the count seen first); a one-line error
+    when the input is binary (see BINARY_MIN_LINES) or that count is too few for source and target."""
     head = lines[:1000]
-    damaged, cols = 0, None
+    damaged, counts, first_with = 0, Counter(), {}
     for i, raw in enumerate(head):
         text, damage = _decode(raw, i == 0)
         if damage:
             damaged += 1
             continue
-        if cols is None:
-            cols = text.count("\t") + 1
-            if cols < need:
-                raise CorpusError(f"{name} line {i + 1}: {cols} column(s); expected at least {need} "
-                                  f"(the source and target columns; see --scol/--tcol)")
+        cols = text.count("\t") + 1
+        counts[cols] += 1
+        first_with.setdefault(cols, i + 1)
     if damaged >= BINARY_MIN_LINES and damaged * 2 > len(head):
         raise CorpusError(f"{name}: binary data ({damaged} of the first {len(head)} lines are not UTF-8 text); "
                           "expected UTF-8 text, one tab-separated pair per line")
-    return cols if cols is not None else need
+    if not counts:
+        return need
+    cols = counts.most_common(1)[0][0]
+    if cols < need:
+        raise CorpusError(f"{name} line {first_with[cols]}: {cols} column(s), as most of the first lines; expected at "
+                          f"least {need} (the source and target columns; see --scol/--tcol)")
+    return cols
 
 
 def filter_tsv(
@@ -245,9 +241,12 @@ def filter_tsv(
 
     Kept lines are written unchanged, with the score appended as a last column when ``score_column``
     (default: when there is a score and no ``config.min_score``); rejected lines go to ``rejects``
-    with a reason column (see :data:`bitextmine.rules.REASONS`), or with ``annotate`` to ``out`` with
-    a reason column (``keep`` for kept lines). Returns FilterStats. Raises CorpusError when the whole
-    input is unusable (binary data, too few columns, corrupt compression), naming the line.
+    with a reason column (see :data:`bitextmine.filtering.rules.REASONS`), or with ``annotate`` to ``out``
+    with a reason column (``keep`` for kept lines; ``rejects`` must then be None: ConfigError). A line with
+    a column count other than most of the first lines' is rejected as ``column-count``. ``src_lang``/
+    ``tgt_lang`` must be codes the language checks in use know (ConfigError listing them). Returns
+    FilterStats. Raises CorpusError when the whole input is unusable (binary data, too few columns,
+    corrupt or truncated compression), naming the line.
     """
     if config.score not in SCORES:
         raise ConfigError(f"score {config.score!r}: expected one of {', '.join(SCORES)}")
@@ -257,13 +256,10 @@ def filter_tsv(
         raise ConfigError("chunk size must be >= 1 line")
     if config.scol == config.tcol:
         raise ConfigError(f"--scol and --tcol are both {config.scol}; expected two different columns")
-    check_rules(rules)
-    for lang in (src_lang, tgt_lang):
-        from .langid import known_language
-
-        if lang and not known_language(lang) and rules.script:
-            raise ConfigError(f"language {lang!r}: no script known for it; use an ISO 639-1 code such as de, ru, zh "
-                              "(or switch the script rule off)")
+    if annotate and rejects is not None:
+        raise ConfigError("--annotate writes every line, rejected ones with their reason, to the output; "
+                          "--rejects cannot be used with it (choose one)")
+    check_rules(rules, src_lang, tgt_lang)
     if config.score != "none" and model is None:
         from ..model import load_model
 

@@ -11,7 +11,8 @@ import re
 from functools import lru_cache
 
 from ..config import RuleConfig
-from .langid import detect, has_profile, known_language, parse_max_probs, script_share, wrong_language
+from ..language import (check_codes, detect, has_profile, identifier_languages, known_codes, known_language,
+                        parse_max_probs, script_languages, script_share, wrong_language)
 from .numbers import numbers_agree
 
 REASONS = (
@@ -36,7 +37,11 @@ def _norm(text: str) -> str:
 
 def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = None,
                tgt_lang: str | None = None) -> str | None:
-    """The reason (see REASONS) why the pair breaks a rule, or None when it passes every rule."""
+    """The reason (see REASONS) why the pair breaks a rule, or None when it passes every rule.
+
+    ``src_lang``/``tgt_lang``: the sides' declared languages (ISO 639-1; :func:`check_rules` checks them),
+    which switch on the script and language rules and pick the number words of the digits rule (for a
+    side without one, the identifier's best guess for that side: :func:`bitextmine.filtering.numbers.numbers_agree`)."""
     r = rules
     if r.empty and (not src.strip() or not tgt.strip()):
         return "empty"
@@ -56,7 +61,7 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
             return "length-ratio"
     if r.identical and _norm(src) == _norm(tgt):
         return "identical"
-    if r.digits and _NUMBER.search(src + tgt) and not numbers_agree(src, tgt):
+    if r.digits and _NUMBER.search(src + tgt) and not numbers_agree(src, tgt, src_lang, tgt_lang):
         return "digits"
     if r.urls and ("@" in src + tgt or "www" in src + tgt or "://" in src + tgt) and _urls(src) != _urls(tgt):
         return "urls"
@@ -85,9 +90,10 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
     return None
 
 
-def check_rules(rules: RuleConfig) -> None:
+def check_rules(rules: RuleConfig, src_lang: str | None = None, tgt_lang: str | None = None) -> None:
     """ConfigError, before any work, for a rule that :func:`check_pair` could not apply: a malformed
-    ``langid_max_prob`` (filter and mine call this first)."""
+    ``langid_max_prob``, or a declared language that the language checks in use do not know (with the
+    identifier every line would be rejected; see :func:`known_languages`). filter and mine call this first."""
     from ..errors import ConfigError
 
     if rules.langid == "probs":
@@ -95,6 +101,22 @@ def check_rules(rules: RuleConfig) -> None:
             _max_probs(rules.langid_max_prob)
         except ValueError as e:
             raise ConfigError(f"--langid-max-prob: {e}") from None
+    if src_lang or tgt_lang:
+        known, by = known_languages(rules)
+        check_codes({"--src-lang": src_lang, "--tgt-lang": tgt_lang}, known, by)
+
+
+def known_languages(rules: RuleConfig) -> tuple[frozenset[str], str]:
+    """(the codes a declared language may take, what knows them): the identifier's with ``langid`` probs,
+    langdetect's with pair or full, the script rule's with langid off, any check's with both off. The
+    script rule applies to the languages whose script it knows (:func:`bitextmine.language.known_language`)."""
+    if rules.langid == "probs":
+        return identifier_languages(rules.langid_model), f"the language identifier ({rules.langid_model})"
+    if rules.langid in ("pair", "full"):
+        return identifier_languages("langdetect"), f"langdetect (--langid {rules.langid})"
+    if rules.script:
+        return script_languages(), "the script rule (--langid off)"
+    return known_codes(), "bitextmine's language checks"
 
 
 @lru_cache(maxsize=64)

@@ -9,16 +9,20 @@ config.json, the settings chosen for each of its languages with English on dev d
     "mining": {"version": 1, "chosen_on": "...",
                "languages": {"de": {"threshold": 1.2, "min_z": 4.0, "min_cosine": 0.35}, ...}}
 
-``mine`` uses them when both sides' languages are known (given, or detected on a sample of lines)
-and one of them is English, unless the user sets a threshold, standout floor or cosine floor.
+``mine`` uses them (:func:`choose`) when both sides' languages are known (given, or the identifier's
+best guess for a sample of lines: :func:`bitextmine.language.side_language`), one of them is English
+and the model holds settings for the other, and the vectors are the model's plain embeddings (the
+settings were chosen on them: not with SIF weighting, a marked side, or another encoder's embeddings),
+unless the user sets a threshold, standout floor or cosine floor. Otherwise the global defaults apply.
+:class:`Choice` says which settings a run used and why, in one line.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
-from typing import Iterable
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable
 
 from ..config import MineConfig
 from ..errors import ModelFormatError
@@ -57,6 +61,75 @@ def apply(config: MineConfig, section: dict | None, src_lang: str | None, tgt_la
     ``config.per_language`` is on and :func:`settings_for` finds them."""
     found = settings_for(section, src_lang, tgt_lang) if config.per_language else None
     return (replace(config, **found), True) if found else (config, False)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The settings a run uses: ``config``, whether they are the model's calibrated ones, the sides'
+    languages ((src, tgt): ISO 639-1 code or None), how each was found ("given", "detected", "not detected"
+    or "not looked for") and why the calibration applies or not (``reason``)."""
+
+    config: MineConfig
+    calibrated: bool
+    languages: tuple[str | None, str | None]
+    found: tuple[str, str]
+    reason: str
+
+    def describe(self) -> str:
+        """One line: the settings, which they are (calibrated for a pair, the global defaults, or given) and
+        why, and the sides' languages."""
+        c, d = self.config, MineConfig()
+        values = f"threshold {c.threshold:g}, min-z {c.min_z:g}, min-cosine {c.min_cosine:g}"
+        sides = "; ".join(f"{side} {lang or '?'} ({how})" for side, lang, how in
+                          zip(("source", "target"), self.languages, self.found) if lang or how == "not detected")
+        sides = f"; languages: {sides}" if sides else ""
+        if self.calibrated:
+            return f"settings calibrated for {self.languages[0]}-{self.languages[1]}: {values}{sides}"
+        which = "global defaults" if (c.threshold, c.min_z, c.min_cosine) == (d.threshold, d.min_z, d.min_cosine) \
+            else "settings given"
+        return f"{which}: {values}, not per language: {self.reason}{sides}"
+
+
+Detect = Callable[[int], "str | None"]  # side 0 (source) or 1 (target) -> its detected language, or None
+
+
+def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, str | None], detect: Detect, *,
+           plain: bool = True, why_not_plain: str = "") -> Choice:
+    """The settings for a run: ``config`` with the calibrated threshold, min_z and min_cosine of ``section``
+    (a model's "mining" section, or None) for the sides' languages, or ``config`` unchanged with the reason.
+
+    ``langs``: the declared (src, tgt) languages; a side without one is detected by ``detect(side)`` (called
+    only when the settings could apply). ``plain``: whether the vectors are the model's plain embeddings,
+    on which the section was calibrated; else ``why_not_plain`` is the reason given."""
+    found = tuple("given" if lang else "not looked for" for lang in langs)
+    if not config.per_language:
+        return Choice(config, False, langs, found, "per-language settings off (turned off, or a threshold, "
+                      "min-z or min-cosine given)")
+    if not section:
+        return Choice(config, False, langs, found, "the model carries no per-language settings")
+    if not plain:
+        return Choice(config, False, langs, found, f"{why_not_plain}; the per-language settings were chosen "
+                      "on the model's plain embeddings")
+    known = tuple(lang or detect(i) for i, lang in enumerate(langs))
+    found = tuple("given" if lang else ("detected" if k else "not detected") for lang, k in zip(langs, known))
+    reason = _why_not(section, *known)
+    if reason:
+        return Choice(config, False, known, found, reason)
+    return Choice(apply(config, section, *known)[0], True, known, found, "")
+
+
+def _why_not(section: dict, src: str | None, tgt: str | None) -> str:
+    """Why :func:`settings_for` finds nothing for the pair, or "" when it finds settings."""
+    if not src or not tgt:
+        return "the language of the " + ("source" if not src else "target") + " side is not known"
+    if src == tgt:
+        return f"both sides are {src}"
+    if PIVOT not in (src, tgt):
+        return f"the settings are for a language with {PIVOT}; this pair is {src}-{tgt}"
+    other = tgt if src == PIVOT else src
+    if other not in section["languages"]:
+        return f"the model holds no settings for {other} (it holds {', '.join(sorted(section['languages']))})"
+    return ""
 
 
 def write_section(model_dir: str, languages: dict[str, dict], chosen_on: str) -> None:

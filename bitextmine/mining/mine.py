@@ -81,6 +81,9 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
 
     Returns Pairs (indices into x and y) with score >= config.threshold, cosine >= config.min_cosine and
     standout z >= config.min_z (:mod:`bitextmine.mining.standout`), sorted by score descending.
+    These three are config's as given: ``config.per_language`` is not applied here (the rows carry no
+    language). :func:`bitextmine.pipeline.run.mine_files` picks a model's per-language settings first
+    (:func:`bitextmine.mining.calibrated.choose`); pass its ``choose(...).config`` to get the same pairs.
     """
     if config.mode not in MODES:
         raise ConfigError(f"mode {config.mode!r}: expected one of {', '.join(MODES)}")

@@ -262,7 +262,8 @@ def mine_files(
     <TAB>fwd|bwd|both<TAB>z``, z the pair's standout, :mod:`bitextmine.mining.standout`) to ``out``, best
     score first. Returns :class:`bitextmine.mining.mine.MineStats`.
 
-    The result equals :func:`bitextmine.mining.mine.mine_embeddings` on the distinct lines' embeddings, for
+    The result equals :func:`bitextmine.mining.mine.mine_embeddings` on the distinct lines' embeddings with
+    the config this function settled on (the same unless per-language settings applied: see below), for
     any chunk size and engine. ``pipeline.work_dir`` keeps the stages' files (empty: a temporary directory,
     removed after); ``pipeline.resume`` continues a stopped run there, or reruns it with other search, margin or
     selection settings, reusing the chunks, embeddings and trained index (info "changed": the settings that
@@ -271,24 +272,30 @@ def mine_files(
     checked against the text and ``model``. Blank lines cannot be mined and are counted in the stats.
     ``marked`` ("src" or "tgt") names the side in the marked language of a separate-vocabulary model.
     ``rules`` (a RuleConfig) drops pairs that break a rule of :func:`bitextmine.filtering.rules.check_pair`
-    (with the languages), counted per reason in the stats. With ``config.per_language`` the model's settings
-    for the two sides' languages (``src_lang``/``tgt_lang``, or detected) replace the threshold, min_z and
-    min_cosine (:mod:`bitextmine.mining.calibrated`; info "calibrated_for": the languages, or None).
+    (with the languages), counted per reason in the stats. ``src_lang``/``tgt_lang`` must be codes that the
+    language checks know (ConfigError listing them). With ``config.per_language`` the model's settings
+    for the two sides' languages (``src_lang``/``tgt_lang``, or the identifier's best guess) replace the
+    threshold, min_z and min_cosine, when the vectors are the model's plain embeddings (not ``--sif``,
+    ``marked`` or another encoder's); other languages and vectors keep ``config``'s
+    (:func:`bitextmine.mining.calibrated.choose`; info "calibrated_for": the languages, or None; info
+    "settings": one line saying which settings were used and why, for the user to see).
+    :func:`bitextmine.mining.mine.mine_embeddings` uses its config as given (it knows no languages).
     ``progress(stage, done, total)`` after each task.
     """
     from ..encoding import side_configs
-    from ..filtering.rules import check_rules
     from ..mining.mine import MineStats
     from ..search.index import resolve_index
 
-    if rules is not None:
-        check_rules(rules)
+    _check_languages(rules, src_lang, tgt_lang)
     temp = not pipeline.work_dir
     work = WorkDir(tempfile.mkdtemp(prefix="bitextmine-") if temp else pipeline.work_dir)
     engine = None
     try:
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
-        config, calibrated_for = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang))
+        choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang),
+                               _not_plain(sources, encode_config, marked))
+        config = choice.config
+        calibrated_for = choice.languages if choice.calibrated else None
         changed = work.begin(_settings(config, pipeline, vectors, sources), pipeline.resume, REDO)
         engine = make_engine(pipeline.engine, pipeline.ray_address or None)
         run = _Run(work, engine, progress)
@@ -319,6 +326,7 @@ def mine_files(
         return MineStats(lines["src"], lines["tgt"], n_rows["src"], n_rows["tgt"], blank["src"], blank["tgt"],
                          written, sig, rejected, {"index": index, "computed": run.computed,
                                                   "changed": changed, "calibrated_for": calibrated_for,
+                                                  "settings": choice.describe(),
                                                   **({"recall": run.recall} if run.recall else {})})
     finally:
         if engine is not None:
@@ -327,24 +335,48 @@ def mine_files(
             shutil.rmtree(work.root, ignore_errors=True)
 
 
-def _per_language(config: MineConfig, model, paths: tuple[str, str], langs: tuple) -> tuple[MineConfig, tuple | None]:
-    """(``config`` with the model's threshold, min_z and min_cosine for the two sides' languages, the languages
-    (src, tgt) they were calibrated for), or (``config``, None) when per_language is off, the model has no
-    calibration (:mod:`bitextmine.mining.calibrated`) or none for these languages. A language not given is
-    detected on the side's first ``config.detect_lines`` non-blank lines among the model's languages (not
-    for standard input, which is read once)."""
+def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:
+    """ConfigError before any work for malformed rules or a declared language that no check knows (with
+    ``rules``: the checks they use, :func:`bitextmine.filtering.rules.check_rules`)."""
+    from ..filtering.rules import check_rules
+    from ..language import check_codes, known_codes
+
+    if rules is not None:
+        check_rules(rules, src_lang, tgt_lang)
+    else:
+        check_codes({"--src-lang": src_lang, "--tgt-lang": tgt_lang}, known_codes(), "bitextmine's language checks")
+
+
+def _per_language(config: MineConfig, model, paths: tuple[str, str], langs: tuple, not_plain: str):
+    """The run's :class:`bitextmine.mining.calibrated.Choice`: ``config`` with the model's threshold, min_z and
+    min_cosine for the two sides' languages, or unchanged with the reason (per_language off, no calibration
+    in the model, vectors other than its plain embeddings, ``not_plain`` saying which; no settings for these
+    languages). A language not given is the identifier's best guess for the side's first
+    ``config.detect_lines`` non-blank lines (:func:`bitextmine.language.side_language`; not for standard
+    input, which is read once)."""
     from ..corpus import iter_lines
-    from ..filtering.langid import side_language
+    from ..language import side_language
     from ..mining import calibrated
 
+    def detect(side: int) -> str | None:
+        if paths[side] == "-":
+            return None
+        return side_language(calibrated.first_lines(iter_lines(paths[side]), config.detect_lines))[0]
+
     section = model.mining if model is not None else None
-    candidates = tuple(model.config.get("languages") or ()) if model is not None else ()
-    if not config.per_language or not section or not candidates:
-        return config, None
-    known = [lang or (None if path == "-" else side_language(
-        calibrated.first_lines(iter_lines(path), config.detect_lines), candidates)[0]) for path, lang in zip(paths, langs)]
-    config, applied = calibrated.apply(config, section, *known)
-    return config, (tuple(known) if applied else None)
+    return calibrated.choose(config, section, langs, detect, plain=not not_plain, why_not_plain=not_plain)
+
+
+def _not_plain(sources: dict, encode_config: EncodeConfig, marked) -> str:
+    """Why the vectors are not the model's plain embeddings (on which its per-language settings were chosen),
+    or "" when they are: encoded here or by ``bitextmine encode`` (a sidecar, checked), without SIF or a marked side."""
+    if any(src is not None and not src["sidecar"] for src in sources.values()):
+        return "external embeddings (--src-emb/--tgt-emb from another encoder)"
+    if encode_config.sif:
+        return "SIF-weighted embeddings (--sif)"
+    if marked:
+        return f"a marked side (--marked {marked})"
+    return ""
 
 
 def _sources(embs: dict, econf: EmbeddingsConfig, model, encode_config: EncodeConfig, marked):

