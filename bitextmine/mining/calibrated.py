@@ -10,7 +10,7 @@ config.json, the settings chosen for each of its languages with English on dev d
                "languages": {"de": {"threshold": 1.2, "min_z": 4.0, "min_cosine": 0.35}, ...}}
 
 ``mine`` uses them when both sides' languages are known (given, or detected on a sample of lines)
-and one of them is English, unless the user sets a threshold, standout floor or cosine floor.
+and one of them is English; a threshold, standout floor or cosine floor the user sets keeps its value.
 """
 
 from __future__ import annotations
@@ -53,9 +53,11 @@ def settings_for(section: dict | None, src_lang: str | None, tgt_lang: str | Non
 
 
 def apply(config: MineConfig, section: dict | None, src_lang: str | None, tgt_lang: str | None) -> tuple[MineConfig, bool]:
-    """(``config`` with the calibrated settings for the languages, whether they applied): only when
-    ``config.per_language`` is on and :func:`settings_for` finds them."""
+    """(``config`` with the calibrated settings for the languages, whether any applied): only when
+    ``config.per_language`` is on and :func:`settings_for` finds them; the fields in ``config.pinned`` keep
+    their values."""
     found = settings_for(section, src_lang, tgt_lang) if config.per_language else None
+    found = {k: v for k, v in (found or {}).items() if k not in config.pinned}
     return (replace(config, **found), True) if found else (config, False)
 
 

@@ -48,7 +48,7 @@ class _Run:
 
 def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: dict) -> dict:
     keep = {k: v for k, v in asdict(config).items()
-            if k not in ("device", "block_size", "precision", "recall_check", "per_language", "detect_lines")}
+            if k not in ("device", "block_size", "precision", "recall_check", "per_language", "pinned", "detect_lines")}
     return {"bitextmine": __version__, "vectors": vectors, "chunk_lines": pconf.chunk_lines,
             "bucket_lines": pconf.bucket_lines, **keep, "src_emb": sources["src"], "tgt_emb": sources["tgt"]}
 
