@@ -102,6 +102,8 @@ class MineConfig:
     # them (bitextmine/mining/calibrated.py); the languages are given (src_lang/tgt_lang) or detected on
     # the first detect_lines lines of each side. The values above apply to other language pairs.
     per_language: bool = True
+    # Those of threshold, min_z and min_cosine that per_language leaves as set here (mine: the options given)
+    pinned: tuple[str, ...] = ()
     detect_lines: int = 200
     block_size: int = 8192  # query rows per k-NN block (exact search: rows streamed per block); bounds memory
     device: str = "auto"  # auto | cpu | cuda

@@ -1,5 +1,6 @@
 """tools/bench_laser.py's pure helpers: LASER's raw format, the stub EmbedLoad, the lift to 1024
-dimensions, pair-file comparison, LASER's stages from its --verbose lines, the linear fit. No LASER run."""
+dimensions, inputs in the model's dimension, pair-file comparison, LASER's stages from its --verbose
+lines, the linear fit; and the dimension tools/bench_mine.py reports. No LASER run."""
 
 import importlib.util
 import os
@@ -138,3 +139,45 @@ def test_commands_have_laser_flags_and_fill_the_template():
     assert ours[1:4] == ["-m", "bitextmine", "mine"] and ours[4:6] == ["s.txt", "t t.txt"]
     assert "--fp16" in ours and ours[ours.index("--dim") + 1] == "1024" and ours[-2:] == ["-o", "b.tsv"]
     assert "--fp16" not in bl.ours_cmd(bl.RAW_TEMPLATE, p, out="b.tsv", dim=300, threshold=0, k=4, fp16_flag="")
+
+
+def _cache(folder, n: int, dim: int, seed: int = 2) -> dict:
+    """src.N.npy / tgt.N.npy (+ .txt) as tools/bench_mine.py caches them: n unit rows of ``dim`` per side."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(exist_ok=True)
+    out = {}
+    for side in ("src", "tgt"):
+        x = rng.standard_normal((n, dim)).astype(np.float32)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        np.save(folder / f"{side}.{n}.npy", x)
+        (folder / f"{side}.{n}.txt").write_text("".join(f"{side} {i}\n" for i in range(n)))
+        out[side] = x
+    return out
+
+
+@pytest.mark.parametrize("dim", [512, 1024])
+def test_inputs_are_the_model_dimension_or_lifted_from_it(tmp_path, dim):
+    rows = _cache(tmp_path / "cache", 6, 512)
+    p = bl.make_inputs(str(tmp_path / "cache"), str(tmp_path / "run"), 6, dim=dim, fp16=False, lift_seed=0,
+                       want_npy=False, model_dim=512)
+    for side, x in rows.items():
+        y = bl.read_raw(p[f"{side}_raw"], dim)
+        assert y.shape == (6, dim)
+        np.testing.assert_allclose(y @ y.T, x @ x.T, atol=1e-5)  # the same cosines
+
+
+def test_inputs_of_another_dimension_are_refused(tmp_path):
+    _cache(tmp_path / "cache", 6, 300)
+    with pytest.raises(SystemExit, match="rows of 300; expected the bundled model's 512"):
+        bl.make_inputs(str(tmp_path / "cache"), str(tmp_path / "run"), 6, dim=512, fp16=False, lift_seed=0,
+                       want_npy=False, model_dim=512)
+
+
+def test_bench_mine_names_the_dimension_of_its_embeddings(tmp_path):
+    import subprocess
+
+    _cache(tmp_path / "cache", 6, 24)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_mine.py"), "--work", str(tmp_path / "cache"),
+                        "--n", "6", "--no-baseline"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("6 x 6 sentences, dim 24, index flat")

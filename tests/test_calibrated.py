@@ -39,6 +39,13 @@ def test_apply_only_when_per_language_is_on():
     assert apply(MineConfig(), SECTION, "en", "fr") == (MineConfig(), False)
 
 
+def test_apply_keeps_the_pinned_fields():
+    config, applied = apply(MineConfig(threshold=2.0, pinned=("threshold",)), SECTION, "en", "de")
+    assert applied and (config.threshold, config.min_z, config.min_cosine) == (2.0, 3.0, 0.35)
+    everything = MineConfig(pinned=("threshold", "min_z", "min_cosine"))
+    assert apply(everything, SECTION, "en", "de") == (everything, False)
+
+
 @pytest.fixture()
 def calibrated_dir(tmp_path, toy_model_dir):
     """The toy model with languages and a calibration for German that keeps no pair (threshold 1e9)."""
@@ -187,17 +194,21 @@ def test_a_language_code_no_check_knows_is_a_config_error(calibrated_dir):
             _mine(calibrated_dir, **kw)
 
 
-def test_cli_options_that_set_a_threshold_turn_the_calibration_off(calibrated_dir):
+def test_cli_options_given_replace_only_their_own_calibrated_value(calibrated_dir):
     args = ["mine", os.path.join(EXAMPLES, "de.txt"), os.path.join(EXAMPLES, "en.txt"), "--model", calibrated_dir]
     r = CliRunner().invoke(main, args)
-    assert r.exit_code == 0 and "calibrated:de-en" in r.stderr
-    for extra in (["--threshold", "0"], ["--min-z", "0"], ["--min-cosine", "0"], ["--no-per-language"]):
+    assert r.exit_code == 0 and r.stdout == "" and "|threshold:1e+09|" in r.stderr and "calibrated:de-en" in r.stderr
+    for extra in (["--min-cosine", "0"], ["--min-z", "0"]):  # given, even at the default: the threshold stays calibrated
+        r = CliRunner().invoke(main, args + extra)
+        assert r.exit_code == 0 and r.stdout == "" and "|threshold:1e+09|" in r.stderr, extra
+        assert "calibrated:de-en" in r.stderr, extra
+    r = CliRunner().invoke(main, args + ["--threshold", "0"])  # min_z stays the calibrated 0, not the global 4.5
+    assert r.exit_code == 0 and r.stdout and "|threshold:0|min-cosine:0|min-z:0|" in r.stderr
+    assert "calibrated:de-en" in r.stderr
+    for extra in (["--threshold", "0", "--min-z", "0", "--min-cosine", "0"], ["--no-per-language"]):
         r = CliRunner().invoke(main, args + extra)
         assert r.exit_code == 0 and "calibrated" not in r.stderr, extra
-        if extra[0] != "--threshold":
-            assert f"|threshold:{MineConfig.threshold:g}|" in r.stderr, extra  # the global default
-    r = CliRunner().invoke(main, args + ["--threshold", "0", "--min-z", "0"])
-    assert r.exit_code == 0 and r.stdout and "|threshold:0|" in r.stderr
+    assert f"|threshold:{MineConfig.threshold:g}|" in r.stderr  # --no-per-language: the global default
 
 
 def test_plateau_prefers_a_broad_top_to_a_lone_peak():

@@ -157,3 +157,158 @@ def test_bench_reports_every_stage(tmp_path, toy_model_dir):
     assert "300 source and 300 target lines" in table.output
     for name in ("tokenize", "encode", "knn (flat)", "mine (flat)"):
         assert re.search(rf"{re.escape(name)}\s.*\b600\b", table.output), name
+
+
+def _commands(group=main, path=()):
+    """(path of names, command) for every command under ``group``."""
+    import click
+
+    for name, cmd in sorted(group.commands.items()):
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, path + (name,))
+        else:
+            yield path + (name,), cmd
+
+
+def _help_sections(text: str) -> dict[str, list[str]]:
+    """{heading: [option terms]} of a help page: headings are unindented 'Name:' lines, option terms the
+    lines indented by two spaces that start with '-', up to two spaces or the end of the line."""
+    sections, heading = {}, None
+    for line in text.splitlines():
+        if re.fullmatch(r"\S[^:]*:", line):
+            heading = line[:-1]
+            sections[heading] = []
+        elif heading and re.match(r"  -", line):
+            sections[heading].append(re.match(r"  (\S+(?: \S+)*)", line).group(1))
+    return sections
+
+
+def test_help_lists_every_option_of_every_command_once_under_its_group():
+    import click
+
+    from bitextmine.cli.help import GroupedCommand
+
+    for path, cmd in _commands():
+        assert isinstance(cmd, GroupedCommand), path
+        sections = _help_sections(run(*path, "--help").output)
+        ctx = click.Context(cmd, info_name=path[-1])
+        want = {heading: [p.get_help_record(ctx)[0] for p in params if p.get_help_record(ctx)]
+                for heading, params in cmd.sections(ctx)}
+        assert sections == {h: terms for h, terms in want.items() if terms}, path
+        terms = [t for ts in sections.values() for t in ts]
+        options = [p for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
+        assert len(terms) == len(set(terms)) == len(options), path  # each option once
+
+
+def test_mine_and_train_help_show_the_common_options_first_and_the_rest_in_named_groups():
+    mine = _help_sections(run("mine", "--help").output)
+    assert list(mine) == ["Options", "Selection", "Languages", "Output", "Embeddings", "Search", "Pipeline", "Rules"]
+    assert len(mine["Options"]) <= 8 and "--threshold FLOAT" in mine["Options"]
+    assert "--rules" in mine["Rules"] and "--k INTEGER RANGE" in mine["Search"] and "--work-dir DIR" in mine["Pipeline"]
+    train = _help_sections(run("train", "--help").output)
+    assert list(train) == ["Options", "Data", "Model", "Recipe and loss", "Schedule", "Evaluation", "Run"]
+    assert len(train["Options"]) <= 10 and "-o, --out DIR" in train["Options"]
+
+
+def test_option_groups_must_name_parameters_of_the_command_once():
+    import click
+
+    from bitextmine.cli.help import GroupedCommand
+
+    params = [click.Option(["--a"]), click.Option(["--b"])]
+    with pytest.raises(ValueError, match=r"unknown parameters \['c'\]"):
+        GroupedCommand("x", params=params, option_groups=(("G", ("a", "c")),))
+    with pytest.raises(ValueError, match=r"twice \['a'\]"):
+        GroupedCommand("x", params=params, option_groups=(("G", ("a",)), ("H", ("a", "b"))))
+
+
+def test_mine_languages_alone_switch_on_no_rule(tmp_path, toy_model_dir):
+    from conftest import toy_corpus, write_lines
+
+    s, t = toy_corpus(n=30, seed=12)
+    sp, tp = write_lines(tmp_path / "s.txt", s), write_lines(tmp_path / "t.txt", t)
+    base = ["mine", sp, tp, "--model", toy_model_dir, "--threshold", "0", "--min-z", "0", "--max-words", "1"]
+    plain = run(*base, "-q")
+    assert plain.exit_code == 0 and len(plain.output.splitlines()) >= 20
+    langs = run(*base, "-q", "--src-lang", "en", "--tgt-lang", "de")  # every side has more than 1 word
+    assert langs.exit_code == 0 and langs.output == plain.output
+    ruled = CliRunner().invoke(main, base + ["--rules", "--src-lang", "en", "--tgt-lang", "de"])
+    assert ruled.exit_code == 0 and ruled.stdout == "" and "dropped by rules: too-long" in ruled.stderr
+
+
+def test_mine_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, toy_model_dir):
+    from conftest import toy_corpus, write_lines
+
+    s, t = toy_corpus(n=20, seed=13)
+    sp, tp = write_lines(tmp_path / "s.txt", s), write_lines(tmp_path / "t.txt", t)
+    folder, work = tmp_path / "out", tmp_path / "work"
+    folder.mkdir()
+    r = run("mine", sp, tp, "--model", toy_model_dir, "-o", str(folder), "--work-dir", str(work), "-q")
+    assert r.exit_code == 1
+    assert r.output == f"Error: --output {folder}: is a directory; expected the name of a file to write\n"
+    assert not work.exists() and list(folder.iterdir()) == [] and not os.path.exists(f"{folder}.partial")
+    for out in (tmp_path / "none" / "o.tsv", tmp_path / "s.txt" / "o.tsv"):  # no such folder; a file, not a folder
+        r = run("mine", sp, tp, "--model", toy_model_dir, "-o", str(out), "--work-dir", str(work), "-q")
+        assert r.exit_code == 1 and not work.exists()
+        assert r.output == f"Error: --output {out}: no folder {out.parent}; expected a file in an existing folder\n"
+
+
+def test_score_output_in_a_missing_folder_is_one_line(tmp_path, toy_model_dir):
+    out = tmp_path / "none" / "o.tsv"
+    r = run("score", "--model", toy_model_dir, "-o", str(out), "-q", input="a\tb\n")
+    assert r.exit_code == 1
+    assert r.output == f"Error: --output {out}: no folder {out.parent}; expected a file in an existing folder\n"
+
+
+def test_encode_output_and_plots_that_cannot_be_written_are_one_line(tmp_path, toy_model_dir):
+    from conftest import toy_corpus, write_lines
+
+    s, t = toy_corpus(n=20, seed=14)
+    sp = write_lines(tmp_path / "s.txt", s)
+    gold = write_lines(tmp_path / "gold.tsv", [f"{a}\t{b}" for a, b in zip(s, t)])
+    folder, plot = tmp_path / "d", tmp_path / "none" / "p.png"
+    folder.mkdir()
+    r = run("encode", sp, "-o", str(folder), "--model", toy_model_dir, "-q")
+    assert r.exit_code == 1
+    assert r.output == f"Error: --output {folder}: is a directory; expected the name of a file to write\n"
+    assert list(folder.iterdir()) == [] and not os.path.exists(f"{folder}.partial")
+    r = run("calibrate", gold, "--model", toy_model_dir, "--plot", str(plot))
+    assert r.exit_code == 1
+    assert r.output == f"Error: --plot {plot}: no folder {plot.parent}; expected a file in an existing folder\n"
+
+
+@pytest.mark.parametrize("option", ["-o", "--rejects", "--stats"])
+def test_filter_outputs_that_cannot_be_written_are_refused_before_any_output(tmp_path, option):
+    data = tmp_path / "in.tsv"
+    data.write_text("ein Haus\ta house\n")
+    paths = {"-o": tmp_path / "kept.tsv", "--rejects": tmp_path / "rejects.tsv", "--stats": tmp_path / "stats.json"}
+    paths[option] = tmp_path / "none" / "x"
+    args = [a for o, p in paths.items() for a in (o, str(p))]
+    r = run("filter", str(data), "--score", "none", "-q", *args)
+    name = "--output" if option == "-o" else option
+    assert r.exit_code == 1
+    assert r.output == f"Error: {name} {paths[option]}: no folder {tmp_path / 'none'}; expected a file in an existing folder\n"
+    assert sorted(os.listdir(tmp_path)) == ["in.tsv"]  # nothing written
+
+
+def test_a_finished_result_that_cannot_be_renamed_is_kept(tmp_path):
+    from bitextmine.cli.common import atomic_output
+    from bitextmine.errors import ConfigError
+
+    target = tmp_path / "d"
+    target.mkdir()  # the rename onto a directory fails after the result is complete
+    with pytest.raises(ConfigError, match=rf"the result is in {re.escape(str(target))}\.partial$"):
+        with atomic_output(str(target)) as f:
+            f.write("the result\n")
+    assert (tmp_path / "d.partial").read_text() == "the result\n"
+    with pytest.raises(RuntimeError):  # a block that fails leaves nothing
+        with atomic_output(str(tmp_path / "e.tsv")) as f:
+            f.write("half")
+            raise RuntimeError
+    assert sorted(os.listdir(tmp_path)) == ["d", "d.partial"]
+
+
+def test_mine_resume_without_work_dir_is_one_line(tmp_path):
+    r = run("mine", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--resume")
+    assert r.exit_code == 1
+    assert r.output == "Error: --resume needs --work-dir DIR, the work directory of the run to continue\n"

@@ -597,7 +597,7 @@ def test_mine_refuses_a_malformed_language_limit_before_any_work(tmp_path):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("Das Haus steht am See.\n", encoding="utf-8")
     b.write_text("The house is by the lake.\n", encoding="utf-8")
-    r = CliRunner().invoke(main, ["mine", str(a), str(b), "--src-lang", "de", "--tgt-lang", "en",
+    r = CliRunner().invoke(main, ["mine", str(a), str(b), "--rules", "--src-lang", "de", "--tgt-lang", "en",
                                   "--langid-max-prob", "de=x"])
     assert r.exit_code != 0 and "--langid-max-prob" in r.output and "LANG=P" in r.output
     assert "Traceback" not in r.output

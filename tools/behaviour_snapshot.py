@@ -108,7 +108,7 @@ def commands(d: dict) -> list[tuple[str, list[str]]]:
                       "--recall-check", "300", "-o", "{out}/mine_ivf.tsv"]),
         ("mine_ivfpq", ["mine", de, en, "--ids", "--index", "ivfpq", "--nlist", "32", "--nprobe", "8",
                         "-o", "{out}/mine_ivfpq.tsv", "-q"]),
-        ("mine_rules_sif", ["mine", de, en, "--ids", "--src-lang", "de", "--tgt-lang", "en", "--sif",
+        ("mine_rules_sif", ["mine", de, en, "--ids", "--rules", "--src-lang", "de", "--tgt-lang", "en", "--sif",
                             "--margin", "distance", "--mode", "union", "--threshold", "0.05",
                             "-o", "{out}/mine_rules_sif.tsv"]),
         ("encode", ["encode", de, "-o", "{out}/de.npy", "-q"]),

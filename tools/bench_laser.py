@@ -2,16 +2,16 @@
 on the same embeddings: time, peak memory and the pairs they write.
 
     git -C LASER show HEAD:source/mine_bitexts.py > .bench/mine_bitexts.py      # or any user copy
-    python tools/bench_laser.py --laser-script .bench/mine_bitexts.py --work .bench/w --n 10000 --dim 300
+    python tools/bench_laser.py --laser-script .bench/mine_bitexts.py --work .bench/w --n 10000
     python tools/bench_laser.py --laser-script .bench/mine_bitexts.py --work .bench/w --n 10000 --lift
     python tools/bench_laser.py --laser-script .bench/mine_bitexts.py --work .bench/w --n 1000000 --lift \\
         --laser-timeout 600 --laser-prefix 0.005 0.01 0.02               # LASER stopped, its full time estimated
 
 Sentences: those of tools/bench_mine.py (its `prepare`, cached in --work and shared with it): N distinct
 foreign sentences from ../shared/data/train and N distinct English ones, about half of the sources with
-their translation among the targets, encoded with the bundled model (float32, dimension 300,
+their translation among the targets, encoded with the bundled model (float32, the model's dimension,
 L2-normalised). `--lift` maps the rows to 1,024 dimensions (LASER's) with a fixed seeded random
-300 x 1024 matrix with orthonormal rows, which keeps every cosine (so neighbours, margins and pairs)
+d x 1024 matrix with orthonormal rows (d the model's dimension), which keeps every cosine (so neighbours, margins and pairs)
 unchanged up to float32 rounding. Each size gets a folder --work/laser-N-dD with src.txt, tgt.txt and
 src.raw, tgt.raw in LASER's raw format (headerless float32 rows, float16 with --fp16).
 
@@ -96,7 +96,7 @@ def read_raw(path: str, dim: int, *, fp16: bool = False) -> np.ndarray:
     return x[: x.shape[0] // dim * dim].reshape(-1, dim)
 
 
-def lift_matrix(d_in: int = 300, d_out: int = 1024, *, seed: int = 0) -> np.ndarray:
+def lift_matrix(d_in: int, d_out: int = 1024, *, seed: int = 0) -> np.ndarray:
     """A seeded random float64 (d_in, d_out) matrix with orthonormal rows: ``x @ W`` keeps every inner
     product (W W^T = I), so cosines, neighbours and margins are those of ``x``."""
     if d_out < d_in:
@@ -378,11 +378,21 @@ def prepared(cache: str, n: int) -> tuple[str, str]:
                 shutil.rmtree(os.path.join(cache, name))
 
 
-def make_inputs(cache: str, run_dir: str, n: int, *, dim: int, fp16: bool, lift_seed: int, want_npy: bool) -> dict:
-    """src/tgt .txt, .raw (and .npy with a sidecar when ``want_npy``) in ``run_dir``; returns their paths."""
+def model_dim() -> int:
+    """The bundled model's embedding dimension."""
+    from bitextmine.model import load_model
+
+    return load_model(None).dim
+
+
+def make_inputs(cache: str, run_dir: str, n: int, *, dim: int, fp16: bool, lift_seed: int, want_npy: bool,
+                model_dim: int) -> dict:
+    """src/tgt .txt, .raw (and .npy with a sidecar when ``want_npy``) in ``run_dir``, of ``dim`` values per
+    row: the cached embeddings (``model_dim`` values, the model's) lifted when ``dim`` is larger; returns
+    their paths."""
     src_npy, tgt_npy = prepared(cache, n)
     # what the files in run_dir were made from: made again when it changes (another cache, seed or embeddings)
-    stamp = {"cache": os.path.abspath(cache), "lift_seed": lift_seed if dim != 300 else None,
+    stamp = {"cache": os.path.abspath(cache), "lift_seed": lift_seed if dim != model_dim else None,
              "embeddings": [os.path.getmtime(src_npy), os.path.getmtime(tgt_npy)]}
     stamp_path = os.path.join(run_dir, "made-from.json")
     if os.path.isdir(run_dir):
@@ -396,15 +406,16 @@ def make_inputs(cache: str, run_dir: str, n: int, *, dim: int, fp16: bool, lift_
     os.makedirs(run_dir, exist_ok=True)
     with open(stamp_path, "w") as f:
         json.dump(stamp, f)
-    w = lift_matrix(300, dim, seed=lift_seed) if dim != 300 else None
+    w = lift_matrix(model_dim, dim, seed=lift_seed) if dim != model_dim else None
     paths = {}
     for side, npy in (("src", src_npy), ("tgt", tgt_npy)):
         txt = os.path.join(run_dir, f"{side}.txt")
         if not os.path.exists(txt):
             shutil.copyfile(npy[:-4] + ".txt", txt)
         x = np.load(npy, mmap_mode="r")
-        if x.shape[1] != 300:
-            raise SystemExit(f"{npy}: rows of {x.shape[1]}; expected the bundled model's 300")
+        if x.shape[1] != model_dim:
+            raise SystemExit(f"{npy}: rows of {x.shape[1]}; expected the bundled model's {model_dim} (cached by "
+                             "another model: remove it or choose another --work)")
         raw = os.path.join(run_dir, f"{side}.raw")
         if not os.path.exists(raw):
             with open(raw + ".partial", "wb") as f:  # block by block: a lifted 1M side is 4 GB
@@ -511,7 +522,7 @@ def run_laser(script: str, laser_env: dict, p: dict, run_dir: str, args, tag: st
 def bench_size(n: int, cache: str, script: str, laser_env: dict, template: str, fp16_flag: str, args) -> dict:
     run_dir = os.path.join(args.work, f"laser-{n}-d{args.dim}" + ("-fp16" if args.fp16 else ""))
     p = make_inputs(cache, run_dir, n, dim=args.dim, fp16=args.fp16, lift_seed=args.lift_seed,
-                    want_npy="{src_npy}" in template or "{tgt_npy}" in template)
+                    want_npy="{src_npy}" in template or "{tgt_npy}" in template, model_dim=args.model_dim)
     res: dict = {"n": n, "dim": args.dim, "fp16": args.fp16, "threshold": args.threshold, "k": args.k,
                  "run_dir": run_dir}
     ours, laser = [], []
@@ -582,9 +593,10 @@ def cpu_caption(args, note: str, script_sha: str, template: str) -> str:
         caps = " ".join(f"{k}={v}" for k, v in AVX2_ENV.items())
         flags = [f"{' '.join(flags)} capped at AVX2 (--emulate-avx2: {caps})"]
     model = re.search(r"^model name\s*:\s*(.*)$", info, re.MULTILINE)
-    lift_note = (f" dim {args.dim}: the bundled model's 300-d rows times a fixed random 300 x {args.dim} matrix with "
+    d = args.model_dim
+    lift_note = (f" dim {args.dim}: the bundled model's {d}-d rows times a fixed random {d} x {args.dim} matrix with "
                  f"orthonormal rows (seed {args.lift_seed}): cosines preserved, so LASER's dimension with the same "
-                 "neighbour structure." if args.dim != 300 else "")
+                 "neighbour structure." if args.dim != d else "")
     return (f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores ({model.group(1) if model else 'CPU'}), "
             f"CPU flags: {' '.join(flags) or 'none of avx2/avx512_bf16/amx_bf16'}; LASER without --gpu (FAISS on the "
             f"CPU){', bitextmine --device cpu' if '--device cpu' in template else ''}. Real sentences encoded with the bundled model (float32, "
@@ -682,7 +694,7 @@ def main() -> None:
     ap.add_argument("--sizes-from", metavar="DIR", default=None,
                     help="also every size whose sentences and embeddings a tools/bench_mine.py (or bench_laser) "
                          "--work folder DIR holds (src.N.npy, tgt.N.npy and their .txt), taken from there")
-    ap.add_argument("--dim", type=int, default=None, help="embedding dimension: 300 (the model's) or more (lifted)")
+    ap.add_argument("--dim", type=int, default=None, help="embedding dimension: the model's (the default) or more (lifted)")
     ap.add_argument("--lift", action="store_true", help="--dim 1024: LASER's dimension, cosines preserved")
     ap.add_argument("--lift-seed", type=int, default=0)
     ap.add_argument("--fp16", action="store_true", help="raw files of float16 (LASER --fp16)")
@@ -707,12 +719,13 @@ def main() -> None:
     ap.add_argument("--note", default="", help="appended to the table caption (e.g. 'shared machine')")
     ap.add_argument("--json", default=None, metavar="FILE", help="also write every measurement here")
     args = ap.parse_args()
+    args.model_dim = d = model_dim()
     if args.dim is None:
-        args.dim = 1024 if args.lift else 300
-    if args.dim < 300:
-        ap.error(f"--dim {args.dim}: expected 300 (the bundled model's) or more (lifted)")
-    if args.lift and args.dim == 300:
-        ap.error("--lift with --dim 300: expected --dim 1024 (the default with --lift) or none")
+        args.dim = 1024 if args.lift else d
+    if args.dim < d:
+        ap.error(f"--dim {args.dim}: expected {d} (the bundled model's) or more (lifted)")
+    if args.lift and args.dim == d:
+        ap.error(f"--lift with --dim {d}: expected --dim 1024 (the default with --lift) or none")
     if not os.path.isfile(args.laser_script):
         ap.error(f"--laser-script {args.laser_script}: no such file")
     if args.no_laser_full and not args.laser_prefix and args.no_ours:

@@ -134,7 +134,8 @@ def main() -> None:
         t, mem, msg = timed([sys.executable, os.path.join(HERE, "baseline_mine.py"), src, tgt, base_out, "--index",
                              args.index, "--nprobe", str(args.nprobe)])
         rows.append(("baseline (LASER-style)", t, mem, msg))
-    print(f"{args.n:,} x {args.n:,} sentences, dim 300, index {args.index}"
+    dim = np.load(src, mmap_mode="r").shape[1]
+    print(f"{args.n:,} x {args.n:,} sentences, dim {dim}, index {args.index}"
           + (f" (nprobe {args.nprobe})" if args.index == "ivf" else "") + f", {os.cpu_count()} cores")
     print("| miner | seconds | peak memory GB | result |")
     print("|---|---|---|---|")

@@ -13,7 +13,8 @@ config.json, the settings chosen for each of its languages with English on dev d
 best guess for a sample of lines: :func:`bitextmine.language.side_language`), one of them is English
 and the model holds settings for the other, and the vectors are the model's plain embeddings (the
 settings were chosen on them: not with SIF weighting, a marked side, or another encoder's embeddings),
-unless the user sets a threshold, standout floor or cosine floor. Otherwise the global defaults apply.
+a threshold, standout floor or cosine floor the user sets keeps its value (``MineConfig.pinned``).
+Otherwise the global defaults apply.
 :class:`Choice` says which settings a run used and why, in one line.
 """
 
@@ -57,9 +58,11 @@ def settings_for(section: dict | None, src_lang: str | None, tgt_lang: str | Non
 
 
 def apply(config: MineConfig, section: dict | None, src_lang: str | None, tgt_lang: str | None) -> tuple[MineConfig, bool]:
-    """(``config`` with the calibrated settings for the languages, whether they applied): only when
-    ``config.per_language`` is on and :func:`settings_for` finds them."""
+    """(``config`` with the calibrated settings for the languages, whether any applied): only when
+    ``config.per_language`` is on and :func:`settings_for` finds them; the fields in ``config.pinned`` keep
+    their values."""
     found = settings_for(section, src_lang, tgt_lang) if config.per_language else None
+    found = {k: v for k, v in (found or {}).items() if k not in config.pinned}
     return (replace(config, **found), True) if found else (config, False)
 
 
@@ -67,13 +70,15 @@ def apply(config: MineConfig, section: dict | None, src_lang: str | None, tgt_la
 class Choice:
     """The settings a run uses: ``config``, whether they are the model's calibrated ones, the sides'
     languages ((src, tgt): ISO 639-1 code or None), how each was found ("given", "detected", "not detected"
-    or "not looked for") and why the calibration applies or not (``reason``)."""
+    or "not looked for"), why the calibration applies or not (``reason``), and whether per-language settings
+    were looked for at all (``looked``: False when turned off, all three given, or the model has none)."""
 
     config: MineConfig
     calibrated: bool
     languages: tuple[str | None, str | None]
     found: tuple[str, str]
     reason: str
+    looked: bool = True
 
     def describe(self) -> str:
         """One line: the settings, which they are (calibrated for a pair, the global defaults, or given) and
@@ -103,10 +108,11 @@ def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, st
     on which the section was calibrated; else ``why_not_plain`` is the reason given."""
     found = tuple("given" if lang else "not looked for" for lang in langs)
     if not config.per_language:
-        return Choice(config, False, langs, found, "per-language settings off (turned off, or a threshold, "
-                      "min-z or min-cosine given)")
+        return Choice(config, False, langs, found, "per-language settings off", False)
+    if set(KEYS) <= set(config.pinned):
+        return Choice(config, False, langs, found, "threshold, min-z and min-cosine all given", False)
     if not section:
-        return Choice(config, False, langs, found, "the model carries no per-language settings")
+        return Choice(config, False, langs, found, "the model carries no per-language settings", False)
     if not plain:
         return Choice(config, False, langs, found, f"{why_not_plain}; the per-language settings were chosen "
                       "on the model's plain embeddings")

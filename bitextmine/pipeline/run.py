@@ -48,7 +48,7 @@ class _Run:
 
 def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: dict) -> dict:
     keep = {k: v for k, v in asdict(config).items()
-            if k not in ("device", "block_size", "precision", "recall_check", "per_language", "detect_lines")}
+            if k not in ("device", "block_size", "precision", "recall_check", "per_language", "pinned", "detect_lines")}
     return {"bitextmine": __version__, "vectors": vectors, "chunk_lines": pconf.chunk_lines,
             "bucket_lines": pconf.bucket_lines, **keep, "src_emb": sources["src"], "tgt_emb": sources["tgt"]}
 
@@ -278,7 +278,8 @@ def mine_files(
     threshold, min_z and min_cosine, when the vectors are the model's plain embeddings (not ``--sif``,
     ``marked`` or another encoder's); other languages and vectors keep ``config``'s
     (:func:`bitextmine.mining.calibrated.choose`; info "calibrated_for": the languages, or None; info
-    "settings": one line saying which settings were used and why, for the user to see).
+    "settings": one line saying which settings were used and why, for the user to see; "settings_looked":
+    whether per-language settings were looked for).
     :func:`bitextmine.mining.mine.mine_embeddings` uses its config as given (it knows no languages).
     ``progress(stage, done, total)`` after each task.
     """
@@ -326,7 +327,7 @@ def mine_files(
         return MineStats(lines["src"], lines["tgt"], n_rows["src"], n_rows["tgt"], blank["src"], blank["tgt"],
                          written, sig, rejected, {"index": index, "computed": run.computed,
                                                   "changed": changed, "calibrated_for": calibrated_for,
-                                                  "settings": choice.describe(),
+                                                  "settings": choice.describe(), "settings_looked": choice.looked,
                                                   **({"recall": run.recall} if run.recall else {})})
     finally:
         if engine is not None:

@@ -1,0 +1,241 @@
+"""What the commands share: the group that turns errors into one line, progress and output helpers,
+and the option decorators used by more than one command (each with the names of the parameters it
+adds, for the help's option groups)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import fields
+
+import click
+
+from ..config import DEVICES, INDEXES, MARGINS, MODES, PRECISIONS, EMB_FORMATS
+from ..config import EmbeddingsConfig, EncodeConfig, MineConfig, RuleConfig
+from ..errors import BitextmineError, ConfigError
+from .help import GroupedCommand
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Group(click.Group):
+    """A command group that shows the package's errors as one ``Error: ...`` line (exit 1), stops quietly
+    when the reader of its output goes away and says "interrupted" on Ctrl-C (exit 130)."""
+
+    command_class = GroupedCommand
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BitextmineError as e:
+            click.echo(f"Error: {e}", err=True)
+            sys.exit(1)
+        except BrokenPipeError:
+            # the reader of our output went away (e.g. `| head`): stop quietly, as Unix tools do
+            sys.stderr.close()
+            sys.exit(0)
+        except KeyboardInterrupt:
+            click.echo("Error: interrupted", err=True)
+            sys.exit(130)
+
+
+def progress_bar(quiet: bool, **kw):
+    from tqdm import tqdm
+
+    # None = tqdm shows the bar only when stderr is a terminal (no clutter in logs and pipelines)
+    return tqdm(disable=True if quiet else None, file=sys.stderr, dynamic_ncols=True, **kw)
+
+
+def info(quiet: bool, message: str) -> None:
+    if not quiet:
+        click.echo(message, err=True)
+
+
+def show_report(result, as_json: bool) -> None:
+    """Print a library report (``to_table()``, or ``to_json()`` with ``as_json``)."""
+    import json
+
+    click.echo(json.dumps(result.to_json(), indent=1) if as_json else result.to_table())
+
+
+def check_output(path: str | None, option: str) -> None:
+    """ConfigError unless a file can be written at ``path`` (None or '-' = stdout): checked before any work,
+    so a run does not end in an error after its work is done. ``option`` names it in the message."""
+    if path in (None, "-"):
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigError(f"{option} {path}: is a directory; expected the name of a file to write")
+    if not os.path.isdir(folder):
+        raise ConfigError(f"{option} {path}: no folder {folder}; expected a file in an existing folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: cannot write in {folder} (permission denied)")
+
+
+def cannot_write(path: str, e: OSError) -> ConfigError:
+    return ConfigError(f"{path}: cannot write ({e.strerror or e})")
+
+
+@contextmanager
+def atomic_output(path: str | None, *, binary: bool = False):
+    """A text (or ``binary``) stream for ``path`` (None or '-' = stdout), written atomically for files:
+    to ``path.partial``, renamed when the block ends without an error. Binary files are compressed
+    by the extension of ``path`` (.gz, .xz, .zst). A block that fails removes the partial file; a
+    rename that fails keeps it and says where the result is."""
+    if path in (None, "-"):
+        stream = sys.stdout.buffer if binary else sys.stdout
+        yield stream
+        stream.flush()
+        return
+    from ..corpus import open_output
+
+    tmp = path + ".partial"
+    try:
+        f = open_output(tmp, path) if binary else open(tmp, "w", encoding="utf-8", newline="\n")
+    except OSError as e:
+        raise cannot_write(tmp, e) from None
+    done = False
+    try:
+        with f:
+            yield f
+        done = True
+    finally:
+        if not done and os.path.exists(tmp):
+            os.remove(tmp)
+    try:
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot write ({e.strerror or e}); the result is in {tmp}") from None
+
+
+def model_option(f):
+    return click.option("--model", "model_dir", metavar="DIR", default=None,
+                        help="Model directory from 'bitextmine train'  [default: the bundled model]")(f)
+
+
+def device_option(default: str):
+    return click.option("--device", type=click.Choice(DEVICES), default=default, show_default=True,
+                        help="auto = CUDA when available, else CPU.")
+
+
+def quiet_option(f):
+    return click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary on stderr.")(f)
+
+
+def marked_option(choices: tuple[str, ...]):
+    return click.option("--marked", type=click.Choice(choices), default=None,
+                        help="Models trained with --separate-vocab: the side whose text is in the marked language.")
+
+
+def sif_option(f):
+    return click.option("--sif", is_flag=True, default=EncodeConfig.sif,
+                        help="SIF: weight tokens by a/(a+p(w)) and remove the common component (both stored in the model).")(f)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
+
+
+def lang_options(purpose: str):
+    """--src-lang and --tgt-lang; ``purpose`` ends their help: what the languages are used for."""
+    def wrap(f):
+        f = click.option("--tgt-lang", default=None, metavar="CODE",
+                         help=f"Target language (ISO 639-1, e.g. de): {purpose}")(f)
+        return click.option("--src-lang", default=None, metavar="CODE",
+                            help=f"Source language (ISO 639-1, e.g. en): {purpose}")(f)
+    return wrap
+
+
+LANG_NAMES = ("src_lang", "tgt_lang")
+RULE_NAMES = tuple(fl.name for fl in fields(RuleConfig))
+
+
+def rule_options(f):
+    """One option per RuleConfig field (--X/--no-X for switches), defaults and help from the dataclass."""
+    for fl in reversed(fields(RuleConfig)):
+        flag = "--" + fl.name.replace("_", "-")
+        help_ = fl.metadata.get("help", "")
+        if "choices" in fl.metadata:
+            f = click.option(flag, fl.name, type=click.Choice(fl.metadata["choices"]), default=fl.default,
+                             show_default=True, help=help_)(f)
+        elif isinstance(fl.default, bool):
+            f = click.option(f"{flag}/--no-{flag[2:]}", fl.name, default=fl.default, show_default=True, help=help_)(f)
+        else:
+            f = click.option(flag, fl.name, type=type(fl.default), default=fl.default, show_default=True, help=help_)(f)
+    return f
+
+
+def rules_from(kw: dict) -> RuleConfig:
+    """The RuleConfig of :func:`rule_options`, taken out of a command's keyword arguments."""
+    return RuleConfig(**{name: kw.pop(name) for name in RULE_NAMES})
+
+
+EMBEDDING_NAMES = ("emb_format", "dim", "fp16")
+
+
+def embedding_options(f):
+    """--emb-format, --dim, --fp16: how --src-emb/--tgt-emb are stored (EmbeddingsConfig); the command's
+    keyword arguments emb_format, dim, fp16, which :func:`embeddings_from` collects."""
+    Em = EmbeddingsConfig
+    f = click.option("--fp16", is_flag=True, default=Em.fp16,
+                     help="--emb-format raw: rows of float16 instead of float32.")(f)
+    f = click.option("--dim", type=click.IntRange(0), default=Em.dim, show_default=True,
+                     help="Values per embedding row: required with --emb-format raw; checked for npy when > 0.")(f)
+    return click.option("--emb-format", type=click.Choice(EMB_FORMATS), default=Em.format, show_default=True,
+                        help="npy: a 2-D float16/float32 .npy from any encoder (no model needed unless it has the "
+                             "sidecar of 'bitextmine encode', whose model is checked) or an 'encode --chunk-lines' "
+                             "directory; raw: LASER's headerless float32 rows (needs --dim).")(f)
+
+
+def embeddings_from(kw: dict) -> EmbeddingsConfig:
+    """The EmbeddingsConfig of :func:`embedding_options`, taken out of a command's keyword arguments."""
+    return EmbeddingsConfig(format=kw.pop("emb_format"), dim=kw.pop("dim"), fp16=kw.pop("fp16"))
+
+
+M = MineConfig
+SEARCH_FIELDS = ("k", "margin", "mode", "index", "nlist", "nprobe", "train_sample", "pq_m", "recall_check", "precision",
+                 "shard_rows")
+
+
+def search_from(kw: dict) -> dict:
+    """The MineConfig fields that :func:`search_options` adds, taken out of a command's keyword arguments."""
+    return {name: kw.pop(name) for name in SEARCH_FIELDS}
+
+
+def search_options(f):
+    """--k, --margin, --mode and the index options (mine, bench and eval bucc): the MineConfig fields in
+    SEARCH_FIELDS, which :func:`search_from` collects."""
+    f = click.option("--shard-rows", type=click.IntRange(0), default=M.shard_rows, show_default=True,
+                     help="Search the other side in shards of N rows, one in memory at a time, merging each query's "
+                          "neighbours over the shards (global neighbour means: scores do not depend on N). 0 = automatic "
+                          "(exact search: 32 MiB of rows on a CPU, what fits on a GPU; otherwise the whole side).")(f)
+    f = click.option("--precision", type=click.Choice(PRECISIONS), default=M.precision, show_default=True,
+                     help="Exact search: bf16 similarity tiles, candidates rescored in float32 and certified (the "
+                          "result of float32 search, faster), or fp32 throughout; auto = bf16 on GPUs and CPUs "
+                          "with native bf16 (AVX512-BF16, AMX).")(f)
+    f = click.option("--recall-check", type=click.IntRange(0), default=M.recall_check, show_default=True,
+                     help="Compare this many sampled queries with exact search and report recall@k (approximate indexes).")(f)
+    f = click.option("--pq-m", type=click.IntRange(0), default=M.pq_m, show_default=True,
+                     help="IVF-PQ sub-quantizers, a divisor of the embedding dimension (0 = the largest divisor up to "
+                          "dim / 4 on a CPU; on a FAISS GPU the largest it accepts: 1-4, 8, 12, 16, 20, 24, 28, 32, 40, 48).")(f)
+    f = click.option("--train-sample", type=click.IntRange(0), default=M.train_sample, show_default=True,
+                     help="Rows sampled to train the IVF quantizer (0 = 64 per cell).")(f)
+    f = click.option("--nprobe", type=click.IntRange(1), default=M.nprobe, show_default=True,
+                     help="IVF cells visited per query (more: slower, higher recall).")(f)
+    f = click.option("--nlist", type=click.IntRange(0), default=M.nlist, show_default=True,
+                     help="IVF cells (0 = 4 x sqrt(rows)).")(f)
+    f = click.option("--index", type=click.Choice(INDEXES), default=M.index, show_default=True,
+                     help=f"flat = exact; ivf / ivfpq = approximate FAISS indexes; auto = flat up to "
+                          f"{M.auto_flat_max:,} rows on the searched side, ivf above.")(f)
+    f = click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")(f)
+    f = click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")(f)
+    return click.option("--k", type=click.IntRange(1), default=M.k, show_default=True,
+                        help="Nearest neighbours per direction.")(f)
+
+
+def both_or_neither(a, b, names: str):
+    """(a, b) when both are given, None when neither; ConfigError for one alone."""
+    if bool(a) != bool(b):
+        raise ConfigError(f"{names} go together")
+    return (a, b) if a else None

@@ -1,0 +1,87 @@
+"""``bitextmine filter``: clean a noisy parallel TSV (:func:`bitextmine.filtering.pipeline.filter_tsv`)."""
+
+from __future__ import annotations
+
+import click
+
+from ..config import SCORES, FilterConfig
+from .common import (RULE_NAMES, atomic_output, cannot_write, check_output, info, lang_options,
+                     model_option, progress_bar, quiet_option, rule_options, rules_from, sif_option)
+from .help import GroupedCommand
+
+F = FilterConfig
+OPTION_GROUPS = (
+    ("Input", ("scol", "tcol")),
+    ("Scoring", ("score_column", "k", "sif")),
+    ("Parallel work", ("chunk_lines", "workers")),
+    ("Rules", RULE_NAMES),
+)
+
+
+@click.command(name="filter", cls=GroupedCommand, option_groups=OPTION_GROUPS)
+@click.argument("input", default="-", required=False)
+@click.option("--output", "-o", default="-", metavar="OUT", help="Kept lines (.gz/.xz/.zst compressed by name)  [default: stdout]")
+@click.option("--rejects", default=None, metavar="FILE", help="Every rejected line, unchanged, plus a reason column.")
+@click.option("--annotate", is_flag=True, help="Keep every line in the output, with a reason column ('keep' for kept lines).")
+@click.option("--stats", "stats_path", default=None, metavar="FILE.json", help="Lines in, kept, rejected, and per reason.")
+@click.option("--scol", type=click.IntRange(1), default=F.scol, show_default=True, help="Source column (1-based).")
+@click.option("--tcol", type=click.IntRange(1), default=F.tcol, show_default=True, help="Target column (1-based).")
+@click.option("--score", type=click.Choice(SCORES), default=F.score, show_default=True,
+              help="cosine of the two sides; margin = ratio margin against the k nearest neighbours of each side among "
+                   "the other side's sentences in the same chunk (bigger chunks: denser neighbourhoods, margins closer "
+                   "to whole-corpus mining; scores depend on --chunk-lines); none = rules only.")
+@click.option("--min-score", type=float, default=None,
+              help="Keep lines scoring at least this (written unchanged). Without it every line passing the rules is "
+                   "kept with its score appended as a last column.")
+@click.option("--score-column/--no-score-column", default=None,
+              help="Append the score column  [default: only without --min-score]")
+@click.option("--k", type=click.IntRange(1), default=F.k, show_default=True, help="Neighbours for --score margin.")
+@click.option("--chunk-lines", type=click.IntRange(1), default=F.chunk_lines, show_default=True,
+              help="Lines per chunk: bounds memory; the unit of parallel work and of margin neighbourhoods.")
+@click.option("--workers", type=click.IntRange(0), default=F.workers, show_default=True,
+              help="Worker processes (0 = one per core); the output is the same for any number.")
+@lang_options("switches on this side's script rule and language-identifier check (--script, --langid).")
+@rule_options
+@model_option
+@sif_option
+@quiet_option
+def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, min_score, score_column, k, chunk_lines,
+               workers, src_lang, tgt_lang, model_dir, sif, quiet, **rule_kw):
+    """Filter a noisy parallel TSV (stdin or INPUT; .gz/.xz/.zst read transparently).
+
+    Rules, language checks and a similarity score decide; kept lines are written unchanged, every
+    rejected line goes to --rejects with its reason, and lines in = kept + rejected, always.
+
+    \b
+    Examples:
+      paste noisy.en noisy.de | bitextmine filter --src-lang en --tgt-lang de --min-score 0.5 \\
+          --rejects rejected.tsv --stats stats.json > clean.tsv
+      bitextmine filter corpus.tsv.gz -o scored.tsv.zst --score margin
+    """
+    from contextlib import nullcontext
+
+    from ..filtering.pipeline import filter_tsv, write_stats
+    from ..model import load_model
+
+    for path, option in ((output, "--output"), (rejects, "--rejects"), (stats_path, "--stats")):
+        check_output(path, option)
+    rules = rules_from(rule_kw)
+    config = FilterConfig(score=score, min_score=min_score, chunk_lines=chunk_lines, k=k, workers=workers, scol=scol,
+                          tcol=tcol)
+    model = load_model(model_dir) if score != "none" else None
+    bar = progress_bar(quiet, unit="line", desc="filter")
+    try:
+        with atomic_output(output, binary=True) as out, \
+                (atomic_output(rejects, binary=True) if rejects else nullcontext(None)) as rej:
+            stats = filter_tsv(input, out, model=model, rules=rules, config=config, src_lang=src_lang,
+                               tgt_lang=tgt_lang, rejects=rej, annotate=annotate, score_column=score_column, sif=sif,
+                               progress=bar.update)
+    finally:
+        bar.close()
+    if stats_path:
+        try:
+            write_stats(stats, stats_path)
+        except OSError as e:
+            raise cannot_write(stats_path, e) from None
+    top = ", ".join(f"{k} {v}" for k, v in sorted(stats.reasons.items(), key=lambda kv: -kv[1]))
+    info(quiet, f"{stats.lines_in} lines in, {stats.kept} kept, {stats.rejected} rejected" + (f" ({top})" if top else ""))

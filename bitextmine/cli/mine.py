@@ -1,0 +1,140 @@
+"""``bitextmine mine``: translation pairs between two text files (:func:`bitextmine.mining.mine_files`)."""
+
+from __future__ import annotations
+
+import click
+from click.core import ParameterSource
+
+from ..config import ENGINES, EncodeConfig, MineConfig, PipelineConfig
+from ..errors import ConfigError
+from .common import (EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output, check_output,
+                     device_option, embedding_options, embeddings_from, info, lang_options, marked_option, model_option,
+                     progress_bar, quiet_option, rule_options, rules_from, search_from, search_options, sif_option)
+from .help import GroupedCommand
+
+M = MineConfig
+PIPELINE_NAMES = ("work_dir", "resume", "chunk_lines", "engine", "ray_address")
+OPTION_GROUPS = (
+    ("Selection", ("min_z", "min_cosine", "per_language")),
+    ("Languages", LANG_NAMES),
+    ("Output", ("ids", "explain")),
+    ("Embeddings", ("src_emb", "tgt_emb", *EMBEDDING_NAMES, "sif", "marked")),
+    ("Search", (*SEARCH_FIELDS, "block_size")),
+    ("Pipeline", PIPELINE_NAMES),
+    ("Rules", ("use_rules", *RULE_NAMES)),
+)
+
+
+def _pipeline_options(f):
+    """--work-dir, --resume, --chunk-lines, --engine, --ray-address (PipelineConfig)."""
+    P = PipelineConfig
+    f = click.option("--ray-address", default=P.ray_address, metavar="ADDR",
+                     help="--engine ray: the address of a running cluster  [default: start a local one]")(f)
+    f = click.option("--engine", type=click.Choice(ENGINES), default=P.engine, show_default=True,
+                     help="Run the stages in this process, or as Ray tasks (pip install 'bitextmine[ray]').")(f)
+    f = click.option("--chunk-lines", type=click.IntRange(1), default=P.chunk_lines, show_default=True,
+                     help="Lines per chunk: the unit of dedup, encoding and the k-NN grid.")(f)
+    f = click.option("--resume", is_flag=True,
+                     help="Continue the run recorded in --work-dir (same inputs; changed search, margin or selection "
+                          "settings recompute only what depends on them).")(f)
+    return click.option("--work-dir", default=P.work_dir, metavar="DIR",
+                        help="Keep every stage's files here, so a stopped run continues with --resume  "
+                             "[default: a temporary directory, removed after]")(f)
+
+
+@click.command(cls=GroupedCommand, option_groups=OPTION_GROUPS)
+@click.argument("src")
+@click.argument("tgt")
+@click.option("--output", "-o", default=None, metavar="OUT.tsv", help="Output TSV  [default: stdout]")
+@model_option
+@click.option("--src-emb", default=None, metavar="FILE", help="Embeddings of every line of SRC: 'bitextmine encode' "
+              "output, or any encoder's (.npy, or LASER's raw format with --emb-format raw --dim N); no model is "
+              "loaded for files without a sidecar.")
+@click.option("--tgt-emb", default=None, metavar="FILE", help="Embeddings of every line of TGT.")
+@embedding_options
+@search_options
+@click.option("--threshold", type=float, default=M.threshold, show_default=True,
+              help="Keep pairs scoring at least this (the default applies where --per-language finds no calibration).")
+@click.option("--min-cosine", type=float, default=M.min_cosine, show_default=True, help="Keep pairs with at least this cosine.")
+@click.option("--min-z", type=float, default=M.min_z, show_default=True,
+              help="Keep pairs whose cosine stands out by at least this many standard deviations from each sentence's "
+              "cosines with the other side's other lines (mean of both sentences; does not grow on small inputs as "
+              "margins do; 0: off, LASER's margin mining).")
+@click.option("--per-language/--no-per-language", default=M.per_language, show_default=True,
+              help="Use the model's --threshold, --min-z and --min-cosine calibrated for the two sides' languages when "
+              "it has them (the bundled model: each of its languages with English); the languages come from "
+              f"--src-lang/--tgt-lang or are detected on each side's first {M.detect_lines} lines. Each of the "
+              "three options given replaces its calibrated value (the others stay calibrated). The run's summary "
+              "names the settings used.")
+@click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
+@click.option("--explain", is_flag=True, help="Append the ids, then the cosine, both neighbour means, the direction "
+              "that proposed the pair (fwd, bwd or both) and its z (see --min-z).")
+@click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
+@_pipeline_options
+@sif_option
+@marked_option(("src", "tgt"))
+@click.option("--rules", "use_rules", is_flag=True,
+              help="Drop candidates that break a rule of 'bitextmine filter' (set with the same options).")
+@lang_options("used by --per-language (instead of detecting the language) and, with --rules, by the "
+               "script and language-identifier rules.")
+@rule_options
+@device_option(M.device)
+@quiet_option
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, per_language, ids, explain,
+         block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, work_dir, resume, chunk_lines, engine,
+         ray_address, **kw):
+    """Mine translation pairs between two text files (one sentence per line).
+
+    Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first. Exact search runs in
+    stages through a work directory (--work-dir: resumable), in this process or on Ray (--engine ray).
+
+    \b
+    Example:
+      bitextmine mine examples/de.txt examples/en.txt --ids
+      bitextmine mine a.txt b.txt --src-emb a.raw --tgt-emb b.raw --emb-format raw --dim 1024 --work-dir w
+    """
+    from ..mining import mine_files
+    from ..mining.calibrated import KEYS
+    from ..model import load_model
+
+    if resume and not work_dir:
+        raise ConfigError("--resume needs --work-dir DIR, the work directory of the run to continue")
+    check_output(output, "--output")
+    rules = rules_from(kw)
+    embeddings = embeddings_from(kw)
+    ctx = click.get_current_context()
+    # --per-language replaces the KEYS options; those given keep their values, even a default's
+    given = tuple(p for p in KEYS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT)
+    config = MineConfig(**search_from(kw), threshold=threshold, min_cosine=min_cosine, min_z=min_z,
+                        per_language=per_language, pinned=given, block_size=block_size, device=device)
+    pipeline = PipelineConfig(work_dir=work_dir or "", resume=resume, chunk_lines=chunk_lines, engine=engine,
+                              ray_address=ray_address or "")
+    bars: dict = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage not in bars:
+            bars[stage] = progress_bar(quiet, unit="task", desc=stage, total=total)
+        bars[stage].update(1)
+
+    with atomic_output(output) as out:
+        stats = mine_files(src, tgt, out, model=load_model(model_dir) if model_dir else None, config=config,
+                          encode_config=EncodeConfig(device=device, sif=sif), pipeline=pipeline, embeddings=embeddings,
+                          src_emb=src_emb, tgt_emb=tgt_emb, ids=ids, explain=explain, marked=marked,
+                          rules=rules if use_rules else None, src_lang=src_lang, tgt_lang=tgt_lang,
+                          progress=progress)
+    for b in bars.values():
+        b.close()
+    summary = (f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "
+               f"({stats.src_unique} x {stats.tgt_unique} distinct, {stats.src_empty} + {stats.tgt_empty} empty "
+               f"lines skipped)")
+    if stats.rejected:
+        summary += "; dropped by rules: " + ", ".join(f"{k} {v}" for k, v in stats.rejected.items())
+    if "recall" in stats.info:
+        summary += f"; recall@{config.k} of the {stats.info['index']} search: " + " / ".join(
+            f"{r:.3f}" for r in stats.info["recall"])
+    if stats.info.get("changed"):
+        summary += "; resumed with new " + ", ".join(stats.info["changed"]) + " (what depends on them recomputed)"
+    if stats.info.get("settings") and (not quiet or stats.info.get("settings_looked")):
+        # which settings were used and why: even with -q when per-language settings were looked for
+        click.echo(stats.info["settings"], err=True)
+    info(quiet, f"{summary}  [{stats.signature}]")

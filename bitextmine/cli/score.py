@@ -1,0 +1,49 @@
+"""``bitextmine score``: the cosine or margin of each src<TAB>tgt line (:func:`bitextmine.scoring.score_file`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import click
+
+from ..config import SCORE_MARGINS, EncodeConfig, ScoreConfig
+from .common import (atomic_output, check_output, device_option, info, model_option, progress_bar, quiet_option,
+                     sif_option)
+from .help import GroupedCommand
+
+E = EncodeConfig
+
+
+@click.command(cls=GroupedCommand)
+@click.argument("file", default="-", required=False)
+@click.option("--output", "-o", default=None, metavar="OUT.tsv", help="Output  [default: stdout]")
+@model_option
+@click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Lines per batch.")
+@click.option("--margin", type=click.Choice(SCORE_MARGINS), default=ScoreConfig.margin, show_default=True,
+              help="none = the cosine; ratio | distance = LASER's score mode: the margin of each pair against the k "
+                   "nearest neighbours of its sides among all lines of the other side of the file (exact search; "
+                   "embeddings kept in temporary files in TMPDIR, the input read twice).")
+@click.option("-k", "--k", type=click.IntRange(1), default=ScoreConfig.k, show_default=True,
+              help="Neighbours per side for --margin.")
+@sif_option
+@device_option(E.device)
+@quiet_option
+def score(file, output, model_dir, batch_size, margin, k, sif, device, quiet):
+    """Append the cosine similarity (or --margin score) of src<TAB>tgt to each line (FILE or '-' = stdin).
+
+    \b
+    Examples:
+      paste examples/de.txt examples/en.txt | bitextmine score | sort -t$'\\t' -k3,3gr | head
+      paste examples/de.txt examples/en.txt | bitextmine score --margin ratio
+    """
+    from ..model import load_model
+    from ..scoring import score_file
+
+    check_output(output, "--output")
+    model = load_model(model_dir)
+    bar = progress_bar(quiet, unit="line", desc="score")
+    with atomic_output(output) as out:
+        n = score_file(file, out, model, config=replace(EncodeConfig(), batch_size=batch_size, device=device, sif=sif),
+                       score=ScoreConfig(margin=margin, k=k), progress=bar.update)
+    bar.close()
+    info(quiet, f"scored {n} lines")
