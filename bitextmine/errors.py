@@ -19,3 +19,7 @@ class ConfigError(BitextmineError):
 
 class MissingDependencyError(BitextmineError):
     """An optional dependency is not installed; the message names the pip command that fixes it."""
+
+
+class EngineError(BitextmineError):
+    """The engine running a staged run's tasks failed (a Ray worker or node died, a task could not run)."""

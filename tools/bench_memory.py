@@ -46,7 +46,8 @@ def run(src: str, tgt: str, work: str, chunk_lines: int, extra: list[str]) -> di
     summary = next((t for _, t in reversed(r["lines"]) if " pairs from " in t), "")
     m = re.search(r"\((\d+) x (\d+) distinct", summary)
     r["distinct"] = (int(m.group(1)), int(m.group(2))) if m else None
-    r["chunks"] = tuple(sum(f.startswith("rep-") for f in os.listdir(os.path.join(wd, s))) for s in ("src", "tgt"))
+    r["chunks"] = tuple(sum(f.startswith("rep-") and f.endswith(".npy") for f in os.listdir(os.path.join(wd, s)))
+                        for s in ("src", "tgt"))
     shutil.rmtree(wd, ignore_errors=True)
     return r
 

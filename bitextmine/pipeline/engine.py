@@ -6,10 +6,18 @@ directory (which every Ray node must see at the same path) and small return valu
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Sequence
 
 from ..config import ENGINES
-from ..errors import BitextmineError, ConfigError, MissingDependencyError
+from ..errors import BitextmineError, ConfigError, EngineError, MissingDependencyError
+
+# a cluster address must accept a TCP connection within this many seconds (an unreachable host or closed
+# port fails at once: Ray itself would retry for about 12 minutes)
+PROBE_SECONDS = 10
+# Ray's attempts to reach the cluster's GCS once the port answers (each about 36 s; Ray's default is 20);
+# the environment variable RAY_gcs_server_port_wait_time_s, when set, wins
+GCS_TRIES = 2
 
 
 class LocalEngine:
@@ -32,7 +40,11 @@ class LocalEngine:
 
 class RayEngine:
     """Runs tasks on Ray: an existing cluster at ``address``, or a local one started here (``num_cpus``) and
-    stopped by :meth:`close`. A task that can use a GPU asks for one where the cluster has GPUs."""
+    stopped by :meth:`close`. A task that can use a GPU asks for one where the cluster has GPUs; a task whose
+    worker dies is run once more. ConfigError when no cluster answers at ``address`` (at once for a closed
+    port, within :data:`PROBE_SECONDS` for an unreachable host, after :data:`GCS_TRIES` attempts for a port
+    that answers but is no Ray cluster); EngineError when a task's worker dies twice or a node
+    or raylet dies (what finished stays in the work directory, for ``resume``)."""
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None):
         try:
@@ -44,7 +56,7 @@ class RayEngine:
         if self.owned:
             kw: dict = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
             if address:
-                ray.init(address=address, **kw)
+                _connect(ray, address, kw)
             else:
                 ray.init(num_cpus=num_cpus, **kw)
         self.gpus = int(ray.cluster_resources().get("GPU", 0))
@@ -62,17 +74,69 @@ class RayEngine:
                 if done:
                     done()
             return ray.get(refs)
-        except ray.exceptions.RayTaskError as e:
+        except ray.exceptions.RayError as e:
             for r in pending:
-                ray.cancel(r)
-            cause = getattr(e, "cause", None)
-            if isinstance(cause, BitextmineError):
-                raise cause from None
-            raise
+                try:
+                    ray.cancel(r)
+                except Exception:  # the cluster may be gone: nothing left to cancel
+                    pass
+            raise _task_error(ray, fn, e) from None
 
     def close(self) -> None:
         if self.owned:
             self.ray.shutdown()
+
+
+def _task_error(ray, fn: Callable, e: Exception) -> Exception:
+    """What a failed Ray task raises here: the task's own BitextmineError, the task's other exceptions as they
+    are (a bug shows its traceback, as with the local engine), save a file system error (a node that does not
+    see the work directory), and an EngineError for a worker, node or raylet that died."""
+    cause = getattr(e, "cause", None) if isinstance(e, ray.exceptions.RayTaskError) else None
+    if isinstance(cause, BitextmineError):
+        return cause
+    name = getattr(fn, "__name__", "task")
+    if isinstance(cause, OSError):
+        return EngineError(f"Ray task {name} failed: {cause}; every node must see the work directory at the "
+                           "same path")
+    if isinstance(e, ray.exceptions.RayTaskError):
+        return e
+    first = (str(e).strip().splitlines() or [""])[0][:300]
+    return EngineError(f"Ray task {name} failed: {type(e).__name__}: {first} (a worker, node or raylet died); "
+                       "with --work-dir, --resume continues from the tasks that finished")
+
+
+def _connect(ray, address: str, kw: dict) -> None:
+    """``ray.init(address)``, refused with a ConfigError at once when nothing answers at the address, and
+    after a bounded number of attempts when something answers that is not a Ray cluster."""
+    _probe(address)
+    var = "RAY_gcs_server_port_wait_time_s"
+    had = os.environ.get(var)
+    os.environ.setdefault(var, str(GCS_TRIES))
+    try:
+        ray.init(address=address, **kw)
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as e:
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        raise ConfigError(f"--ray-address {address}: cannot connect to a Ray cluster there ({first})") from None
+    finally:
+        if had is None:
+            os.environ.pop(var, None)
+
+
+def _probe(address: str) -> None:
+    """ConfigError unless ``address`` (host:port or ray://host:port; other forms, such as "auto", are left
+    to Ray) accepts a TCP connection within :data:`PROBE_SECONDS`."""
+    import socket
+
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rstrip("/").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
+    except OSError as e:
+        raise ConfigError(f"--ray-address {address}: nothing answers there ({e.strerror or e}); give the "
+                          "address of a running cluster's head node (host:port, as 'ray start --head' prints) "
+                          "or leave it out to start a local cluster") from None
 
 
 def make_engine(name: str, address: str | None = None):

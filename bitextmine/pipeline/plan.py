@@ -15,8 +15,7 @@ import os
 import numpy as np
 
 from ..corpus import GZIP_MAGIC, XZ_MAGIC, ZSTD_MAGIC, decode_block, iter_blocks, open_binary
-from ..errors import ConfigError
-from .workdir import WorkDir, atomic_path, input_changed, input_fingerprint, load_json, save_json
+from .workdir import WorkDir, atomic_path, commit, load_json, save_json, verifies
 
 PLAN_FILE = "plan.json"
 
@@ -35,14 +34,15 @@ def _split(block: bytes, need: int) -> int:
 
 def plan_side(work: WorkDir, side: str, path: str, chunk_lines: int) -> dict:
     """Plan ``path`` into chunks of ``chunk_lines`` lines under ``side``; returns the plan (also written to
-    ``side/plan.json``): {"input": fingerprint, "lines": n, "chunks": [{"start", "end", "first_line",
-    "lines", "file"}]} ("file": the decompressed chunk inside the work directory, or null)."""
+    ``side/plan.json``): {"input": {"path": absolute path or "-", "sha256": of the decompressed text},
+    "lines": n, "chunks": [{"start", "end", "first_line", "lines", "file"}]} ("file": the decompressed chunk
+    inside the work directory, or null). A plan already there that verifies, with its chunk files, is returned
+    as it is: the caller checks that the input is the one it was made from (:meth:`WorkDir.begin`)."""
     out = work.path(side, PLAN_FILE)
-    if os.path.exists(out):
+    if verifies(out):
         plan = load_json(out)
-        if input_changed(plan["input"], _sha256):
-            raise_changed(path, plan["input"]["path"])
-        return plan
+        if all(verifies(work.path(c["file"])) for c in plan["chunks"] if c["file"]):
+            return plan
     stdin = path == "-"
     if not stdin:
         open_binary(path).close()  # the corpus reader's errors for a missing or unreadable file
@@ -65,7 +65,7 @@ def plan_side(work: WorkDir, side: str, path: str, chunk_lines: int) -> dict:
             tmp = atomic_path(work.path(c["file"]))
             with open(tmp, "wb") as g:
                 g.writelines(cur)
-            os.replace(tmp, work.path(c["file"]))
+            commit(tmp, work.path(c["file"]))
         chunks.append(c)
         first_line += cur_lines
         cur, cur_lines, cur_start = [], 0, end
@@ -83,22 +83,10 @@ def plan_side(work: WorkDir, side: str, path: str, chunk_lines: int) -> dict:
                 close(pos)
     if cur_lines:
         close(pos)
-    fp = {"path": "-", "sha256": h.hexdigest()} if stdin else input_fingerprint(path, h.hexdigest())
+    fp = {"path": "-" if stdin else os.path.abspath(path), "sha256": h.hexdigest()}
     plan = {"input": fp, "lines": first_line - 1, "chunks": chunks}
     save_json(out, plan)
     return plan
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    for _ in iter_blocks(path, hasher=h):
-        pass
-    return h.hexdigest()
-
-
-def raise_changed(path: str, old: str) -> None:
-    raise ConfigError(f"{path}: changed since this work directory's run began ({old}); cannot resume: "
-                      "start a new work directory")
 
 
 def read_chunk(work: WorkDir, plan: dict, c: int) -> list[str]:

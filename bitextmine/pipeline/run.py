@@ -12,11 +12,12 @@ import numpy as np
 
 from .. import __version__
 from ..config import EmbeddingsConfig, EncodeConfig, MineConfig, PipelineConfig
+from ..errors import ConfigError
 from . import dedup, stages
 from .engine import make_engine
 from .plan import plan_side
 from .stages import SIDES
-from .workdir import WorkDir, load_arrays, verifies
+from .workdir import Lock, WorkDir, input_record, load_arrays, verifies
 
 Progress = Callable[[str, int, int], None]  # (stage, tasks done so far, tasks in all)
 
@@ -32,9 +33,14 @@ class _Run:
         self.live: dict = {}
         self.recall: list | None = None
 
-    def stage(self, name: str, fn, tasks: list[tuple[str | None, tuple]], gpu: bool = False) -> list:
-        """Run ``fn(*args)`` for each (output file, args) whose output does not exist and verify yet."""
-        todo = [args for out, args in tasks if out is None or not verifies(self.work.path(out))]
+    def stage(self, name: str, fn, tasks: list[tuple[str | tuple | None, tuple]], gpu: bool = False) -> list:
+        """Run ``fn(*args)`` for each (output file or files, args) whose outputs do not all exist and verify yet
+        (:func:`bitextmine.pipeline.workdir.verifies`: their bytes match the checksums written with them)."""
+        def whole(out) -> bool:
+            outs = (out,) if isinstance(out, str) else out or ()
+            return bool(outs) and all(verifies(self.work.path(o)) for o in outs)
+
+        todo = [args for out, args in tasks if not whole(out)]
         total, count = len(todo), [0]
 
         def done() -> None:
@@ -113,7 +119,8 @@ def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict) -> None:
                    for i in live[q] for j in live[side]])
     for side, other in (("src", "tgt"), ("tgt", "src")):
         run.stage("reduce", stages.reduce_chunk,
-                  [(stages.nn_file(side, c), (w, side, c, live[other], config.k, kinds[other] != "flat"))
+                  [((stages.nn_file(side, c), stages.mean_file(side, c)),
+                    (w, side, c, live[other], config.k, kinds[other] != "flat"))
                    for c in live[side]])
     if config.recall_check:
         run.recall = [_recall(run, side, sources, config, search) for side in SIDES]
@@ -271,6 +278,9 @@ def mine_files(
     LASER's raw format); then no model is needed, unless a file has a ``bitextmine encode`` sidecar, which is
     checked against the text and ``model``. Blank lines cannot be mined and are counted in the stats.
     ``marked`` ("src" or "tgt") names the side in the marked language of a separate-vocabulary model.
+    A work directory serves one run at a time (a second is refused, naming the first's pid) and is resumed
+    only with the same inputs, byte for byte (ConfigError naming the one that changed: each input is read
+    once more to fingerprint it); standard input (``-``) is read once, so a run reading it cannot be resumed.
     ``rules`` (a RuleConfig) drops pairs that break a rule of :func:`bitextmine.filtering.rules.check_pair`
     (with the languages), counted per reason in the stats. ``src_lang``/``tgt_lang`` must be codes that the
     language checks know (ConfigError listing them). With ``config.per_language`` the model's settings
@@ -288,16 +298,20 @@ def mine_files(
     from ..search.index import resolve_index
 
     _check_languages(rules, src_lang, tgt_lang)
+    _check_resume(pipeline, (src_path, tgt_path))
     temp = not pipeline.work_dir
     work = WorkDir(tempfile.mkdtemp(prefix="bitextmine-") if temp else pipeline.work_dir)
     engine = None
+    lock = Lock(work.root)
     try:
+        lock.acquire()  # released in finally
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
         choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang),
                                _not_plain(sources, encode_config, marked))
         config = choice.config
         calibrated_for = choice.languages if choice.calibrated else None
-        changed = work.begin(_settings(config, pipeline, vectors, sources), pipeline.resume, REDO)
+        inputs = {} if temp else _inputs({"src": src_path, "tgt": tgt_path, "src_emb": src_emb, "tgt_emb": tgt_emb})
+        changed = work.begin(_settings(config, pipeline, vectors, sources), inputs, pipeline.resume, REDO)
         engine = make_engine(pipeline.engine, pipeline.ray_address or None)
         run = _Run(work, engine, progress)
         for side, path in zip(SIDES, (src_path, tgt_path)):
@@ -332,6 +346,7 @@ def mine_files(
     finally:
         if engine is not None:
             engine.close()
+        lock.release()
         if temp:
             shutil.rmtree(work.root, ignore_errors=True)
 
@@ -346,6 +361,19 @@ def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:
         check_rules(rules, src_lang, tgt_lang)
     else:
         check_codes({"--src-lang": src_lang, "--tgt-lang": tgt_lang}, known_codes(), "bitextmine's language checks")
+
+
+def _check_resume(pipeline: PipelineConfig, paths: tuple[str, str]) -> None:
+    if pipeline.resume and not pipeline.work_dir:
+        raise ConfigError("--resume needs --work-dir: the work directory of the run to continue")
+    if pipeline.resume and "-" in paths:
+        raise ConfigError("standard input ('-') cannot be resumed: it is read once; save it to a file and mine "
+                          "the file")
+
+
+def _inputs(paths: dict) -> dict:
+    """The fingerprint (:func:`bitextmine.pipeline.workdir.input_record`) of each input given (None: not given)."""
+    return {name: None if path is None else input_record(path) for name, path in paths.items()}
 
 
 def _per_language(config: MineConfig, model, paths: tuple[str, str], langs: tuple, not_plain: str):
@@ -397,17 +425,25 @@ def _sources(embs: dict, econf: EmbeddingsConfig, model, encode_config: EncodeCo
 
 
 def _check_rows(run: _Run, sources: dict, model, encode_config: EncodeConfig, marked) -> None:
-    """Each embeddings file has one row per line of its text; a sidecar names the model in use and the text."""
+    """Each embeddings file has one row per line of its text; a sidecar names the model in use and the text;
+    both sides' rows have one dimension."""
     from ..encoding import load_embeddings, open_embeddings, side_configs
 
     cfgs = dict(zip(SIDES, side_configs(encode_config, marked, SIDES)))
+    dims = {}
     for side in SIDES:
         src, plan = sources[side], run.plans[side]
         if src is None:
-            continue
-        if src["sidecar"]:
-            load_embeddings(src["path"], model=model, text_sha256=plan["input"]["sha256"], count=plan["lines"],
-                            sif=cfgs[side].sif, marked=cfgs[side].marked)
+            dims[side] = (model.dim, f"the model {model.path or 'in use'}")
+        elif src["sidecar"]:
+            x = load_embeddings(src["path"], model=model, text_sha256=plan["input"]["sha256"], count=plan["lines"],
+                                sif=cfgs[side].sif, marked=cfgs[side].marked)
+            dims[side] = (x.shape[1], src["path"])
         else:
-            open_embeddings(src["path"], fmt=src["format"], dim=src["dim"], fp16=src["fp16"], rows=plan["lines"],
-                            text=plan["input"]["path"])
+            x = open_embeddings(src["path"], fmt=src["format"], dim=src["dim"], fp16=src["fp16"], rows=plan["lines"],
+                                text=plan["input"]["path"])
+            dims[side] = (x.shape[1], src["path"])
+    (a, where_a), (b, where_b) = dims["src"], dims["tgt"]
+    if a != b:
+        raise ConfigError(f"source embeddings from {where_a} have {a} values per row, target embeddings from "
+                          f"{where_b} {b}; both sides need embeddings of one encoder (one dimension)")

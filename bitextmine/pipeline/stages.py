@@ -13,13 +13,11 @@ each cell's values are exact float32 products (:func:`bitextmine.search.exact.kn
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from .dedup import firsts, rep_file
 from .plan import read_chunk
-from .workdir import WorkDir, atomic_path, load_arrays, save_arrays, save_npy
+from .workdir import WorkDir, atomic_path, commit, load_arrays, save_arrays, save_npy
 
 SIDES = ("src", "tgt")
 _MODELS: dict = {}
@@ -78,7 +76,7 @@ def import_chunk(work: WorkDir, side: str, plan: dict, c: int, source: dict, blo
         np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": rows.shape})
         for a in range(0, len(rows), block):
             np.ascontiguousarray(rows[a : a + block], "<f4").tofile(f)
-    os.replace(tmp, path)
+    commit(tmp, path)
 
 
 def side_rows(work: WorkDir, side: str, plan: dict, c: int, source: dict | None):
@@ -214,7 +212,7 @@ def train_index(work: WorkDir, side: str, plans: dict, offsets: dict, sources: d
 def _write_index(faiss, index, path: str) -> None:
     tmp = atomic_path(path)
     faiss.write_index(index, tmp)
-    os.replace(tmp, path)
+    commit(tmp, path)
 
 
 def fill_shard(work: WorkDir, side: str, c: int, plans: dict, offsets: dict, sources: dict) -> None:

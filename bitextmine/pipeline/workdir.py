@@ -3,30 +3,38 @@
 Layout (every file written under a temporary name and renamed, so a file that exists is whole)::
 
     run.json                      format version, settings, the inputs' fingerprints
+    lock                          held (flock) by the run using the directory; names its pid
     src/plan.json, tgt/plan.json  line-exact chunks of each input
     src/chunk-000000.txt          (compressed inputs only) the chunk's decompressed bytes
-    src/hash-000000.npy ...       stage outputs, one file per chunk, block or cell
+    src/hash-000000.npz ...       stage outputs, one file per chunk, block or cell
+    src/hash-000000.npz.sha256    the sha256 of each stage output, written after it
 
-A stage's output that exists and loads is not computed again. ``run.json`` records the settings that
-change any result and each input's size, modification time and sha256; resuming with a changed input is
-refused, naming it. A changed setting is refused too, unless the run names the files that depend on it
-(``begin``'s ``redo``): those are removed and computed again, the rest (chunks, embeddings, a trained
-index) reused, so one work directory serves runs at several thresholds, nprobe values or margins.
+A stage's output is computed again unless it exists and its bytes match the checksum written beside it
+(a stop between the two, or a damaged file, leaves it to be computed again). JSON records (run.json,
+plan.json) carry their own checksum. ``run.json`` records the settings that change any result and each
+input's fingerprint (:func:`input_record`); resuming with another or a changed input is refused, naming
+it. A changed setting is refused too, unless the run names the files that depend on it (``begin``'s
+``redo``): those are removed and computed again, the rest (chunks, embeddings, a trained index) reused,
+so one work directory serves runs at several thresholds, nprobe values or margins. :class:`Lock` keeps
+a second run out of a directory in use.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import os
-from typing import Any
 
 import numpy as np
 
 from ..errors import ConfigError, ModelFormatError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 RUN_FILE = "run.json"
+LOCK_FILE = "lock"
+SUM = ".sha256"  # suffix of a stage output's checksum file
+_READ = 1 << 20
 
 
 def atomic_path(path: str) -> str:
@@ -34,75 +42,188 @@ def atomic_path(path: str) -> str:
     return f"{path}.tmp-{os.getpid()}"
 
 
-def save_json(path: str, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` atomically."""
+def file_sha256(path: str) -> str:
+    """The sha256 (hex) of every byte of the file ``path``."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_READ), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def commit(tmp: str, path: str) -> None:
+    """Rename the written temporary file ``tmp`` onto ``path``, then write its checksum beside it
+    (``path`` + :data:`SUM`): an output without its checksum is computed again."""
+    digest = file_sha256(tmp)
+    if os.path.exists(path + SUM):
+        os.remove(path + SUM)
+    os.replace(tmp, path)
+    sum_tmp = atomic_path(path + SUM)
+    with open(sum_tmp, "w", encoding="ascii") as f:
+        f.write(digest + "\n")
+    os.replace(sum_tmp, path + SUM)
+
+
+def _body_sha256(data: dict) -> str:
+    body = {k: v for k, v in data.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def save_json(path: str, data: dict) -> None:
+    """Write the record ``data`` as JSON to ``path`` atomically, with the checksum of its contents ("sha256")."""
     tmp = atomic_path(path)
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False)
+        json.dump({**data, "sha256": _body_sha256(data)}, f, ensure_ascii=False)
     os.replace(tmp, path)
 
 
-def load_json(path: str) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def load_json(path: str, fix: str = "delete the work directory and start again") -> dict:
+    """The record :func:`save_json` wrote to ``path`` (without its "sha256"); ConfigError naming the file and
+    ``fix`` (what to do) when it does not parse or does not match its checksum."""
+    data = _parse_json(path, fix)
+    if data.get("sha256") != _body_sha256(data):
+        raise ConfigError(f"{path}: damaged (its contents do not match their checksum); {fix}")
+    return {k: v for k, v in data.items() if k != "sha256"}
+
+
+def _parse_json(path: str, fix: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: damaged (not JSON: {e}); {fix}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: damaged (not a JSON object); {fix}")
+    return data
 
 
 def save_arrays(path: str, **arrays: np.ndarray) -> None:
-    """Write named arrays to ``path`` (.npz, uncompressed) atomically."""
+    """Write named arrays to ``path`` (.npz, uncompressed) atomically, with its checksum."""
     tmp = atomic_path(path)
     with open(tmp, "wb") as f:
         np.savez(f, **arrays)
-    os.replace(tmp, path)
+    commit(tmp, path)
 
 
 def load_arrays(path: str) -> dict[str, np.ndarray]:
-    with np.load(path) as z:
-        return {k: z[k] for k in z.files}
+    """The arrays of the .npz ``path``; ConfigError naming the file when it cannot be read."""
+    import zipfile
+
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ConfigError(f"{path}: damaged ({e}); delete it and resume to compute it again") from None
 
 
 def save_npy(path: str, a: np.ndarray) -> None:
-    """Write one array to ``path`` (.npy) atomically."""
+    """Write one array to ``path`` (.npy) atomically, with its checksum."""
     tmp = atomic_path(path)
     with open(tmp, "wb") as f:
         np.save(f, a)
-    os.replace(tmp, path)
+    commit(tmp, path)
 
 
 def verifies(path: str) -> bool:
-    """Whether a stage output exists and loads (.npy and .npz: header and size; .json: parses)."""
+    """Whether a stage output is whole: JSON records match their own checksum, other files the checksum
+    written beside them (reads the whole file)."""
     if not os.path.exists(path):
         return False
-    try:
-        if path.endswith(".npy"):
-            np.load(path, mmap_mode="r")
-        elif path.endswith(".npz"):
-            with np.load(path) as z:
-                for k in z.files:
-                    z[k]
-        elif path.endswith(".json"):
+    if path.endswith(".json"):
+        try:
             load_json(path)
-        return True
-    except (OSError, ValueError, EOFError):
+            return True
+        except (OSError, ConfigError):
+            return False
+    try:
+        with open(path + SUM, encoding="ascii") as f:
+            want = f.read().strip()
+        return file_sha256(path) == want
+    except (OSError, UnicodeDecodeError):
         return False
 
 
-def input_fingerprint(path: str, sha256: str) -> dict:
-    st = os.stat(path)
-    return {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}
+def input_record(path: str) -> dict:
+    """The fingerprint of an input that a resume compares: {"path": absolute path, "size": bytes, "sha256":
+    of every byte} (a directory, such as a chunked encoding: its files' sizes summed and their relative
+    names and bytes hashed in name order); standard input ("-"): {"path": "-"}, which no resume matches.
+    Reads the whole input, so any change of its bytes, size or place is detected (a file of the same path,
+    size and time with other bytes too)."""
+    if path == "-":
+        return {"path": "-"}
+    path = os.path.abspath(path)
+    if not os.path.isdir(path):
+        return {"path": path, "size": os.path.getsize(path), "sha256": file_sha256(path)}
+    h, size = hashlib.sha256(), 0
+    for folder, dirs, files in sorted(os.walk(path)):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            size += os.path.getsize(full)
+            h.update(f"{os.path.relpath(full, path)}\0{file_sha256(full)}\n".encode("utf-8", "surrogateescape"))
+    return {"path": path, "size": size, "sha256": h.hexdigest()}
 
 
-def input_changed(fp: dict, checksum) -> bool:
-    """Whether the file of fingerprint ``fp`` changed since (a new size, or a new time and other bytes;
-    ``checksum(path)`` gives the sha256 when only the time differs)."""
-    if fp["path"] == "-":
-        return True  # standard input cannot be read again
-    try:
-        st = os.stat(fp["path"])
-    except OSError:
-        return True
-    if st.st_size != fp["size"]:
-        return True
-    return st.st_mtime_ns != fp["mtime_ns"] and checksum(fp["path"]) != fp["sha256"]
+_LABELS = {"src": "source text", "tgt": "target text", "src_emb": "source embeddings (--src-emb)",
+           "tgt_emb": "target embeddings (--tgt-emb)"}
+
+
+def _check_inputs(root: str, old: dict, new: dict) -> None:
+    """ConfigError naming the first input of ``new`` whose record differs from ``old``'s."""
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        label = _LABELS.get(key, key)
+        where = {None: "none", "-": "standard input"}
+        was = where.get(a and a["path"], a and a["path"])
+        now = where.get(b and b["path"], b and b["path"])
+        if was != now:
+            raise ConfigError(f"{root}: cannot resume: its run's {label} was {was}, now {now}; "
+                              "give the same inputs or start a new work directory")
+        detail = (f"{a['size']} bytes, now {b['size']}" if a["size"] != b["size"]
+                  else f"same size, other bytes: sha256 {a['sha256'][:12]}..., now {b['sha256'][:12]}...")
+        raise ConfigError(f"{now}: changed since this work directory's run began ({detail}); "
+                          "cannot resume: start a new work directory")
+
+
+class Lock:
+    """An exclusive lock on the work directory ``root`` (``fcntl.flock`` on its :data:`LOCK_FILE`, which names
+    the holder's pid), so two runs cannot interleave; the kernel releases it when the holder ends, even by
+    kill -9, so a killed run never blocks the next. :meth:`acquire` raises ConfigError naming the holder
+    when another process holds it (not for the directory's lock held by this process: flock locks belong
+    to an open file, so a second Lock on one directory is refused in one process too)."""
+
+    def __init__(self, root: str):
+        self.path = os.path.join(root, LOCK_FILE)
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise ConfigError(f"{os.path.dirname(self.path)}: in use by another bitextmine run (pid {holder}); "
+                              "wait for it to end or use another work directory") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # releases the lock; the file stays (removing it would race the next holder)
+            self.fd = None
+
+    def __enter__(self) -> "Lock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 class WorkDir:
@@ -117,19 +238,24 @@ class WorkDir:
         os.makedirs(os.path.dirname(p), exist_ok=True)
         return p
 
-    def begin(self, settings: dict, resume: bool, redo: dict[str, tuple[str, ...]] | None = None) -> list[str]:
-        """Start a run with ``settings`` (JSON-able; what changes a result). Without ``resume`` the directory
-        must hold no earlier run; with it, a setting that differs from the earlier run's is refused unless
-        ``redo`` maps it to the glob patterns (relative paths) of the files that depend on it: those files are
-        removed and the new settings recorded. Returns the changed settings' names (sorted)."""
+    def begin(self, settings: dict, inputs: dict, resume: bool,
+              redo: dict[str, tuple[str, ...]] | None = None) -> list[str]:
+        """Start a run with ``settings`` (JSON-able; what changes a result) and ``inputs`` (name: an
+        :func:`input_record` or None). Without ``resume`` the directory must hold no earlier run; with it, an
+        input that differs from the earlier run's is refused, naming it, and so is a setting that differs,
+        unless ``redo`` maps it to the glob patterns (relative paths) of the files that depend on it: those
+        files are removed and the new settings recorded. Returns the changed settings' names (sorted)."""
         run = os.path.join(self.root, RUN_FILE)
         if os.path.exists(run):
             if not resume:
                 raise ConfigError(f"{self.root}: holds an earlier run ({RUN_FILE}); pass --resume to continue it "
                                   "or choose an empty work directory")
+            version = _parse_json(run, "delete the work directory and start again").get("format_version")
+            if version != FORMAT_VERSION:
+                raise ModelFormatError(f"{run}: format_version {version}; expected {FORMAT_VERSION} (another "
+                                       "version of bitextmine made it): start a new work directory")
             old = load_json(run)
-            if old.get("format_version") != FORMAT_VERSION:
-                raise ModelFormatError(f"{run}: format_version {old.get('format_version')}; expected {FORMAT_VERSION}")
+            _check_inputs(self.root, old["inputs"], inputs)
             before = old["settings"]
             changed = sorted(k for k in set(before) | set(settings) if before.get(k) != settings.get(k))
             for key in changed:
@@ -140,9 +266,11 @@ class WorkDir:
                 self.remove(sorted({p for k in changed for p in redo[k]}))
                 save_json(run, {**old, "settings": settings})
             return changed
-        elif resume and any(os.scandir(self.root)):
-            raise ConfigError(f"{self.root}: no {RUN_FILE}; not a bitextmine work directory")
-        save_json(run, {"format_version": FORMAT_VERSION, "settings": settings})
+        elif any(e.name != LOCK_FILE and not e.name.startswith(RUN_FILE + ".tmp-") for e in os.scandir(self.root)):
+            # files without the record of the run that made them cannot be trusted by any run
+            raise ConfigError(f"{self.root}: not empty and no {RUN_FILE}, so not a bitextmine work directory; "
+                              "choose an empty or new work directory")
+        save_json(run, {"format_version": FORMAT_VERSION, "settings": settings, "inputs": inputs})
         return []
 
     def remove(self, patterns: list[str]) -> None:
