@@ -66,7 +66,7 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
     ConfigError for a margin other than ratio or distance.
     """
     from .device import resolve_device
-    from .mining.margin import margin_scores
+    from .mining.margin import margin_scores, neighbour_means
     from .search.exact import knn_both
 
     if score.margin not in SCORE_MARGINS[1:]:
@@ -83,7 +83,7 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
         Dxy, _, Dyx, _, _ = knn_both(x, y, score.k, candidates=mine.candidates, block_rows=mine.block_size,
                                      device=resolve_device(config.device))
         del x, y
-        scores = margin_scores(cos, Dxy.mean(1), Dyx.mean(1), score.margin).tolist()
+        scores = margin_scores(cos, neighbour_means(Dxy), neighbour_means(Dyx), score.margin).tolist()
         del Dxy, Dyx
         yield from zip(iter_lines(path) if spool is None else _spooled(spool), scores)
 

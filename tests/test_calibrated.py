@@ -15,7 +15,7 @@ from bitextmine.config import MineConfig
 from bitextmine.errors import ModelFormatError
 from bitextmine.language import side_language
 from bitextmine.mining.calibrated import apply, settings_for, write_section
-from bitextmine.mining.mine import mine_files
+from bitextmine.pipeline import mine_files
 from bitextmine.model import load_model
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")

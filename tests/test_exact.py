@@ -166,3 +166,25 @@ def test_a_callers_high_matmul_precision_does_not_void_the_certification(precisi
     for D, I, (want_D, want_I) in ((Dxy, Ixy, brute(x, y, 3)), (Dyx, Iyx, brute(y, x, 3))):
         np.testing.assert_array_equal(I, want_I)
         np.testing.assert_allclose(D, want_D, atol=1e-6)
+
+
+@pytest.mark.parametrize("direction", ["xy", "yx"])
+def test_one_direction_gives_what_both_give(direction):
+    rng = np.random.default_rng(11)
+    x, y = unit(rng, 230), unit(rng, 170)
+    y[5] = y[1]  # a tie
+    kw = dict(candidates=4, tile_rows=32, tile_cols=48, block_rows=64)  # rows searched again too
+    both = knn_both(x, y, 4, **kw)
+    one = knn_both(x, y, 4, direction=direction, **kw)
+    keep = (0, 1) if direction == "xy" else (2, 3)
+    for i in range(4):
+        if i in keep:
+            np.testing.assert_array_equal(one[i], both[i])
+        else:
+            assert one[i] is None
+    side = keep[0] // 2
+    assert one[4]["refined"][side] == both[4]["refined"][side] and one[4]["refined"][1 - side] == 0
+    from bitextmine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="direction"):
+        knn_both(x, y, 4, direction="sideways")

@@ -38,7 +38,7 @@ def test_candidate_scores_loop_reference():
     Dxy, Ixy = knn(x, y, k, device="cpu")
     Dyx, _ = knn(y, x, k, device="cpu")
     mx, my = Dxy.mean(1), Dyx.mean(1)
-    got = candidate_scores(Dxy, Ixy, mx, my, "ratio")
+    got = candidate_scores(Dxy, Ixy, mx, my[Ixy], "ratio")
     for i in range(20):
         for j in range(k):
             c = float(x[i] @ y[Ixy[i, j]])
@@ -228,3 +228,113 @@ def test_auto_index_by_size():
     assert resolve_index("ivfpq", 10, 200_000) == "ivfpq"
     with pytest.raises(Exception, match="expected auto, flat, ivf or ivfpq"):
         resolve_index("hnsw", 10, 200_000)
+
+
+def test_neighbour_means_over_the_found_slots():
+    from bitextmine.mining.margin import neighbour_means
+
+    rng = np.random.default_rng(8)
+    for k in (1, 3, 4, 5, 9, 16):  # every slot found: the plain mean, to the bit
+        D = -np.sort(-rng.random((200, k)).astype(np.float32), 1)
+        np.testing.assert_array_equal(neighbour_means(D), D.mean(1))
+    D = -np.sort(-rng.random((50, 6)).astype(np.float32), 1)
+    found = np.arange(6)[None, :] < rng.integers(0, 7, 50)[:, None]  # empty slots at the end of a row
+    found[0], found[1] = False, True
+    D[~found] = -np.inf
+    got = neighbour_means(D)
+    for row, f, g in zip(D, found, got):
+        if f.any():
+            assert g == pytest.approx(float(np.mean([float(v) for v in row[f]])), rel=1e-6)
+        else:
+            assert np.isnan(g)  # nothing found: no mean
+    assert got.dtype == np.float32
+
+
+def test_a_missing_mean_leaves_the_other_sentences_mean_alone():
+    cos = np.array([0.6, 0.6, 0.6], np.float32)
+    mx = np.array([0.2, np.nan, 0.2], np.float32)
+    my = np.array([0.4, 0.4, np.nan], np.float32)
+    np.testing.assert_allclose(margin_scores(cos, mx, my, "ratio"), [0.6 / 0.3, 0.6 / 0.4, 0.6 / 0.2], rtol=1e-6)
+    np.testing.assert_allclose(margin_scores(cos, mx, my, "distance"), [0.3, 0.2, 0.4], rtol=1e-6)
+
+
+def _ivf_reference(x, y, k, nlist, nprobe, seed=1):
+    """The IVF index knn builds (same cells and training sample), searched by FAISS directly: D, I with
+    FAISS's empty slots (I -1)."""
+    from bitextmine.search.index import ivf_recipe, ivf_untrained
+
+    nlist, rows = ivf_recipe(len(y), nlist, 0, seed)
+    index = ivf_untrained(y.shape[1], nlist, "ivf", 0, "cpu")
+    index.train(y[rows])
+    index.add(y)
+    index.nprobe = nprobe
+    return index.search(x, k)
+
+
+def test_ivf_slots_it_cannot_fill_are_empty():
+    x, y = _clustered(300, 16, 3), _clustered(400, 16, 4)
+    D, I = knn(x, y, 8, device="cpu", index="ivf", nlist=50, nprobe=1)
+    _, want = _ivf_reference(x, y, 8, 50, 1)
+    assert (want < 0).any(axis=1).sum() > 20  # many rows find fewer than 8 in their cell
+    np.testing.assert_array_equal(I, want)
+    assert np.isneginf(D[I < 0]).all() and np.isfinite(D[I >= 0]).all()
+
+
+@pytest.mark.parametrize("mode", ["forward", "backward"])
+def test_mining_with_ivf_averages_the_neighbours_found(mode):
+    """Each row's candidate and margin from a slow reference: the means over the neighbours FAISS found."""
+    from bitextmine.config import MineConfig
+    from bitextmine.mining.mine import mine_embeddings
+
+    x, y = _clustered(300, 16, 3), _clustered(400, 16, 4)
+    lists = [_ivf_reference(x, y, 8, 50, 1), _ivf_reference(y, x, 8, 50, 1)]  # cells: 50 and 300 // 8
+    means = [[float(np.mean([float(q[i] @ o[j]) for j in row if j >= 0])) if (row >= 0).any() else np.nan
+              for i, row in enumerate(I)] for (_, I), q, o in zip(lists, (x, y), (y, x))]
+    side = 0 if mode == "forward" else 1
+    q, o, (_, I), mq, mo = ((x, y, lists[0], means[0], means[1]), (y, x, lists[1], means[1], means[0]))[side]
+    want = {}
+    for i, row in enumerate(I):
+        scored = [(float(q[i] @ o[j]) / ((mq[i] + mo[j]) / 2), int(j)) for j in row if j >= 0]
+        if scored:
+            s, j = max(scored, key=lambda e: e[0])
+            want[(i, j) if side == 0 else (j, i)] = s
+    config = MineConfig(k=8, mode=mode, index="ivf", nlist=50, nprobe=1, threshold=-np.inf, min_cosine=-np.inf,
+                        min_z=0, device="cpu")
+    got = mine_embeddings(x, y, config=config)
+    assert set(zip(got.src.tolist(), got.tgt.tolist())) == set(want)
+    for s, t, sc in zip(got.src.tolist(), got.tgt.tolist(), got.score.tolist()):
+        assert sc == pytest.approx(want[(s, t)], rel=1e-4)
+
+
+def test_recall_over_parts_of_the_searched_side():
+    from bitextmine.search.index import recall
+
+    x = np.eye(3, dtype=np.float32)
+    y = np.array([[1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    found = np.array([[0, 1], [2, -1], [0, 2]])  # an empty slot finds nothing
+    # exact 2-NN: row 0 {0, 1}; row 1 {2, 1}; row 2 {3, 0} (y0, y1, y2 tie at 0: the lower row)
+    for parts, block in (([y], 100), ([y[:1], y[1:3], y[3:]], 100), ([y[:3], y[3:]], 2)):
+        assert recall(found, x, parts, block=block) == pytest.approx(4 / 6)
+
+
+def test_recall_of_the_staged_run_equals_recall_at_k(tmp_path):
+    """Both measure recall with the same sampled queries and exact search: the same figure."""
+    import io
+
+    from conftest import write_lines
+
+    from bitextmine.config import MineConfig, PipelineConfig
+    from bitextmine.mining.mine import mine_embeddings
+    from bitextmine.pipeline import mine_files
+    from bitextmine.search.exact import RowView
+
+    x, y = _clustered(300, 16, 5), _clustered(260, 16, 6)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    sides = [write_lines(tmp_path / f"{n}.txt", [f"{n}{i}" for i in range(len(a))]) for n, a in (("s", x), ("t", y))]
+    config = MineConfig(index="ivf", nlist=30, nprobe=1, recall_check=120, device="cpu", threshold=0, min_z=0)
+    # the rows as the run reads them (normalised again)
+    want = mine_embeddings(*(RowView(a, np.arange(len(a)), normalise=True)[:] for a in (x, y)), config=config)
+    stats = mine_files(*sides, io.StringIO(), config=config, src_emb=str(tmp_path / "x.npy"),
+                       tgt_emb=str(tmp_path / "y.npy"), pipeline=PipelineConfig(chunk_lines=70))
+    assert stats.info["recall"] == want.info["recall"] and max(want.info["recall"]) < 1

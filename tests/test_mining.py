@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from bitextmine.config import MODES, MineConfig
-from bitextmine.mining.mine import greedy_one_to_one, mine_embeddings, mine_files
+from bitextmine.mining.mine import mine_embeddings
+from bitextmine.mining.select import greedy_one_to_one
+from bitextmine.pipeline import mine_files
 
 
 def unit(x):
@@ -21,7 +23,8 @@ def reference_z(sim, i, j):
 
 
 def reference_mine(x, y, k, margin, mode, threshold, min_cosine=-np.inf, min_z=0.0):
-    """Slow, obvious version: full similarity matrix, loops, LASER's candidate loop for 'max'."""
+    """Slow, obvious version: full similarity matrix, loops, LASER's candidate loop for 'max'; every floor
+    drops candidates before the mode selects among them."""
     sim = x.astype(np.float64) @ y.T.astype(np.float64)
     k = min(k, len(y), len(x))
     mx = np.array([np.sort(sim[i])[::-1][:k].mean() for i in range(len(x))])
@@ -41,6 +44,12 @@ def reference_mine(x, y, k, margin, mode, threshold, min_cosine=-np.inf, min_z=0
         cands = np.argsort(-sim[:, j], kind="stable")[:k]
         i = max(cands, key=lambda i: score(i, j))
         bwd[(int(i), j)] = score(i, j)
+
+    def passes(p, s):
+        return s >= threshold and sim[p] >= min_cosine and (min_z <= 0 or reference_z(sim, *p) >= min_z)
+
+    fwd = {p: s for p, s in fwd.items() if passes(p, s)}
+    bwd = {p: s for p, s in bwd.items() if passes(p, s)}
     if mode == "forward":
         pairs = fwd
     elif mode == "backward":
@@ -56,8 +65,7 @@ def reference_mine(x, y, k, margin, mode, threshold, min_cosine=-np.inf, min_z=0
                 seen_s.add(i)
                 seen_t.add(j)
                 pairs[(i, j)] = s
-    return {p: s for p, s in pairs.items() if s >= threshold and sim[p] >= min_cosine
-            and (min_z <= 0 or reference_z(sim, *p) >= min_z)}
+    return pairs
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -183,3 +191,108 @@ def test_sharded_search_gives_the_same_pairs_and_scores(shard_rows):
     np.testing.assert_array_equal(sharded.src, whole.src)
     np.testing.assert_array_equal(sharded.tgt, whole.tgt)
     np.testing.assert_allclose(sharded.score, whole.score, rtol=1e-6)
+
+
+def with_cosines(S):
+    """Unit rows x (n, n + m) and y (m, n + m) whose cosines x @ y.T are S (n, m) (columns of S with squares
+    summing to at most 1): x_i = e_i, y_j = S[:, j] on the first n axes and the rest of its length on its own."""
+    n, m = S.shape
+    x = np.eye(n, n + m)
+    y = np.zeros((m, n + m))
+    y[:, :n] = S.T
+    y[np.arange(m), n + np.arange(m)] = np.sqrt(1 - (S**2).sum(0))
+    return x.astype(np.float32), y.astype(np.float32)
+
+
+# sources x0 x1 x2, targets: decoy, real (x0's translation), other (x1's); k = 2. The decoy is far from
+# everything else, so its low neighbour mean gives (x0, decoy) a higher margin (1.75 at cosine 0.35) than
+# the real pair (1.45 at cosine 0.60), which only the target's direction proposes.
+FLOORED_DECOY = np.array([[0.35, 0.60, 0.0],
+                          [-0.5, 0.10, 0.5],
+                          [-0.5, 0.10, 0.0]])
+
+
+def test_a_candidate_the_floors_drop_does_not_take_the_real_pairs_place():
+    x, y = with_cosines(FLOORED_DECOY)
+    config = MineConfig(k=2, threshold=1.0, min_cosine=0.4, min_z=0, mode="max")
+    got = mine_embeddings(x, y, config=config)
+    assert list(zip(got.src.tolist(), got.tgt.tolist())) == [(1, 2), (0, 1)]  # the real pair is kept
+    np.testing.assert_allclose(got.score, [0.5 / 0.275, 0.6 / 0.4125], rtol=1e-5)
+    without = mine_embeddings(x, y, config=MineConfig(k=2, threshold=1.0, min_cosine=-1, min_z=0, mode="max"))
+    assert (0, 0) in set(zip(without.src.tolist(), without.tgt.tolist()))  # without the floor the decoy wins x0
+
+
+def test_every_floor_comes_before_the_one_to_one_selection():
+    from bitextmine.mining.select import finish
+
+    # source 0's own candidate: margin 1.30 at cosine 0.35; target 2's: source 0 at 1.25, cosine 0.60
+    f = (np.array([0]), np.array([1]), np.array([1.30], np.float32), np.array([0.35], np.float32))
+    b = (np.array([0, 0]), np.array([1, 2]), np.array([1.30, 1.25], np.float32), np.array([0.35, 0.60], np.float32))
+    s, t, sc, cos, origin, z = finish(f, b, MineConfig(threshold=1.0, min_cosine=0.4, min_z=0))
+    assert (s.tolist(), t.tolist(), origin.tolist()) == ([0], [2], [1]) and np.isnan(z).all()
+    # the standout floor: z of each candidate, asked for once per distinct pair
+    asked = []
+
+    def standout(s, t, cos):
+        asked.append(list(zip(s.tolist(), t.tolist())))
+        return np.where(cos < 0.5, 2.0, 9.0).astype(np.float32)
+
+    s, t, _, _, _, z = finish(f, b, MineConfig(threshold=1.0, min_cosine=0, min_z=4.5), standout)
+    assert (s.tolist(), t.tolist(), z.tolist()) == ([0], [2], [9.0])
+    assert sorted(asked[0]) == [(0, 1), (0, 2)]
+
+
+def test_the_staged_run_keeps_the_real_pair_too(tmp_path):
+    from conftest import write_lines
+
+    x, y = with_cosines(FLOORED_DECOY)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    sp = write_lines(tmp_path / "s.txt", ["x0", "x1", "x2"])
+    tp = write_lines(tmp_path / "t.txt", ["decoy", "real", "other"])
+    out = io.StringIO()
+    mine_files(sp, tp, out, config=MineConfig(k=2, threshold=1.0, min_cosine=0.4, min_z=4.0),
+               src_emb=str(tmp_path / "x.npy"), tgt_emb=str(tmp_path / "y.npy"), explain=True)
+    rows = [r.split("\t") for r in out.getvalue().splitlines()]
+    assert [(r[1], r[2]) for r in rows] == [("x1", "other"), ("x0", "real")]
+    assert all(float(r[9]) >= 4.0 for r in rows)  # z printed with --explain, at or above the floor
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_greedy_equals_the_loop_on_random_candidates_with_ties(seed):
+    rng = np.random.default_rng(100 + seed)
+    c = int(rng.integers(1, 400))
+    hi = int(rng.integers(1, 60))
+    src, tgt = rng.integers(0, hi, c), rng.integers(0, int(rng.integers(1, 60)), c)
+    score = np.round(rng.normal(size=c), int(rng.integers(0, 3))).astype(np.float32)  # coarse values: ties
+    assert greedy_one_to_one(src, tgt, score).tolist() == greedy_loop(src, tgt, score)
+    assert greedy_one_to_one(src[:0], tgt[:0], score[:0]).tolist() == []
+
+
+def test_greedy_on_a_chain_of_candidates_is_fast():
+    import time
+
+    # candidate 2i = (i, i), 2i + 1 = (i + 1, i), scores falling along the chain: each one blocks the next
+    # but one, and only the head of the chain ranks first at both its endpoints
+    c = 100_000
+    i = np.arange(c)
+    src, tgt = (i + 1) // 2, i // 2
+    score = np.linspace(2, 1, c).astype(np.float64)
+    t0 = time.perf_counter()
+    got = greedy_one_to_one(src, tgt, score)
+    assert time.perf_counter() - t0 < 10  # the former rounds took one round per two candidates here
+    np.testing.assert_array_equal(got, np.arange(0, c, 2))
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(c)  # any order of the input
+    assert greedy_one_to_one(src[perm], tgt[perm], score[perm]).tolist() == sorted(np.argsort(perm)[got].tolist())
+
+
+def test_mining_embeddings_does_not_import_the_staged_run():
+    import subprocess
+    import sys
+
+    code = ("import sys, bitextmine.mining.mine; assert 'bitextmine.pipeline' not in sys.modules; "
+            "from bitextmine.mining import mine_files; from bitextmine.pipeline import mine_files as m, MineStats; "
+            "assert mine_files is m; import bitextmine.pipeline.run")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", "import bitextmine.pipeline.run, bitextmine.mining"], check=True)

@@ -16,7 +16,8 @@ from conftest import shared_path, toy_corpus, write_lines
 
 from bitextmine.config import EmbeddingsConfig, MineConfig, PipelineConfig
 from bitextmine.errors import ConfigError, MissingDependencyError
-from bitextmine.mining.mine import mine_embeddings, mine_files
+from bitextmine.mining.mine import mine_embeddings
+from bitextmine.pipeline import mine_files
 from bitextmine.pipeline import dedup
 from bitextmine.pipeline.plan import plan_side, read_chunk
 from bitextmine.pipeline.workdir import WorkDir
@@ -287,3 +288,67 @@ def test_kill_and_resume_on_real_data(tmp_path):
     assert not os.path.exists(tmp_path / "a.tsv") or (tmp_path / "a.tsv").read_text() != whole
     subprocess.run(base + ["--work-dir", work, "--resume", "-o", str(tmp_path / "a.tsv")], check=True)
     assert (tmp_path / "a.tsv").read_text() == whole
+
+
+def _clustered_sides(tmp_path, n=300, m=400, d=16):
+    """Two sides of clustered unit rows, written as .npy embeddings and as distinct text lines."""
+    rng = np.random.default_rng(6)
+    centres = rng.normal(size=(40, d))
+    x, y = (centres[rng.integers(0, 40, r)] + 0.3 * rng.normal(size=(r, d)) for r in (n, m))
+    x, y = ((a / np.linalg.norm(a, axis=1, keepdims=True)).astype(np.float32) for a in (x, y))
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    sides = (write_lines(tmp_path / "s.txt", [f"s{i}" for i in range(n)]),
+             write_lines(tmp_path / "t.txt", [f"t{j}" for j in range(m)]))
+    return x, y, sides, {"src_emb": str(tmp_path / "x.npy"), "tgt_emb": str(tmp_path / "y.npy")}
+
+
+def test_ivf_neighbour_means_average_the_neighbours_found(tmp_path):
+    """With one probed cell of about 8 rows, many rows find fewer than k = 8 neighbours: the printed means
+    are those of the neighbours FAISS found (slow reference), whatever the chunks."""
+    from bitextmine.search.index import ivf_recipe, ivf_untrained
+
+    x, y, sides, emb = _clustered_sides(tmp_path)
+    means = []
+    for q, o in ((x, y), (y, x)):
+        cells, rows = ivf_recipe(len(o), 50, 0, 1)  # the index the run trains (cells capped at rows / 8)
+        index = ivf_untrained(o.shape[1], cells, "ivf", 0, "cpu")
+        index.train(o[rows])
+        index.add(o)
+        index.nprobe = 1
+        _, I = index.search(q, 8)
+        assert (I < 0).any(axis=1).sum() > 20
+        means.append([np.mean([float(q[i] @ o[j]) for j in row if j >= 0]) for i, row in enumerate(I)])
+    config = MineConfig(k=8, index="ivf", nlist=50, nprobe=1, threshold=0, min_z=0)
+    for chunk_lines in (1000, 70):
+        pipe = PipelineConfig(chunk_lines=chunk_lines)
+        out, _ = _mine(sides, None, config=config, explain=True, pipeline=pipe, **emb)
+        rows = [r.split("\t") for r in out.splitlines()]
+        assert len(rows) > 100
+        for r in rows:
+            s, t = int(r[1][1:]), int(r[2][1:])
+            assert float(r[6]) == pytest.approx(means[0][s], abs=2e-6)
+            assert float(r[7]) == pytest.approx(means[1][t], abs=2e-6)
+
+
+def test_one_side_flat_the_other_ivf_searches_each_direction_once(tmp_path):
+    """auto with 350 rows flat: the targets (400) are searched by IVF, the sources (300) exactly, each direction
+    once (the exact cells hold only the target-to-source lists), and the pairs are mine_embeddings'."""
+    from bitextmine.corpus import read_lines
+
+    x, y, sides, emb = _clustered_sides(tmp_path)
+    config = MineConfig(k=4, auto_flat_max=350, nlist=50, nprobe=2, threshold=1.0, min_z=0, device="cpu")
+    work = str(tmp_path / "w")
+    got, stats = _mine(sides, None, config=config, ids=True, pipeline=PipelineConfig(chunk_lines=130, work_dir=work),
+                       **emb)
+    assert stats.info["index"] == ["ivf", "flat"]
+    cells = [f for f in os.listdir(os.path.join(work, "knn")) if f.startswith("cell-") and f.endswith(".npz")]
+    assert cells and all(sorted(np.load(os.path.join(work, "knn", f)).files) == ["Db", "Ib"] for f in cells)
+    from bitextmine.search.exact import RowView
+
+    x, y = (RowView(a, np.arange(len(a)), normalise=True)[:] for a in (x, y))  # as the run reads them
+    p = mine_embeddings(x, y, config=config)
+    assert p.info["index"] == ["ivf", "flat"] and len(p) > 50
+    st, tt = read_lines(sides[0]), read_lines(sides[1])
+    want = "".join(f"{sc:.6f}\t{st[s]}\t{tt[t]}\t{s + 1}\t{t + 1}\n" for s, t, sc in zip(p.src, p.tgt, p.score))
+    assert got == want

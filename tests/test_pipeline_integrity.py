@@ -17,7 +17,7 @@ from conftest import toy_corpus, write_lines
 
 from bitextmine.config import EmbeddingsConfig, MineConfig, PipelineConfig
 from bitextmine.errors import BitextmineError, ConfigError
-from bitextmine.mining.mine import mine_files
+from bitextmine.pipeline import mine_files
 
 CHUNK = 10
 

@@ -10,7 +10,8 @@ from bitextmine.corpus import CorpusSpec, read_lines, read_parallel
 from bitextmine.encoding.pipeline import encode
 from bitextmine.evaluation.metrics import retrieval_accuracy, sts_pearson
 from bitextmine.evaluation.readers import read_stsbenchmark
-from bitextmine.mining.mine import mine_embeddings, mine_files
+from bitextmine.mining.mine import mine_embeddings
+from bitextmine.pipeline import mine_files
 from bitextmine.model import load_model
 from conftest import shared_path, write_lines
 from test_mining import reference_mine

@@ -66,3 +66,28 @@ def test_torch_inputs_give_torch_outputs_on_their_device():
     assert isinstance(r.D, torch.Tensor) and r.Dc.shape == (40, 2)
     np.testing.assert_array_equal(r.I.numpy(), reference(x, y, 3)[1])
     np.testing.assert_array_equal(r.Ic.numpy(), reference(y, x, 2)[1])
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_merge_topk_numpy_and_torch_equal_sorting(k):
+    from bitextmine.search.topk import merge_topk
+
+    rng = np.random.default_rng(k)
+    widths = [2, 1, 3, 3] if k > 1 else [1, 1, 1]
+    D, I, first = [], [], 0
+    for w in widths:  # parts in ascending id order, each row sorted by value (ties by id): as searches give them
+        v = rng.integers(0, 4, (30, w)).astype(np.float32)  # few values: many ties across parts
+        ids = np.tile(np.arange(first, first + w), (30, 1))
+        order = np.argsort(-v, axis=1, kind="stable")
+        D.append(np.take_along_axis(v, order, 1))
+        I.append(np.take_along_axis(ids, order, 1))
+        first += w
+    allv, alli = np.concatenate(D, 1), np.concatenate(I, 1)
+    want = [sorted(zip(-row_v, row_i))[:k] for row_v, row_i in zip(allv, alli)]  # value desc, then lower id
+    for got_v, got_i in (merge_topk(D, I, k), [t.numpy() for t in merge_topk([torch.from_numpy(a) for a in D],
+                                                                              [torch.from_numpy(a) for a in I], k)]):
+        assert [list(zip(-v, i)) for v, i in zip(got_v, got_i)] == want
+    running = (None, None)  # a running merge from None, one part at a time, gives the same
+    for d, i in zip(D, I):
+        running = merge_topk([running[0], d], [running[1], i], k)
+    np.testing.assert_array_equal(running[1], merge_topk(D, I, k)[1])

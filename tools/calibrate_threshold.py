@@ -13,8 +13,9 @@ the 1,000 draws are the whole file with another half kept). With --tasks holdout
 the training pairs held apart from the model (tools/train_default.py --holdout: UI strings, help text,
 news, Anki sentences; up to about 5,000 per language), the distractors from the other languages'
 held-apart English sides; with both, every figure is the mean of the two. Pairs are mined with the
-default k, margin and mode and no threshold; precision, recall and F1 of the gold pairs are computed for
-each margin threshold, standout floor (--min-z, bitextmine/mining/standout.py) and cosine floor.
+default k, margin and mode for each standout floor (--min-z, bitextmine/mining/standout.py) and cosine floor,
+which apply before the 1:1 selection as in `mine` (the margin threshold commutes with it); precision,
+recall and F1 of the gold pairs are computed for each margin threshold, standout floor and cosine floor.
 Suggested default: the threshold and standout floor with the best F1 averaged over sizes and languages
 (no cosine floor); each language's own: its best F1 averaged over the sizes. "Best" is the top of the F1
 surface smoothed over neighbouring grid points (:func:`plateau`), not a lone peak.
@@ -33,8 +34,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from bitextmine.config import MineConfig  # noqa: E402
 from bitextmine.corpus import read_lines, read_parallel  # noqa: E402
 from bitextmine.encoding import encode  # noqa: E402
-from bitextmine.mining import mine_embeddings  # noqa: E402
 from bitextmine.mining.calibrated import write_section  # noqa: E402
+from bitextmine.mining.mine import candidates as mine_candidates  # noqa: E402
+from bitextmine.mining.select import finish  # noqa: E402
 from bitextmine.mining.standout import moments_of, pair_standout  # noqa: E402
 from bitextmine.model import load_model  # noqa: E402
 
@@ -79,23 +81,32 @@ def draw(X, Y, P, size: int, keep: float, rng: np.random.Generator):
 
 
 def candidates(x, y):
-    """mine's candidate pairs with its default search and selection and no threshold, and each one's
-    standout z float (c,)."""
-    pairs = mine_embeddings(x, y, config=MineConfig(threshold=-np.inf, min_cosine=-np.inf, min_z=0))
-    z = pair_standout(pairs.cosine, pairs.src, pairs.tgt, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
-    return pairs, z
+    """mine's candidates of each row with its default search and margin, before any floor (f, b as
+    :func:`bitextmine.mining.mine.candidates` gives them), and their standout z as the function
+    :func:`bitextmine.mining.select.finish` takes (each candidate's z computed once)."""
+    f, b, _ = mine_candidates(x, y, MineConfig())
+    s, t, cos = (np.concatenate([u, v]) for u, v in zip((f[0], f[1], f[3]), (b[0], b[1], b[3])))
+    z = pair_standout(cos, s, t, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
+    table = dict(zip(zip(s.tolist(), t.tolist()), z.tolist()))
+
+    def standout(src, tgt, _cos):
+        return np.array([table[p] for p in zip(src.tolist(), tgt.tolist())], np.float32)
+
+    return f, b, standout
 
 
 def prf_table(x, y, gold, floors: np.ndarray = FLOORS) -> np.ndarray:
     """Precision, recall, F1 for every (cosine floor, standout floor, threshold): float
-    (len(floors), len(ZS), len(GRID), 3)."""
-    pairs, z = candidates(x, y)
-    hit = np.array([(int(s), int(t)) in gold for s, t in zip(pairs.src, pairs.tgt)], bool)
-    above = pairs.score[:, None] >= GRID[None, :]  # (pairs, thresholds)
+    (len(floors), len(ZS), len(GRID), 3). The floors select before the 1:1 selection, as in `mine`; the
+    threshold can be applied after it (a candidate at or above it is only ever blocked by a better one)."""
+    f, b, standout = candidates(x, y)
     out = np.zeros((len(floors), len(ZS), len(GRID), 3))
-    for a, f in enumerate(floors):
+    for a, fl in enumerate(floors):
         for i, z0 in enumerate(ZS):
-            sel = above & ((z >= z0) & (pairs.cosine >= f))[:, None]
+            config = MineConfig(threshold=-np.inf, min_cosine=float(fl), min_z=float(z0))
+            s, t, score, *_ = finish(f, b, config, standout if z0 > 0 else None)
+            hit = np.array([(int(p), int(q)) in gold for p, q in zip(s, t)], bool)
+            sel = score[:, None] >= GRID[None, :]  # (pairs, thresholds)
             tp, n = (sel & hit[:, None]).sum(0), sel.sum(0)
             p, r = tp / np.maximum(1, n), tp / max(1, len(gold))
             out[a, i] = np.stack([p, r, 2 * p * r / np.maximum(1e-9, p + r)], axis=1)

@@ -84,6 +84,7 @@ def _neighbours(x: np.ndarray, y: np.ndarray, shuffled: np.ndarray, k: int):
     each row's best column other than its own (ties: the lower column); the cosines float32 (n,) of the pairs
     (i, i), (i, shuffled[i]) and (i, near[i]); the means float32 (n,) of each row's (mx) and each column's
     (my) min(k, n) best cosines."""
+    from ..mining.margin import neighbour_means
     from ..search.topk import topk
 
     n = len(x)
@@ -94,8 +95,8 @@ def _neighbours(x: np.ndarray, y: np.ndarray, shuffled: np.ndarray, k: int):
     own = best.I[:, 0] == rows  # then the best other column is the second (same order: value, then index)
     near = np.where(own, best.I[:, 1], best.I[:, 0])
     near_cos = np.where(own, best.D[:, 1], best.D[:, 0])
-    # the means add the k best in increasing order, as the former sort of each row did
-    mx, my = best.D[:, kk - 1 :: -1].mean(1), best.Dc[:, ::-1].mean(1)
+    # summed from the k-th best up, as this command always has (its figures stay those it printed)
+    mx, my = neighbour_means(best.D[:, kk - 1 :: -1]), neighbour_means(best.Dc[:, ::-1])
     return near, (best.P[:n], best.P[n:], near_cos), mx, my
 
 

@@ -187,9 +187,10 @@ def _knn_mean(q: np.ndarray, d: np.ndarray, k: int, block: int = 2048) -> np.nda
     torch products in blocks of ``block`` rows, :func:`bitextmine.search.topk.topk`): float32 (n,)."""
     import torch
 
+    from ..mining.margin import neighbour_means
     from ..search.topk import topk
 
-    return topk(torch.from_numpy(q), torch.from_numpy(d), k, block=block).D.mean(1).numpy()
+    return neighbour_means(topk(torch.from_numpy(q), torch.from_numpy(d), k, block=block).D.numpy())
 
 
 BINARY_MIN_LINES = 8  # an input is refused as binary when at least this many of its first 1,000 lines,

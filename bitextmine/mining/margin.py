@@ -5,6 +5,12 @@ among the targets and of y's k nearest neighbours among the sources:
   ratio:    c / ((m_x + m_y) / 2)
   distance: c - (m_x + m_y) / 2
   absolute: c
+
+The neighbour means of every command (mining, the pipeline's reduce stage, ``score``'s margins, the
+filter's margins within a chunk, calibration within the gold set) come from :func:`neighbour_means`.
+A neighbour list from an approximate index may hold fewer than k rows (empty slots at -inf): the mean
+is over the rows found. A sentence whose search found none has no mean (NaN); a margin with it uses
+the other sentence's mean alone.
 """
 
 from __future__ import annotations
@@ -15,12 +21,28 @@ from ..config import MARGINS
 from ..errors import ConfigError
 
 
+def neighbour_means(D: np.ndarray) -> np.ndarray:
+    """The neighbour mean of each row of D float32 (n, k), its neighbours' cosines (summed in the order given;
+    every search here gives them best first): the mean of its finite entries (slots an approximate index
+    left empty are -inf), NaN for a row with none. Returns float32 (n,); with every slot found, D.mean(1)."""
+    D = np.asarray(D, np.float32)
+    found = np.isfinite(D)
+    if found.all():
+        return D.mean(1)
+    with np.errstate(invalid="ignore"):  # a row with nothing found: 0 / 0
+        return (np.where(found, D, 0).sum(1) / found.sum(1).astype(np.float32)).astype(np.float32)
+
+
 def margin_scores(cos: np.ndarray, mean_x: np.ndarray, mean_y: np.ndarray, kind: str = "ratio") -> np.ndarray:
-    """Element-wise margin score; all arguments broadcast together. Returns float32 of the broadcast shape."""
+    """Element-wise margin score; all arguments broadcast together. Returns float32 of the broadcast shape.
+    A NaN mean (a sentence without neighbours) leaves the other sentence's mean alone in the margin."""
     cos = np.asarray(cos, np.float32)
     if kind == "absolute":
         return cos.copy()
-    avg = (np.asarray(mean_x, np.float32) + np.asarray(mean_y, np.float32)) / 2
+    mean_x, mean_y = np.asarray(mean_x, np.float32), np.asarray(mean_y, np.float32)
+    avg = (mean_x + mean_y) / 2
+    if np.isnan(avg).any():
+        avg = np.where(np.isnan(mean_x), mean_y, np.where(np.isnan(mean_y), mean_x, avg))
     if kind == "ratio":
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(avg > 0, cos / np.where(avg > 0, avg, 1), cos).astype(np.float32)
@@ -29,10 +51,24 @@ def margin_scores(cos: np.ndarray, mean_x: np.ndarray, mean_y: np.ndarray, kind:
     raise ConfigError(f"margin {kind!r}: expected one of {', '.join(MARGINS)}")
 
 
-def candidate_scores(D: np.ndarray, I: np.ndarray, mean_q: np.ndarray, mean_other: np.ndarray, kind: str) -> np.ndarray:
+def candidate_scores(D: np.ndarray, I: np.ndarray, mean_q: np.ndarray, mean_o: np.ndarray, kind: str) -> np.ndarray:
     """Margin scores of each query's k candidates.
 
-    D float32 (n, k) cosines of query i with candidate I[i, j] (int64 (n, k)); mean_q float32 (n,) the
-    queries' neighbour means; mean_other float32 (m,) the candidates' neighbour means. Returns float32 (n, k).
+    D float32 (n, k) cosines of query i with candidate I[i, j] (int64 (n, k); -1: an empty slot); mean_q
+    float32 (n,) the queries' neighbour means; mean_o float32 (n, k) the candidates' neighbour means, slot
+    by slot (any value at empty slots). Returns float32 (n, k), -inf at empty slots.
     """
-    return margin_scores(D, mean_q[:, None], mean_other[I], kind)
+    score = margin_scores(D, mean_q[:, None], mean_o, kind)
+    return np.where(I >= 0, score, np.float32(-np.inf)) if (I < 0).any() else score
+
+
+def best_candidates(D: np.ndarray, I: np.ndarray, score: np.ndarray) -> tuple:
+    """Each query's best candidate by ``score`` float32 (n, k) (:func:`candidate_scores` of the neighbours
+    I int64 (n, k) at cosines D float32 (n, k)), for the queries whose search found any neighbour: (query
+    row int64 (c,), candidate int64, score float32, cosine float32). Ties: the earlier slot (higher cosine)."""
+    if D.shape[1] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32)
+    j = score.argmax(1)
+    rows = np.flatnonzero(I[np.arange(len(I)), j] >= 0)
+    at = (rows, j[rows])
+    return rows, I[at], score[at], D[at]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import Callable, TextIO
 
 import numpy as np
@@ -20,6 +20,23 @@ from .stages import SIDES
 from .workdir import Lock, WorkDir, input_record, load_arrays, verifies
 
 Progress = Callable[[str, int, int], None]  # (stage, tasks done so far, tasks in all)
+
+
+@dataclass
+class MineStats:
+    """What :func:`mine_files` read and wrote: lines, distinct and blank lines per side, pairs written, the
+    signature of the settings."""
+
+    src_lines: int
+    tgt_lines: int
+    src_unique: int
+    tgt_unique: int
+    src_empty: int
+    tgt_empty: int
+    pairs: int
+    signature: str
+    rejected: dict = field(default_factory=dict)  # candidates dropped by the rules, per reason
+    info: dict = field(default_factory=dict)  # index per direction, recall@k when checked, stages computed
 
 
 class _Run:
@@ -95,15 +112,19 @@ def _encode(run: _Run, sources: dict, model, encode_configs: dict) -> None:
 
 
 def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict) -> None:
-    """k-NN both ways: exact cells (:func:`stages.knn_cell`) for directions searching a flat side, IVF shards
-    for the others (``kinds``: the index of each searched side); then reduce and margins per chunk."""
+    """k-NN both ways, each direction searched once: exact cells (:func:`stages.knn_cell`, one pass for both
+    directions when both search a flat side) for directions searching a flat side, IVF shards for the others
+    (``kinds``: the index of each searched side); then reduce and margins per chunk."""
     from ..device import resolve_device
 
     w, off = run.work, run.offsets
     live = {s: [c for c in range(len(off[s]) - 1) if off[s][c + 1] > off[s][c]] for s in SIDES}
-    search = {"k": config.k, "candidates": config.candidates, "block_rows": config.block_size,
-              "shard_rows": config.shard_rows, "device": resolve_device(config.device), "precision": config.precision}
-    if "flat" in kinds.values():
+    flat = [s for s in SIDES if kinds[s] == "flat"]
+    if flat:  # x = a source chunk, y = a target chunk: xy searches the targets
+        search = {"k": config.k, "candidates": config.candidates, "block_rows": config.block_size,
+                  "shard_rows": config.shard_rows, "device": resolve_device(config.device),
+                  "precision": config.precision, "direction": "both" if len(flat) == 2 else
+                  ("xy" if flat == ["tgt"] else "yx")}
         run.stage("knn", stages.knn_cell, [(stages.cell_file(i, j), (w, run.plans, i, j, off, sources, search))
                                            for i in live["src"] for j in live["tgt"]], gpu=True)
     for side in (s for s in SIDES if kinds[s] != "flat"):  # the searched side's index
@@ -123,19 +144,22 @@ def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict) -> None:
                     (w, side, c, live[other], config.k, kinds[other] != "flat"))
                    for c in live[side]])
     if config.recall_check:
-        run.recall = [_recall(run, side, sources, config, search) for side in SIDES]
+        run.recall = [_recall(run, side, sources, config) for side in SIDES]
     for side in SIDES:
         run.stage("margins", stages.margins_chunk,
                   [(stages.cand_file(side, c), (w, side, c, off, config.margin, config.threshold)) for c in live[side]])
     run.live = live
 
 
-def _recall(run: _Run, side: str, sources: dict, config: MineConfig, search: dict) -> float:
-    """recall@k of ``side``'s neighbour lists on config.recall_check seeded sampled rows (exact search: 1)."""
-    n = int(run.offsets[side][-1])
-    rows = np.sort(np.random.default_rng(config.seed).choice(n, min(config.recall_check, n), replace=False))
-    return run.stage("recall", stages.recall_sample,
-                     [(None, (run.work, side, run.plans, run.offsets, sources, rows, search))])[0]
+def _recall(run: _Run, side: str, sources: dict, config: MineConfig) -> float:
+    """recall@k of ``side``'s neighbour lists on config.recall_check seeded sampled rows (exact search: 1), the
+    queries :func:`bitextmine.search.index.recall_at_k` takes for the same side."""
+    from ..device import resolve_device
+    from ..search.index import sample_queries
+
+    rows = sample_queries(int(run.offsets[side][-1]), config.recall_check, config.seed)
+    return run.stage("recall", stages.recall_sample, [(None, (run.work, side, run.plans, run.offsets, sources, rows,
+                                                              resolve_device(config.device)))])[0]
 
 
 def _candidates(run: _Run, side: str) -> dict[str, np.ndarray]:
@@ -147,20 +171,15 @@ def _candidates(run: _Run, side: str) -> dict[str, np.ndarray]:
 
 
 def _select(run: _Run, config: MineConfig, sources: dict, explain: bool):
-    from ..mining.mine import select_pairs
+    """The pairs config keeps of both sides' candidates (:func:`bitextmine.mining.select.finish`: every floor,
+    then the mode), best first, with what ``explain`` prints of them."""
+    from ..mining.select import finish
 
     fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
     f = (fc["row"], fc["other"], fc["score"], fc["cos"])
     b = (bc["other"], bc["row"], bc["score"], bc["cos"])
-    s, t, sc, cos, origin = select_pairs(f, b, config)
-    ok = (sc >= config.threshold) & (cos >= config.min_cosine)
-    s, t, sc, cos, origin = s[ok], t[ok], sc[ok], cos[ok], origin[ok]
-    z = _standout(run, sources, s, t, cos) if config.min_z > 0 or explain else np.full(len(s), np.nan, np.float32)
-    if config.min_z > 0:
-        ok = z >= config.min_z
-        s, t, sc, cos, origin, z = s[ok], t[ok], sc[ok], cos[ok], origin[ok], z[ok]
-    order = np.lexsort((t, s, -sc.astype(np.float64)))
-    s, t, sc, cos, origin, z = s[order], t[order], sc[order], cos[order], origin[order], z[order]
+    standout = _standout(run, sources) if config.min_z > 0 or explain else None
+    s, t, sc, cos, origin, z = finish(f, b, config, standout)
     # neighbour means and whether the other direction proposed the same pair (for --explain)
     mean_s = np.concatenate([fc["mean_q"], bc["mean_o"]])[_lookup(np.concatenate([fc["row"], bc["other"]]), s)]
     mean_t = np.concatenate([fc["mean_o"], bc["mean_q"]])[_lookup(np.concatenate([fc["other"], bc["row"]]), t)]
@@ -170,8 +189,9 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool):
     return s, t, sc, cos, mean_s, mean_t, direction, z
 
 
-def _standout(run: _Run, sources: dict, s: np.ndarray, t: np.ndarray, cos: np.ndarray) -> np.ndarray:
-    """The standout z of the pairs (s, t) (:mod:`bitextmine.mining.standout`), from each side's moments."""
+def _standout(run: _Run, sources: dict):
+    """The standout z of pairs (:mod:`bitextmine.mining.standout`) from each side's moments, as a function of
+    (src, tgt, cosine) (:data:`bitextmine.mining.select.Standout`)."""
     from ..mining.standout import pair_standout
 
     w = run.work
@@ -184,8 +204,8 @@ def _standout(run: _Run, sources: dict, s: np.ndarray, t: np.ndarray, cos: np.nd
             return stages.gather_rows(w, side, run.plans, run.offsets, sources, u)[inv]
         return rows
 
-    return pair_standout(cos, s, t, fetch("src"), fetch("tgt"), stages.load_moments(w, "src"),
-                         stages.load_moments(w, "tgt"))
+    moments = stages.load_moments(w, "src"), stages.load_moments(w, "tgt")
+    return lambda s, t, cos: pair_standout(cos, s, t, fetch("src"), fetch("tgt"), *moments)
 
 
 def _lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -267,7 +287,7 @@ def mine_files(
     """Mine two text files in stages through a work directory and write ``score<TAB>src<TAB>tgt`` lines
     (``ids``: plus ``<TAB>src_ids<TAB>tgt_ids``; ``explain``: ids plus ``<TAB>cosine<TAB>src_mean<TAB>tgt_mean
     <TAB>fwd|bwd|both<TAB>z``, z the pair's standout, :mod:`bitextmine.mining.standout`) to ``out``, best
-    score first. Returns :class:`bitextmine.mining.mine.MineStats`.
+    score first. Returns :class:`MineStats`.
 
     The result equals :func:`bitextmine.mining.mine.mine_embeddings` on the distinct lines' embeddings with
     the config this function settled on (the same unless per-language settings applied: see below), for
@@ -294,7 +314,6 @@ def mine_files(
     ``progress(stage, done, total)`` after each task.
     """
     from ..encoding import side_configs
-    from ..mining.mine import MineStats
     from ..search.index import resolve_index
 
     _check_languages(rules, src_lang, tgt_lang)

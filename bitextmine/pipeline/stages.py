@@ -1,8 +1,10 @@
 """The stages after dedup, each a function from files in the work directory to one file (or a value).
 
 encode     per chunk: its distinct rows' embeddings, float32 (u, d)
-knn        per (source chunk, target chunk) cell: exact k-NN both ways within the cell, global row ids
+knn        per (source chunk, target chunk) cell: exact k-NN within the cell in the directions that search
+           a flat side (one pass for both), global row ids; or per (chunk, shard): IVF search of the shard
 reduce     per chunk of either side: the cells' k best merged (ties to the lower row id) and their mean
+           (over the neighbours found: an IVF search may leave slots empty)
 margins    per chunk of either side: each row's best candidate by margin score, kept at or above the threshold
 moments    per side (only for --min-z or --explain): sum and d x d sum of outer products of its rows
 texts      per chunk: the texts and every line number of the rows the selection kept
@@ -96,27 +98,26 @@ def side_rows(work: WorkDir, side: str, plan: dict, c: int, source: dict | None)
 
 def knn_cell(work: WorkDir, plans: dict, i: int, j: int, offsets: dict, sources: dict, search: dict) -> None:
     """Write cell (i, j): source chunk i's k best among target chunk j (Df float32 (n_i, k'), If int64 global
-    target rows) and the reverse (Db (m_j, k''), Ib global source rows); ``search``: knn_both's options."""
+    target rows) and the reverse (Db (m_j, k''), Ib global source rows); ``search``: knn_both's options (with
+    ``direction`` xy or yx, only Df/If or Db/Ib)."""
     from ..search.exact import knn_both
 
     x = side_rows(work, "src", plans["src"], i, sources["src"])
     y = side_rows(work, "tgt", plans["tgt"], j, sources["tgt"])
     Df, If, Db, Ib, _ = knn_both(x, y, **search)
-    save_arrays(work.path(cell_file(i, j)), Df=Df, If=If + offsets["tgt"][j], Db=Db, Ib=Ib + offsets["src"][i])
-
-
-def merge_topk(D: list[np.ndarray], I: list[np.ndarray], k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k best of each row over parts D[p] float32 (r, k_p) / I[p] int64 (r, k_p) given in ascending id
-    order (each part's rows sorted by value, ties by lower id): ties go to the lower id."""
-    Dc, Ic = np.concatenate(D, 1), np.concatenate(I, 1)
-    order = np.argsort(-Dc, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(Dc, order, 1), np.take_along_axis(Ic, order, 1)
+    out = {} if Df is None else {"Df": Df, "If": If + offsets["tgt"][j]}
+    if Db is not None:
+        out.update(Db=Db, Ib=Ib + offsets["src"][i])
+    save_arrays(work.path(cell_file(i, j)), **out)
 
 
 def reduce_chunk(work: WorkDir, side: str, c: int, others: list[int], k: int, ivf: bool = False) -> None:
     """Write chunk c's k best over the cells with the other side's chunks ``others`` (ascending), and the
-    neighbour mean of each row (float32 (u,)). ``ivf``: the cells of :func:`search_shard` (slots no shard
-    filled become cosine -1 at row 0, as a FAISS search of one index gives them)."""
+    neighbour mean of each row (float32 (u,), :func:`bitextmine.mining.margin.neighbour_means`). ``ivf``: the
+    cells of :func:`search_shard` (slots no shard filled stay empty: D -inf, I -1)."""
+    from ..mining.margin import neighbour_means
+    from ..search.topk import merge_topk
+
     D, I = [], []
     for o in others:
         if ivf:
@@ -128,10 +129,7 @@ def reduce_chunk(work: WorkDir, side: str, c: int, others: list[int], k: int, iv
         D.append(z["Df"] if side == "src" else z["Db"])
         I.append(z["If"] if side == "src" else z["Ib"])
     D_, I_ = merge_topk(D, I, k)
-    if ivf:
-        missing = ~np.isfinite(D_)
-        D_[missing], I_[missing] = -1.0, 0
-    save_npy(work.path(mean_file(side, c)), D_.mean(1))
+    save_npy(work.path(mean_file(side, c)), neighbour_means(D_))
     save_arrays(work.path(nn_file(side, c)), D=D_, I=I_)
 
 
@@ -145,30 +143,33 @@ def by_chunk(offsets: np.ndarray, ids: np.ndarray):
 
 
 def _gather_means(work: WorkDir, side: str, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The neighbour means of ``side``'s rows ``ids`` int64 (any shape), read chunk by chunk."""
-    out = np.empty(ids.shape, np.float32)
-    for c, sel, local in by_chunk(offsets, ids):
-        out[sel] = np.load(work.path(mean_file(side, c)), mmap_mode="r")[local]
+    """The neighbour means of ``side``'s rows ``ids`` int64 (any shape; -1: an empty slot, NaN), read chunk
+    by chunk."""
+    out = np.full(ids.shape, np.nan, np.float32)
+    found = ids >= 0
+    part = out[found]
+    for c, sel, local in by_chunk(offsets, ids[found]):
+        part[sel] = np.load(work.path(mean_file(side, c)), mmap_mode="r")[local]
+    out[found] = part
     return out
 
 
 def margins_chunk(work: WorkDir, side: str, c: int, offsets: dict, margin: str, threshold: float) -> None:
-    """Write chunk c's candidates: each row's best neighbour by margin score, where that score >= threshold:
-    row, other (global row ids, int64), score, cos, mean_q, mean_o (float32)."""
-    from ..mining.margin import margin_scores
+    """Write chunk c's candidates: each row's best neighbour by margin score
+    (:func:`bitextmine.mining.margin.best_candidates`), where that score >= threshold: row, other (global row
+    ids, int64), score, cos, mean_q, mean_o (float32)."""
+    from ..mining.margin import best_candidates, candidate_scores
 
     other = "tgt" if side == "src" else "src"
     z = load_arrays(work.path(nn_file(side, c)))
     D, I = z["D"], z["I"]
     mean_q = np.load(work.path(mean_file(side, c)))
     mean_o = _gather_means(work, other, offsets[other], I)
-    score = margin_scores(D, mean_q[:, None], mean_o, margin)
-    r = np.arange(len(D))
-    j = score.argmax(1) if D.shape[1] else np.zeros(len(D), np.int64)
-    keep = np.flatnonzero(score[r, j] >= threshold) if D.shape[1] else np.zeros(0, np.int64)
-    rj = (keep, j[keep])
-    save_arrays(work.path(cand_file(side, c)), row=offsets[side][c] + keep, other=I[rj], score=score[rj], cos=D[rj],
-                mean_q=mean_q[keep], mean_o=mean_o[rj])
+    rows, o, score, cos = best_candidates(D, I, candidate_scores(D, I, mean_q, mean_o, margin))
+    keep = score >= threshold
+    rows, o, score, cos = rows[keep], o[keep], score[keep], cos[keep]
+    save_arrays(work.path(cand_file(side, c)), row=offsets[side][c] + rows, other=o, score=score, cos=cos,
+                mean_q=mean_q[rows], mean_o=_gather_means(work, other, offsets[other], o))
 
 
 def texts_chunk(work: WorkDir, side: str, plan: dict, c: int, wanted: np.ndarray) -> tuple[list, list, list]:
@@ -274,22 +275,16 @@ def load_moments(work: WorkDir, side: str):
 
 
 def recall_sample(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict, rows: np.ndarray,
-                  search: dict) -> float:
-    """Mean share of the exact k nearest neighbours (float32, over every chunk of the other side) of
-    ``side``'s rows ``rows`` (ascending) that the reduce stage's lists hold."""
-    from ..search.exact import knn_both
+                  device: str) -> float:
+    """recall@k (:func:`bitextmine.search.index.recall`) of the reduce stage's neighbour lists of ``side``'s
+    rows ``rows`` (ascending), against exact search over every chunk of the other side on ``device``."""
+    from ..search.index import recall
 
     other = "tgt" if side == "src" else "src"
+    parts = [side_rows(work, other, plans[other], o, sources[other])  # ids run on: empty chunks add none
+             for o in range(len(plans[other]["chunks"])) if offsets[other][o + 1] > offsets[other][o]]
     q = gather_rows(work, side, plans, offsets, sources, rows)
-    D, I = [], []
-    for o in range(len(plans[other]["chunks"])):
-        if offsets[other][o + 1] > offsets[other][o]:
-            d, i, *_ = knn_both(q, side_rows(work, other, plans[other], o, sources[other]), **search)
-            D.append(d)
-            I.append(i + offsets[other][o])
-    _, exact = merge_topk(D, I, search["k"])
-    found = gather_nn(work, side, offsets, rows)
-    return float(np.mean([len(set(a) & set(b)) / len(b) for a, b in zip(found.tolist(), exact.tolist())]))
+    return recall(gather_nn(work, side, offsets, rows), q, parts, device=device)
 
 
 def gather_nn(work: WorkDir, side: str, offsets: dict, rows: np.ndarray) -> np.ndarray:

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..device import cpu_fp32_matmul, exact_matmul, resident_rows, search_precision
 from ..errors import ConfigError
-from .topk import merge_best
+from .topk import merge_topk
 
 G = 16  # entries per group in the in-tile selection
 UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp32": 2.0**-24}
@@ -261,6 +261,8 @@ class _Plan(NamedTuple):
     block_rows: int
     shard: int
     matmul: str = "torch"
+    rows: bool = True  # keep x's rows' candidates (the direction x -> y)
+    cols: bool = True  # keep y's rows' candidates (y -> x)
 
 
 class _Best(NamedTuple):
@@ -287,12 +289,15 @@ def knn_both(
     shard_rows: int = 0,
     device: str = "cpu",
     precision: str = "auto",
+    direction: str = "both",
     progress: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
     """Exact k-NN by inner product of x's rows among y's and of y's among x's, in one pass.
 
     x float (n, d), y float (m, d) (memory maps are fine). Returns (Dxy float32 (n, min(k, m)), Ixy int64,
     Dyx float32 (m, min(k, n)), Iyx int64, info); rows sorted by decreasing similarity, ties by lower index.
+    ``direction`` both | xy | yx: xy keeps only x's rows' neighbours (Dyx, Iyx None), yx only y's (Dxy, Ixy
+    None); the other direction's results are what "both" gives.
     info: precision used, rows searched again (``refined``: [x side, y side]), the tiles' ``matmul`` (torch
     or numpy: the faster on this CPU, :func:`bitextmine.device.cpu_fp32_matmul`). ``block_rows`` x rows per
     streamed block, tiles of ``tile_rows`` x ``tile_cols`` (0: by device), ``shard_rows`` y rows resident
@@ -306,14 +311,17 @@ def knn_both(
     n, m = len(x), len(y)
     if n == 0 or m == 0 or k < 1:
         raise ConfigError("knn_both: both sides need rows and k >= 1")
+    if direction not in ("both", "xy", "yx"):
+        raise ConfigError(f"knn_both: direction {direction!r}: expected both, xy or yx")
     dev = torch.device(device)
     with exact_matmul():
         precision = search_precision(precision, dev.type)
         if not _precision_holds(x, y, precision, dev):
             precision = "fp32"
         plan = _plan(n, m, x.shape[1], max(candidates, k), dev, precision, block_rows, tile_rows, tile_cols, shard_rows)
+        plan = plan._replace(rows=direction != "yx", cols=direction != "xy")
         best = _pass(x, y, plan, progress)
-        D1, I1, D2, I2, info = _certified(x, y, best, k, precision, device, plan.c)
+        D1, I1, D2, I2, info = _certified(x, y, best, k, precision, device, plan)
         return D1, I1, D2, I2, {**info, "matmul": plan.matmul}
 
 
@@ -341,8 +349,9 @@ def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress) -> _Best:
 
     n, m = len(x), len(y)
     dev, c = plan.dev, plan.c
-    best = _Best(torch.full((n, c), -torch.inf, device=dev), torch.full((n, c), -1, dtype=torch.int32, device=dev),
-                 torch.full((m, c), -torch.inf, device=dev), torch.full((m, c), -1, dtype=torch.int32, device=dev),
+    n_, m_ = n if plan.rows else 0, m if plan.cols else 0  # a direction not asked for keeps no candidates
+    best = _Best(torch.full((n_, c), -torch.inf, device=dev), torch.full((n_, c), -1, dtype=torch.int32, device=dev),
+                 torch.full((m_, c), -torch.inf, device=dev), torch.full((m_, c), -1, dtype=torch.int32, device=dev),
                  np.zeros(n, np.float32), np.zeros(m, np.float32))  # row numbers < 2^31 in int32
     done = 0.0
     with torch.inference_mode():
@@ -394,11 +403,14 @@ def _block(X, rows: int, a: int, Y, s0: int, s1: int, plan: _Plan, best: _Best) 
             if S.shape[1] > t1 - t0:
                 S[:, t1 - t0 :] = -torch.inf
             # a row's floor is its c-th best so far (rows are kept sorted); none yet: the c best here
-            r, j, v = _candidates(S, rv[:, -1], r1 - r0, 0, c)
-            rv, ri = _merge(rv, ri, r, j + s0 + t0, v)
-            j, r, v = _candidates(S, sv[t0:t1, -1], t1 - t0, 1, c)
-            sv[t0:t1], si[t0:t1] = _merge(sv[t0:t1], si[t0:t1], j, r + a + r0, v)
-        best.row_v[a + r0 : a + r1], best.row_i[a + r0 : a + r1] = rv, ri
+            if plan.rows:
+                r, j, v = _candidates(S, rv[:, -1], r1 - r0, 0, c)
+                rv, ri = _merge(rv, ri, r, j + s0 + t0, v)
+            if plan.cols:
+                j, r, v = _candidates(S, sv[t0:t1, -1], t1 - t0, 1, c)
+                sv[t0:t1], si[t0:t1] = _merge(sv[t0:t1], si[t0:t1], j, r + a + r0, v)
+        if plan.rows:
+            best.row_v[a + r0 : a + r1], best.row_i[a + r0 : a + r1] = rv, ri
 
 
 def _product(A, B, matmul: str):
@@ -411,22 +423,25 @@ def _product(A, B, matmul: str):
     return A @ B.T
 
 
-def _certified(x: np.ndarray, y: np.ndarray, best: _Best, k: int, precision: str, device: str, c: int):
-    """Rescore both sides' candidates in float32 (:func:`rescore`) and search the uncertified rows again
-    (:func:`exact_rows`). Returns knn_both's (Dxy, Ixy, Dyx, Iyx, info)."""
-    kx, ky = min(k, len(y)), min(k, len(x))
+def _certified(x: np.ndarray, y: np.ndarray, best: _Best, k: int, precision: str, device: str, plan: _Plan):
+    """Rescore each kept direction's candidates in float32 (:func:`rescore`) and search its uncertified rows
+    again (:func:`exact_rows`). Returns knn_both's (Dxy, Ixy, Dyx, Iyx, info) (None for a direction not kept)."""
     f = eps_factor(precision, x.shape[1])
-    x_norm, y_norm = best.x_norm, best.y_norm
-    # on a GPU the candidates' rows are read there (each side uploaded once, freed before the other's)
-    Dxy, Ixy, ok_x = rescore(x, device_rows(y, device), best.row_v.cpu().numpy(), best.row_i.cpu().numpy(), kx,
-                             f * x_norm * y_norm.max())
-    Dyx, Iyx, ok_y = rescore(y, device_rows(x, device), best.col_v.cpu().numpy(), best.col_i.cpu().numpy(), ky,
-                             f * y_norm * x_norm.max())
-    for q, o, D, I, ok, kk in ((x, y, Dxy, Ixy, ok_x, kx), (y, x, Dyx, Iyx, ok_y, ky)):
+    out: list = [None] * 4
+    refined = [0, 0]
+    for side, (q, o, V, I) in enumerate(((x, y, best.row_v, best.row_i), (y, x, best.col_v, best.col_i))):
+        if not (plan.rows, plan.cols)[side]:
+            continue
+        kk = min(k, len(o))
+        eps = f * (best.x_norm, best.y_norm)[side] * (best.y_norm, best.x_norm)[side].max()
+        # on a GPU the candidates' rows are read there (each side uploaded once, freed before the other's)
+        D, J, ok = rescore(q, device_rows(o, device), V.cpu().numpy(), I.cpu().numpy(), kk, eps)
         redo = np.flatnonzero(~ok)
         if len(redo):
-            D[redo], I[redo] = exact_rows(q, o, redo, kk, c, device=device)
-    return Dxy, Ixy, Dyx, Iyx, {"precision": precision, "refined": [int((~ok_x).sum()), int((~ok_y).sum())]}
+            D[redo], J[redo] = exact_rows(q, o, redo, kk, plan.c, device=device)
+        out[2 * side : 2 * side + 2] = D, J
+        refined[side] = len(redo)
+    return (*out, {"precision": precision, "refined": refined})
 
 
 def _candidates(S, floor, keys: int, axis: int, c: int):
@@ -509,7 +524,7 @@ def exact_rows(q: np.ndarray, o: np.ndarray, rows: np.ndarray, k: int, c: int, *
             sim = Q @ torch.from_numpy(Of).to(device).T
             ids = torch.arange(a, a + len(Of), device=device).expand_as(sim)
             # stable: among equal values the earlier (lower) rows stay, whatever the block size
-            v, i = merge_best(v, i, sim, ids, c)
+            v, i = merge_topk([v, sim], [i, ids], c)
     sub = RowView(q, rows)
     eps = eps_factor("fp32", q.shape[1]) * np.linalg.norm(Q.cpu().numpy(), axis=1) * o_max
     D, I, _ = rescore(sub, o, v.cpu().numpy(), i.cpu().numpy(), k, eps)

@@ -16,7 +16,8 @@ import numpy as np
 
 from ..device import FLAT_SIM_BYTES, exact_matmul, faiss_module, knn_backend, pq_subquantizers, resolve_device
 from ..errors import ConfigError
-from .topk import merge_best, topk
+from .exact import rows_f32
+from .topk import merge_topk, topk
 
 
 def resolve_index(kind: str, rows: int, auto_flat_max: int) -> str:
@@ -99,7 +100,8 @@ def knn(
     x: float (n, d); y: float (m, d) (memory-mapped arrays are fine). Returns (D float32 (n, k'),
     I int64 (n, k')) with k' = min(k, m), each row sorted by decreasing similarity. Queries run in
     blocks of ``block_size`` rows. ``index`` flat is exact; ivf / ivfpq are approximate (see module
-    docstring; ``nlist``, ``nprobe``, ``train_sample``, ``pq_m``, ``seed``).
+    docstring; ``nlist``, ``nprobe``, ``train_sample``, ``pq_m``, ``seed``) and may find fewer than k'
+    rows in the cells they probe: the slots left empty have D -inf and I -1 (at the end of the row).
 
     ``shard_rows`` > 0 searches y in shards of that many rows, one index in memory at a time, and
     merges each query's k best over the shards: for sides larger than memory (with memory-mapped y).
@@ -137,7 +139,7 @@ def exact_knn(x: np.ndarray, y: np.ndarray, k: int, *, device: str = "cpu", bloc
     x float (n, d), y float (m, d); returns (D float32 (n, k'), I int64 (n, k')), k' = min(k, m), rows sorted
     by decreasing value, ties to the lower row of y. y is held on the device in float32 and searched in
     column shards so that one query block's similarities (block x shard float32) stay within ``sim_bytes``;
-    each query's k best are merged over the shards (:func:`bitextmine.search.topk.topk`)."""
+    each query's k best are merged over the shards (:func:`bitextmine.search.topk.merge_topk`)."""
     import torch
 
     n, m = len(x), len(y)
@@ -152,7 +154,7 @@ def exact_knn(x: np.ndarray, y: np.ndarray, k: int, *, device: str = "cpu", bloc
             V = J = None
             for s, ys in zip(range(0, m, cols), Y):  # earlier shards hold lower rows: merged ties keep them
                 r = topk(xb, ys, k, block=block)
-                V, J = merge_best(V, J, r.D, r.I + s, k)
+                V, J = merge_topk([V, r.D], [J, r.I + s], k)
             D[a : a + len(xb)], I[a : a + len(xb)] = V.cpu().numpy(), J.cpu().numpy()
             if progress:
                 progress(len(xb))
@@ -162,18 +164,13 @@ def exact_knn(x: np.ndarray, y: np.ndarray, k: int, *, device: str = "cpu", bloc
 def _sharded(x: np.ndarray, y: np.ndarray, k: int, shard_rows: int, *, progress, **kw) -> tuple[np.ndarray, np.ndarray]:
     """k-NN against y in shards of ``shard_rows`` rows, merged per query (see :func:`knn`)."""
     n, m = len(x), len(y)
-    D = np.full((n, k), -np.inf, np.float32)
-    I = np.zeros((n, k), np.int64)
+    D = I = None
     shards = range(0, m, shard_rows)
     share = np.diff(np.linspace(0, n, len(shards) + 1).astype(np.int64))  # progress: queries per shard, summing to n
     for s, a in enumerate(shards):
         Ds, Is = knn(x, y[a : a + shard_rows], k, **kw)
-        both_d = np.concatenate([D, Ds], axis=1)
-        both_i = np.concatenate([I, Is + a], axis=1)
-        # stable sort on -similarity: on a tie the earlier shard (lower row) stays first, as in one search
-        order = np.argsort(-both_d, axis=1, kind="stable")[:, :k]
-        D = np.take_along_axis(both_d, order, axis=1)
-        I = np.take_along_axis(both_i, order, axis=1)
+        # on a tie the earlier shard (lower row) stays first, as in one search
+        D, I = merge_topk([D, Ds], [I, np.where(Is >= 0, Is + a, -1)], k)
         if progress:
             progress(int(share[s]))
     return D, I
@@ -188,22 +185,42 @@ def _search(index, x: np.ndarray, k: int, block_size: int, progress) -> tuple[np
         D[a : a + len(xb)], I[a : a + len(xb)] = index.search(xb, k)
         if progress:
             progress(len(xb))
-    # an approximate index may find fewer than k rows in the probed cells: pad with row 0 at cosine -1
-    missing = I < 0
-    if missing.any():
-        I = np.where(missing, 0, I)
-        D = np.where(missing, np.float32(-1.0), D)
+    D[I < 0] = -np.inf  # an approximate index may find fewer than k rows in the probed cells
     return D, I
+
+
+def sample_queries(n: int, sample: int, seed: int) -> np.ndarray:
+    """The queries of a recall check: ``sample`` seeded random rows of n (all when sample >= n), int64 ascending."""
+    return np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
 
 
 def recall_at_k(x: np.ndarray, y: np.ndarray, I: np.ndarray, sample: int, *, seed: int = 1,
                 device: str = "cpu") -> float:
-    """Mean share of the exact k nearest neighbours (exact float32 search, :func:`exact_knn` on ``device``)
-    that ``I`` int64 (n, k) found, over ``sample`` seeded random queries of x (n, d) against y (m, d)."""
+    """:func:`recall` of the neighbour lists ``I`` int64 (n, k) of x's rows (n, d) among y (m, d), on
+    ``sample`` seeded random queries (:func:`sample_queries`)."""
     n, k = I.shape
     if n == 0 or k == 0:
         return 1.0
-    rows = np.sort(np.random.default_rng(seed).choice(n, min(sample, n), replace=False))
-    _, exact = exact_knn(np.asarray(x[rows], np.float32), y, k, device=resolve_device(device))
-    hits = [len(set(a.tolist()) & set(b.tolist())) for a, b in zip(I[rows], exact)]
-    return float(np.sum(hits) / (len(rows) * k))
+    rows = sample_queries(n, sample, seed)
+    return recall(I[rows], np.asarray(x[rows], np.float32), [y], device=device)
+
+
+def recall(found: np.ndarray, q: np.ndarray, parts, *, device: str = "cpu", block: int = 262_144) -> float:
+    """recall@k: the share of the exact k nearest neighbours of the queries q float (r, d) that their
+    neighbour lists ``found`` int64 (r, k) hold (-1: an empty slot), over all queries. The searched side is
+    ``parts``, arrays or memory maps of rows whose ids run on from one to the next (a side's chunks, or
+    [y]), searched ``block`` rows at a time by exact float32 products (:func:`exact_knn` on ``device``)
+    and merged (:func:`bitextmine.search.topk.merge_topk`)."""
+    r, k = found.shape
+    if r == 0 or k == 0:
+        return 1.0
+    device = resolve_device(device)
+    D = J = None
+    first = 0
+    for part in parts:
+        for a in range(0, len(part), block):
+            d, i = exact_knn(q, rows_f32(part, a, a + block), k, device=device)
+            D, J = merge_topk([D, d], [J, i + first + a], k)
+        first += len(part)
+    hits = [len(set(a.tolist()) & set(b.tolist())) for a, b in zip(found, J)]
+    return float(np.sum(hits) / (r * k))

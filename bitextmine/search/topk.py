@@ -70,7 +70,7 @@ def topk(x, y, k: int, *, block: int = 4096, exclude: Sequence = (), columns: bo
             rows_i.append(i)
             if columns:
                 cv, ci = _best(_masked(sim, cex, slice(a, b)).T, kc)
-                col_v, col_i = merge_best(col_v, col_i, cv, ci + a, kc)
+                col_v, col_i = merge_topk([col_v, cv], [col_i, ci + a], kc)
     D = torch.cat(rows_v) if rows_v else xt.new_zeros((0, k))
     I = torch.cat(rows_i) if rows_i else torch.zeros((0, k), dtype=torch.int64)
     out = TopK(D, I, col_v, col_i, P if pairs is not None else None)
@@ -113,18 +113,25 @@ def _best(sim, k: int):
     return v, i
 
 
-def merge_best(V, I, v, i, k: int):
-    """The k best (by value, then position) of the running (V, I) and a block's (v, i), torch (r, w) values
-    and int64 ids (V None: none yet). The running entries come from earlier blocks (lower indices) and a
-    block's entries are in index order (or sorted with ties by index), so a stable sort keeps ties in index
-    order."""
+def merge_topk(D: Sequence, I: Sequence, k: int):
+    """The k best of each row over parts D[p] (r, k_p) values and I[p] (r, k_p) int64 ids, numpy arrays or
+    torch tensors (the result is of the same library and device; a part None is left out: a running merge
+    starts from None): best value first, ties to the earlier part, then the earlier column. Parts given in
+    ascending id order, each row sorted by value with ties by lower id (as every search here returns them),
+    so ties go to the lower id. Every merge of neighbour lists (shards, chunks, blocks) is this one.
+    Returns (values (r, min(k, sum of k_p)), ids)."""
+    D, I = [d for d in D if d is not None], [i for i in I if i is not None]
+    if len(D) == 1:
+        return D[0][:, :k], I[0][:, :k]
+    if isinstance(D[0], np.ndarray):
+        Dc, Ic = np.concatenate(D, 1), np.concatenate(I, 1)
+        order = np.argsort(-Dc, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(Dc, order, 1), np.take_along_axis(Ic, order, 1)
     import torch
 
-    if V is None:
-        return v, i
-    if k == 1 and V.shape[1] == v.shape[1] == 1:
-        better = v > V  # strict: the earlier (lower) index keeps a tie
-        return torch.where(better, v, V), torch.where(better, i, I)
-    both_v, both_i = torch.cat([V, v], 1), torch.cat([I, i], 1)
-    order = torch.sort(both_v, dim=1, descending=True, stable=True).indices[:, : min(k, both_v.shape[1])]
-    return both_v.gather(1, order), both_i.gather(1, order)
+    if k == 1 and len(D) == 2 and D[0].shape[1] == D[1].shape[1] == 1:
+        better = D[1] > D[0]  # strict: the earlier part keeps a tie
+        return torch.where(better, D[1], D[0]), torch.where(better, I[1], I[0])
+    Dc, Ic = torch.cat(D, 1), torch.cat(I, 1)
+    order = torch.sort(Dc, dim=1, descending=True, stable=True).indices[:, : min(k, Dc.shape[1])]
+    return Dc.gather(1, order), Ic.gather(1, order)
