@@ -166,7 +166,8 @@ def index_device(index: str, device: str) -> str:
     """cpu | cuda: where a FAISS index (flat, ivf, ivfpq) is trained and searched for ``device``.
 
     An explicit ``--device cuda`` with no FAISS GPU is a ConfigError naming the fix (it must not run on
-    the CPU unannounced); ``auto`` uses the GPU only when FAISS has one."""
+    the CPU unannounced); ``auto`` uses the GPU only when FAISS has one. (:func:`knn_backend` sends flat
+    and ivf to torch before asking here when a CUDA device has no FAISS GPU: only ivfpq meets the error.)"""
     if device == "cpu":
         return "cpu"
     check_faiss_install()
@@ -175,17 +176,29 @@ def index_device(index: str, device: str) -> str:
     if is_cuda(device):
         raise ConfigError(f"--device cuda with --index {index}: this FAISS has no GPU support; "
                           "run: pip uninstall -y faiss-cpu && pip install faiss-gpu-cu12, or use --device cpu "
-                          "(--index flat searches on the GPU with torch)")
+                          "(--index flat and ivf search on the GPU with torch alone)")
     return "cpu"
 
 
 def knn_backend(index: str, device: str) -> str:
     """faiss-cpu | faiss-gpu | torch: what searches one direction with ``index`` (flat, ivf, ivfpq) for
-    ``device``. Flat search without FAISS GPUs runs on a CUDA device with torch (exact float32); IVF indexes
-    follow :func:`index_device`."""
+    ``device``. Without FAISS GPUs, on a CUDA device (``cuda``, or ``auto`` where torch sees one), flat and
+    ivf search run with torch (exact float32 search; :mod:`bitextmine.search.torch_ivf`); otherwise, and
+    always for ivfpq, FAISS on :func:`index_device`. A CPU device always uses FAISS."""
+    if index in TORCH_INDEXES and torch_search(device):
+        return "torch"
     if index == "flat" and device != "cpu" and faiss_gpus() == 0:
-        return "torch" if resolve_device(device) != "cpu" else "faiss-cpu"
+        return "faiss-cpu"
     return "faiss-" + ("gpu" if index_device(index, device) == "cuda" else "cpu")
+
+
+TORCH_INDEXES = ("flat", "ivf")  # the indexes torch searches where FAISS has no GPU
+
+
+def torch_search(device: str) -> bool:
+    """Whether ``device`` (auto | cpu | cuda...) is a CUDA device that FAISS cannot use (no FAISS GPUs): then
+    flat and ivf search run with torch (:func:`knn_backend`)."""
+    return device != "cpu" and faiss_gpus() == 0 and resolve_device(device) != "cpu"
 
 
 def pq_subquantizers(d: int, pq_m: int, where: str) -> int:

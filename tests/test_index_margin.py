@@ -193,7 +193,8 @@ def test_ivf_is_trained_and_searched_on_faiss_gpus(monkeypatch, kind):
         assert fake._faiss.downcast_index(fake.moved).pq.M == 4
 
 
-def test_ivf_with_cuda_and_faiss_cpu_is_an_error_and_auto_stays_on_the_cpu(monkeypatch):
+def test_ivfpq_with_cuda_and_faiss_cpu_is_an_error_and_auto_stays_on_the_cpu(monkeypatch):
+    """(ivf there runs with torch: tests/test_torch_ivf.py)"""
     import sys
 
     from bitextmine.errors import ConfigError
@@ -202,8 +203,8 @@ def test_ivf_with_cuda_and_faiss_cpu_is_an_error_and_auto_stays_on_the_cpu(monke
     monkeypatch.setitem(sys.modules, "faiss", fake)
     x, y = _clustered(20, 16, 1), _clustered(400, 16, 2)
     with pytest.raises(ConfigError, match="no GPU support"):
-        knn(x, y, 4, device="cuda", index="ivf", nlist=8)
-    knn(x, y, 4, device="auto", index="ivf", nlist=8)
+        knn(x, y, 4, device="cuda", index="ivfpq", nlist=8)
+    knn(x, y, 4, device="auto", index="ivfpq", nlist=8)
     assert fake.log == []
 
 

@@ -6,7 +6,7 @@
 
 Checks (device result vs the CPU result): encode at fp32 / fp16 / bf16 piece tables (max abs diff of rows);
 a few training steps of each encoder with amp off and bf16 (loss curves, max relative diff); exact knn_both
-and the one-direction flat k-NN (indices equal to the CPU's); IVF recall when FAISS has a GPU (else skipped);
+and the one-direction flat k-NN (indices equal to the CPU's); IVF recall (FAISS, or torch where FAISS has no GPU);
 checkpoint resume (max_steps then --resume equals an uninterrupted run). Figures: encode sentences/s end to
 end from a file (the CLI), exact mining of N x N random unit float16 embeddings, training pairs/s.
 Exit status 1 when a check fails.
@@ -162,20 +162,20 @@ def check_search(t: Table, device: str, n: int) -> None:
     eq, tied = _same_or_tied(I, ref[0], ref[1], x, y)
     t.add(f"knn one direction, flat, {n} rows: indices == knn_both CPU", _status(eq + tied == n),
           f"{eq}/{n} rows equal, {tied} differ by a float32 tie")
+    from bitextmine.device import knn_backend
+
+    backend = knn_backend("ivf", device)  # FAISS's GPU or CPU index, or torch's IVF where FAISS has no GPU
     try:
         import faiss  # noqa: F401
-        from bitextmine.device import faiss_gpus
     except ImportError:
-        t.add("IVF", "skip", "no faiss installed")
-        return
-    if device != "cpu" and faiss_gpus() == 0:
-        t.add("IVF on the GPU", "skip", "this faiss has no GPU (faiss-cpu)")
-        return
+        if backend != "torch":
+            t.add("IVF", "skip", "no faiss installed")
+            return
     nlist = max(4, int(np.sqrt(n)))  # every list probed: IVF-flat must find the exact neighbours
     _, I = knn(x, y, k, device=device, index="ivf", nlist=nlist, nprobe=nlist)
     recall = float(np.mean([len(set(a) & set(b)) / k for a, b in zip(I, ref[1])]))
-    t.add(f"IVF, all {nlist} lists probed: recall@{k} vs exact, {n} rows", _status(recall >= 0.999), f"{recall:.4f}",
-          ">= 0.999")
+    t.add(f"IVF ({backend}), all {nlist} lists probed: recall@{k} vs exact, {n} rows", _status(recall >= 0.999),
+          f"{recall:.4f}", ">= 0.999")
 
 
 def figure_encode(t: Table, device: str, data: str, tmp: str, n: int) -> None:

@@ -70,17 +70,23 @@ class _Run:
 
 
 def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: dict) -> dict:
+    from ..device import torch_search
+
     keep = {k: v for k, v in asdict(config).items()
             if k not in ("device", "block_size", "precision", "recall_check", "per_language", "pinned", "detect_lines")}
+    # IVF by torch (a CUDA device without FAISS GPUs) finds other neighbours than FAISS: recorded, so that a
+    # resume with the other backend searches again rather than mixing their files
+    torch_ivf = config.index in ("auto", "ivf") and torch_search(config.device)
     return {"bitextmine": __version__, "vectors": vectors, "chunk_lines": pconf.chunk_lines,
-            "bucket_lines": pconf.bucket_lines, **keep, "src_emb": sources["src"], "tgt_emb": sources["tgt"]}
+            "bucket_lines": pconf.bucket_lines, **keep, "src_emb": sources["src"], "tgt_emb": sources["tgt"],
+            **({"ivf_backend": "torch"} if torch_ivf else {})}
 
 
 # the files each setting's results live in: resuming with it changed removes them and computes them again
 _MARGINS = ("*/cand-*",)
 _KNN = ("knn/*", "*/nn-*", "*/mean-*", *_MARGINS)
 _INDEX = ("index/*", *_KNN)
-REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed"), _INDEX),
+REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed", "ivf_backend"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
         "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": ()}
 
@@ -115,7 +121,7 @@ def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict) -> None:
     """k-NN both ways, each direction searched once: exact cells (:func:`stages.knn_cell`, one pass for both
     directions when both search a flat side) for directions searching a flat side, IVF shards for the others
     (``kinds``: the index of each searched side); then reduce and margins per chunk."""
-    from ..device import resolve_device
+    from ..device import knn_backend, resolve_device
 
     w, off = run.work, run.offsets
     live = {s: [c for c in range(len(off[s]) - 1) if off[s][c + 1] > off[s][c]] for s in SIDES}
@@ -128,16 +134,19 @@ def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict) -> None:
         run.stage("knn", stages.knn_cell, [(stages.cell_file(i, j), (w, run.plans, i, j, off, sources, search))
                                            for i in live["src"] for j in live["tgt"]], gpu=True)
     for side in (s for s in SIDES if kinds[s] != "flat"):  # the searched side's index
+        backend = "torch" if knn_backend(kinds[side], config.device) == "torch" else "faiss"  # FAISS: on the CPU
         ivf = {"kind": kinds[side], "nlist": config.nlist, "train_sample": config.train_sample, "pq_m": config.pq_m,
-               "seed": config.seed}
-        run.stage("index", stages.train_index, [(stages.index_file(side), (w, side, run.plans, off, sources, ivf))])
-        run.stage("shards", stages.fill_shard, [(stages.index_file(side, c), (w, side, c, run.plans, off, sources))
-                                                for c in live[side]])
+               "seed": config.seed, "backend": backend, "device": resolve_device(config.device)}
+        gpu = backend == "torch"
+        run.stage("index", stages.train_index, [(stages.index_file(side, backend=backend),
+                                                 (w, side, run.plans, off, sources, ivf))], gpu=gpu)
+        run.stage("shards", stages.fill_shard, [(stages.index_file(side, c, backend),
+                                                 (w, side, c, run.plans, off, sources, ivf)) for c in live[side]], gpu=gpu)
         q = "tgt" if side == "src" else "src"
         k = min(config.k, int(off[side][-1]))
         run.stage("knn", stages.search_shard,
-                  [(stages.ivf_cell_file(q, i, j), (w, q, i, j, run.plans, sources, k, config.nprobe, config.block_size))
-                   for i in live[q] for j in live[side]])
+                  [(stages.ivf_cell_file(q, i, j), (w, q, i, j, run.plans, off, sources, k, config.nprobe,
+                                                    config.block_size, ivf)) for i in live[q] for j in live[side]], gpu=gpu)
     for side, other in (("src", "tgt"), ("tgt", "src")):
         run.stage("reduce", stages.reduce_chunk,
                   [((stages.nn_file(side, c), stages.mean_file(side, c)),

@@ -188,8 +188,12 @@ def texts_chunk(work: WorkDir, side: str, plan: dict, c: int, wanted: np.ndarray
 
 
 # --- approximate search: one IVF index per side, trained once, one shard per chunk -----------------------
+# backend (ivf["backend"]): "faiss", a FAISS index file per side and per shard; or "torch" (ivf on a CUDA device
+# without FAISS GPUs, :mod:`bitextmine.search.torch_ivf`): the side's centroids, and per chunk its rows' lists
 
-def index_file(side: str, c: int | None = None) -> str:
+def index_file(side: str, c: int | None = None, backend: str = "faiss") -> str:
+    if backend == "torch":
+        return f"index/{side}-centroids.npy" if c is None else f"index/{side}-lists-{c:06d}.npy"
     return f"index/{side}-trained.faiss" if c is None else f"index/{side}-{c:06d}.faiss"
 
 
@@ -199,12 +203,21 @@ def ivf_cell_file(side: str, c: int, o: int) -> str:
 
 def train_index(work: WorkDir, side: str, plans: dict, offsets: dict, sources: dict, ivf: dict) -> None:
     """Write ``side``'s trained, empty IVF (ivf["kind"] ivf | ivfpq) index, with the cells and seeded training
-    sample :func:`bitextmine.search.index.knn` uses for the whole side (so the same index)."""
-    from ..device import faiss_module
-    from ..search.index import ivf_recipe, ivf_untrained
+    sample :func:`bitextmine.search.index.knn` uses for the whole side (so the same index); with ivf["backend"]
+    torch, its centroids (float32 (nlist, d), k-means on ivf["device"])."""
+    from ..search.index import ivf_recipe
 
     nlist, rows = ivf_recipe(int(offsets[side][-1]), ivf["nlist"], ivf["train_sample"], ivf["seed"])
     x = gather_rows(work, side, plans, offsets, sources, rows)
+    if ivf.get("backend") == "torch":
+        from ..search import torch_ivf
+
+        save_npy(work.path(index_file(side, backend="torch")), torch_ivf.train(x, nlist, seed=ivf["seed"],
+                                                                               device=ivf["device"]))
+        return
+    from ..device import faiss_module
+    from ..search.index import ivf_untrained
+
     index = ivf_untrained(x.shape[1], nlist, ivf["kind"], ivf["pq_m"], "cpu")
     index.train(x)
     _write_index(faiss_module(), index, work.path(index_file(side)))
@@ -216,28 +229,47 @@ def _write_index(faiss, index, path: str) -> None:
     commit(tmp, path)
 
 
-def fill_shard(work: WorkDir, side: str, c: int, plans: dict, offsets: dict, sources: dict) -> None:
-    """Write chunk c's shard: the trained index with chunk c's rows added under their global row ids."""
+def fill_shard(work: WorkDir, side: str, c: int, plans: dict, offsets: dict, sources: dict,
+               ivf: dict | None = None) -> None:
+    """Write chunk c's shard: the trained index with chunk c's rows added under their global row ids; with
+    ivf["backend"] torch, each row's list (int32 (u,))."""
+    rows = side_rows(work, side, plans[side], c, sources[side])
+    if ivf and ivf.get("backend") == "torch":
+        from ..search import torch_ivf
+
+        centroids = np.load(work.path(index_file(side, backend="torch")))
+        save_npy(work.path(index_file(side, c, "torch")), torch_ivf.assign(rows, centroids, device=ivf["device"]))
+        return
     from ..device import faiss_module
     from ..search.index import add_rows
 
     faiss = faiss_module()
     index = faiss.read_index(work.path(index_file(side)))
-    add_rows(index, side_rows(work, side, plans[side], c, sources[side]), int(offsets[side][c]))
+    add_rows(index, rows, int(offsets[side][c]))
     _write_index(faiss, index, work.path(index_file(side, c)))
 
 
-def search_shard(work: WorkDir, side: str, c: int, o: int, plans: dict, sources: dict, k: int, nprobe: int,
-                 block: int) -> None:
+def search_shard(work: WorkDir, side: str, c: int, o: int, plans: dict, offsets: dict, sources: dict, k: int,
+                 nprobe: int, block: int, ivf: dict | None = None) -> None:
     """Write the k best of ``side``'s chunk c among the other side's shard o (D float32, I int64 global ids;
-    slots the shard cannot fill: D -inf, I -1)."""
+    slots the shard cannot fill: D -inf, I -1); with ivf["backend"] torch, by
+    :func:`bitextmine.search.torch_ivf.search` on ivf["device"] over chunk o's rows and lists."""
+    other = "tgt" if side == "src" else "src"
+    x = side_rows(work, side, plans[side], c, sources[side])
+    if ivf and ivf.get("backend") == "torch":
+        from ..search import torch_ivf
+
+        y = side_rows(work, other, plans[other], o, sources[other])
+        ids = np.arange(offsets[other][o], offsets[other][o] + len(y), dtype=np.int64)
+        D, I = torch_ivf.search(x, y, np.load(work.path(index_file(other, o, "torch"))), ids,
+                                np.load(work.path(index_file(other, backend="torch"))), k, nprobe, device=ivf["device"])
+        save_arrays(work.path(ivf_cell_file(side, c, o)), D=D, I=I)
+        return
     from ..device import faiss_module
 
     faiss = faiss_module()
-    other = "tgt" if side == "src" else "src"
     index = faiss.read_index(work.path(index_file(other, o)))
     index.nprobe = nprobe
-    x = side_rows(work, side, plans[side], c, sources[side])
     D = np.empty((len(x), k), np.float32)
     I = np.empty((len(x), k), np.int64)
     for a in range(0, len(x), block):

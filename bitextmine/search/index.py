@@ -5,7 +5,8 @@ with CUDA), exact float32 torch products + top-k on a CUDA device (y in column s
 similarities stay within device.FLAT_SIM_BYTES), FAISS ``IndexFlatIP`` on the CPU. Approximate search
 (``index`` ivf / ivfpq, or auto for large sides): FAISS ``IndexIVFFlat`` / ``IndexIVFPQ`` with inner
 product, trained on a seeded sample of the searched rows, on a FAISS GPU where :func:`bitextmine.device.index_device`
-says so (trained there too); :func:`recall_at_k` measures it against exact float32 search.
+says so (trained there too); ivf on a CUDA device without FAISS GPUs: the same recipe with torch alone
+(:mod:`bitextmine.search.torch_ivf`). :func:`recall_at_k` measures them against exact float32 search.
 """
 
 from __future__ import annotations
@@ -117,6 +118,9 @@ def knn(
         return _sharded(x, y, k, shard_rows, progress=progress, block_size=block_size, device=device, index=index,
                         nlist=nlist, nprobe=nprobe, train_sample=train_sample, pq_m=pq_m, seed=seed)
     backend = knn_backend(index, device)
+    if index == "ivf" and backend == "torch":
+        return torch_ivf_knn(x, y, k, nlist=nlist, nprobe=nprobe, train_sample=train_sample, seed=seed,
+                             device=resolve_device(device), progress=progress)
     if index in ("ivf", "ivfpq"):
         ivf = _ivf_index(y, index, nlist=nlist, nprobe=nprobe, train_sample=train_sample, pq_m=pq_m, seed=seed,
                          where="cuda" if backend == "faiss-gpu" else "cpu")
@@ -129,6 +133,20 @@ def knn(
         flat = faiss.index_cpu_to_all_gpus(flat)
     add_rows(flat, y)
     return _search(flat, x, k, block_size, progress)
+
+
+def torch_ivf_knn(x: np.ndarray, y: np.ndarray, k: int, *, nlist: int, nprobe: int, train_sample: int, seed: int,
+                  device: str, progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """IVF-Flat k-NN of x float (n, d) among y float (m, d) with torch on ``device``: the cells and seeded
+    training sample of :func:`ivf_recipe` (as the FAISS index), :mod:`bitextmine.search.torch_ivf`'s k-means,
+    lists and search. Returns (D float32 (n, k), I int64 (n, k)); slots not found: D -inf, I -1."""
+    from . import torch_ivf
+
+    nlist, rows = ivf_recipe(len(y), nlist, train_sample, seed)
+    centroids = torch_ivf.train(np.asarray(y[rows], np.float32), nlist, seed=seed, device=device)
+    lists = torch_ivf.assign(y, centroids, device=device)
+    return torch_ivf.search(x, y, lists, np.arange(len(y), dtype=np.int64), centroids, k, nprobe, device=device,
+                            progress=progress)
 
 
 def exact_knn(x: np.ndarray, y: np.ndarray, k: int, *, device: str = "cpu", block_size: int = 16384,
