@@ -205,11 +205,11 @@ def with_cosines(S):
 
 
 # sources x0 x1 x2, targets: decoy, real (x0's translation), other (x1's); k = 2. The decoy is far from
-# everything else, so its low neighbour mean gives (x0, decoy) a higher margin (1.75 at cosine 0.35) than
-# the real pair (1.45 at cosine 0.60), which only the target's direction proposes.
+# everything else, so its low neighbour mean gives (x0, decoy) a higher margin (1.30 at cosine 0.35) than
+# the real pair (1.25 at cosine 0.60), which only the target's direction proposes.
 FLOORED_DECOY = np.array([[0.35, 0.60, 0.0],
-                          [-0.5, 0.10, 0.5],
-                          [-0.5, 0.10, 0.0]])
+                          [-0.223, 0.37, 0.5],
+                          [-0.223, 0.10, 0.0]])
 
 
 def test_a_candidate_the_floors_drop_does_not_take_the_real_pairs_place():
@@ -217,9 +217,11 @@ def test_a_candidate_the_floors_drop_does_not_take_the_real_pairs_place():
     config = MineConfig(k=2, threshold=1.0, min_cosine=0.4, min_z=0, mode="max")
     got = mine_embeddings(x, y, config=config)
     assert list(zip(got.src.tolist(), got.tgt.tolist())) == [(1, 2), (0, 1)]  # the real pair is kept
-    np.testing.assert_allclose(got.score, [0.5 / 0.275, 0.6 / 0.4125], rtol=1e-5)
+    # means: x0 (0.60 + 0.35) / 2, x1 (0.5 + 0.37) / 2, real (0.60 + 0.37) / 2, other (0.5 + 0) / 2
+    np.testing.assert_allclose(got.score, [0.5 / ((0.435 + 0.25) / 2), 0.6 / ((0.475 + 0.485) / 2)], rtol=1e-5)
     without = mine_embeddings(x, y, config=MineConfig(k=2, threshold=1.0, min_cosine=-1, min_z=0, mode="max"))
-    assert (0, 0) in set(zip(without.src.tolist(), without.tgt.tolist()))  # without the floor the decoy wins x0
+    decoy = [sc for s, t, sc in zip(without.src, without.tgt, without.score) if (s, t) == (0, 0)]
+    assert decoy == [pytest.approx(1.30, abs=1e-3)]  # without the floor the decoy wins x0
 
 
 def test_every_floor_comes_before_the_one_to_one_selection():
@@ -251,11 +253,11 @@ def test_the_staged_run_keeps_the_real_pair_too(tmp_path):
     sp = write_lines(tmp_path / "s.txt", ["x0", "x1", "x2"])
     tp = write_lines(tmp_path / "t.txt", ["decoy", "real", "other"])
     out = io.StringIO()
-    mine_files(sp, tp, out, config=MineConfig(k=2, threshold=1.0, min_cosine=0.4, min_z=4.0),
+    mine_files(sp, tp, out, config=MineConfig(k=2, threshold=1.0, min_cosine=0.4, min_z=0),
                src_emb=str(tmp_path / "x.npy"), tgt_emb=str(tmp_path / "y.npy"), explain=True)
     rows = [r.split("\t") for r in out.getvalue().splitlines()]
-    assert [(r[1], r[2]) for r in rows] == [("x1", "other"), ("x0", "real")]
-    assert all(float(r[9]) >= 4.0 for r in rows)  # z printed with --explain, at or above the floor
+    assert [(r[1], r[2], r[8]) for r in rows] == [("x1", "other", "both"), ("x0", "real", "bwd")]
+    assert abs(float(rows[1][0]) - 1.25) < 1e-3 and abs(float(rows[1][5]) - 0.60) < 1e-5
 
 
 @pytest.mark.parametrize("seed", range(8))
