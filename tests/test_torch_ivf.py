@@ -197,6 +197,11 @@ def _mine(synthetic, config, pipeline):
     return out.getvalue(), stats
 
 
+def _index_files(folder) -> list:
+    """The index files of a work directory, without their checksums."""
+    return sorted(f for f in os.listdir(folder) if not f.endswith(".sha256"))
+
+
 def test_pipeline_with_torch_ivf(synthetic, tmp_path, monkeypatch):
     """--index ivf on a CUDA device without FAISS GPUs (forced, on the CPU): centroids and list files instead of
     FAISS indexes, recall@4 >= 0.95 at nprobe 32 on clustered data, the neighbours of one torch index over the
@@ -213,7 +218,7 @@ def test_pipeline_with_torch_ivf(synthetic, tmp_path, monkeypatch):
     monkeypatch.setattr(D, "faiss_module", lambda: pytest.fail("FAISS used"))
     fresh, stats = _mine(synthetic, config, PipelineConfig(work_dir=str(tmp_path / "t"), chunk_lines=1000))
     assert min(stats.info["recall"]) >= 0.95 and fresh.count("\n") > 500
-    index = sorted(f for f in os.listdir(tmp_path / "t" / "index") if not f.endswith(".sha256"))
+    index = _index_files(tmp_path / "t" / "index")
     assert index == ["src-centroids.npy", *[f"src-lists-{c:06d}.npy" for c in range(3)],
                      "tgt-centroids.npy", *[f"tgt-lists-{c:06d}.npy" for c in range(3)]]
     # chunked search = one index over the whole side (up to float32 rounding of near ties)
@@ -223,4 +228,4 @@ def test_pipeline_with_torch_ivf(synthetic, tmp_path, monkeypatch):
     assert np.mean(got == want) > 0.999
     resumed, again = _mine(synthetic, config, PipelineConfig(work_dir=work, chunk_lines=1000, resume=True))
     assert again.info["changed"] == ["ivf_backend"] and resumed == fresh
-    assert again.info["computed"]["index"] == 2 and sorted(os.listdir(os.path.join(work, "index"))) == index
+    assert again.info["computed"]["index"] == 2 and _index_files(os.path.join(work, "index")) == index
