@@ -387,7 +387,7 @@ def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:
 
     if rules is not None:
         check_rules(rules, src_lang, tgt_lang)
-    else:
+    elif src_lang or tgt_lang:  # no identifier is loaded when no language is named
         check_codes({"--src-lang": src_lang, "--tgt-lang": tgt_lang}, known_codes(), "bitextmine's language checks")
 
 
