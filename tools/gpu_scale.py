@@ -86,13 +86,19 @@ def synth(prefix: str, lines: int, gold: float, out_dir: str, seed: int = 1) -> 
     return paths[0], paths[1], n_gold
 
 
-PROFILE = {"dir": ""}
+PROFILE = {"dir": "", "log": ""}
 
 
 def run(args: list[str], what: str) -> float:
     prof = ["-m", "cProfile", "-o", os.path.join(PROFILE["dir"], what.replace(" ", "_") + ".prof")] if PROFILE["dir"] else []
     start = time.perf_counter()
-    r = subprocess.run([sys.executable, *prof, "-m", "bitextmine", *args], capture_output=True, text=True)
+    if PROFILE["log"]:  # stderr as it comes (progress of a long run survives a kill)
+        with open(PROFILE["log"], "a") as log:
+            r = subprocess.run([sys.executable, *prof, "-m", "bitextmine", *args], stdout=subprocess.PIPE, stderr=log,
+                               text=True)
+        r.stderr = open(PROFILE["log"]).read()
+    else:
+        r = subprocess.run([sys.executable, *prof, "-m", "bitextmine", *args], capture_output=True, text=True)
     sec = time.perf_counter() - start
     if r.returncode:
         sys.stderr.write(r.stderr[-4000:])
@@ -128,8 +134,9 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk-lines", type=int, default=1_000_000)
     ap.add_argument("--extra", default="", help="more mine options, space-separated")
     ap.add_argument("--profile", default="", help="write a cProfile of each command into this folder")
+    ap.add_argument("--log", default="", help="append the commands' stderr to this file as it comes")
     a = ap.parse_args(argv)
-    PROFILE["dir"] = a.profile
+    PROFILE["dir"], PROFILE["log"] = a.profile, a.log
     if a.prepare:
         prepare(a.pairs)
         return 0
