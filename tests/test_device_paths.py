@@ -48,3 +48,37 @@ def test_float16_rows_rounded_by_torch_equal_numpy_astype():
     half = embed_pieces(weight, ids, offsets, np.float16)
     assert half.dtype == np.float16
     assert half.tobytes() == full.astype(np.float16).tobytes()
+
+
+def test_mine_embeddings_refuses_a_non_finite_row_naming_it():
+    from bitextmine.config import MineConfig
+    from bitextmine.errors import ConfigError
+    from bitextmine.mining import mine_embeddings
+
+    x, y = _unit(40, 16, 6), _unit(30, 16, 7)
+    y[12, 3] = np.nan
+    with pytest.raises(ConfigError, match=r"target embeddings row 13: NaN or infinite"):
+        mine_embeddings(x, y, config=MineConfig(device="cpu"))
+    x[0, 0] = np.inf
+    with pytest.raises(ConfigError, match=r"source embeddings row 1: NaN or infinite"):
+        mine_embeddings(x, y, config=MineConfig(device="cpu"))
+
+
+def test_mine_refuses_an_edited_sidecar_embeddings_file(tmp_path, toy_model_dir):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+    from conftest import toy_corpus, write_lines
+
+    s, t = toy_corpus(n=30, seed=3)
+    sp, tp = write_lines(tmp_path / "s.txt", s), write_lines(tmp_path / "t.txt", t)
+    run = CliRunner().invoke
+    for side, path in (("s", sp), ("t", tp)):
+        assert run(main, ["encode", path, "-o", str(tmp_path / f"{side}.npy"), "--model", toy_model_dir, "-q"]).exit_code == 0
+    e = np.load(tmp_path / "t.npy", mmap_mode="r+")
+    e[4, 0] = np.inf
+    e.flush()
+    del e
+    r = run(main, ["mine", sp, tp, "--model", toy_model_dir, "--src-emb", str(tmp_path / "s.npy"),
+                   "--tgt-emb", str(tmp_path / "t.npy"), "-q"])
+    assert r.exit_code == 1 and "t.npy row 5: NaN or infinite values" in r.output

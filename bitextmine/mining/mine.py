@@ -58,6 +58,10 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
         raise ConfigError(f"k {config.k}: expected k >= 1")
     if len(x) == 0 or len(y) == 0:
         return Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0, np.float32))
+    from ..encoding.external import check_finite
+
+    check_finite(x, "source embeddings")  # one NaN row would spoil every score it enters (ConfigError naming it)
+    check_finite(y, "target embeddings")
     f, b, info = candidates(x, y, config, progress)
     standout = None
     if config.min_z > 0:

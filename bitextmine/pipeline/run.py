@@ -456,6 +456,7 @@ def _check_rows(run: _Run, sources: dict, model, encode_config: EncodeConfig, ma
     """Each embeddings file has one row per line of its text; a sidecar names the model in use and the text;
     both sides' rows have one dimension."""
     from ..encoding import load_embeddings, open_embeddings, side_configs
+    from ..encoding.external import check_finite
 
     cfgs = dict(zip(SIDES, side_configs(encode_config, marked, SIDES)))
     dims = {}
@@ -466,6 +467,7 @@ def _check_rows(run: _Run, sources: dict, model, encode_config: EncodeConfig, ma
         elif src["sidecar"]:
             x = load_embeddings(src["path"], model=model, text_sha256=plan["input"]["sha256"], count=plan["lines"],
                                 sif=cfgs[side].sif, marked=cfgs[side].marked)
+            check_finite(x, src["path"])  # a file edited after `bitextmine encode` wrote it
             dims[side] = (x.shape[1], src["path"])
         else:
             x = open_embeddings(src["path"], fmt=src["format"], dim=src["dim"], fp16=src["fp16"], rows=plan["lines"],
