@@ -51,7 +51,7 @@ def test_digit_numbers_equal_int_conversion_on_random_text(seed):
     ("两千", "zh", 2000), ("一九九九年", "zh", 1999), ("Ein Titel", "de", 1), ("on iki ay", "tr", 12),
     ("ثلاثة أيام", "ar", 3), ("tři dny", "cs", 3), ("zweimal", "de", 2), ("die vierte Woche", "de", 4),
     ("ein Viertel", "de", 4), ("die zwanzigste", "de", 20), ("пятилетний план", "ru", 5), ("тысячи", "ru", 1000),
-    ("однокомнатная", "ru", 1), ("ein Zehner", "de", 10),
+    ("однокомнатная", "ru", 1), ("ein Zehner", "de", 10), ("eine Zweierpotenz", "de", 2),
 ])
 def test_word_numbers(text, lang, value):
     assert value in word_numbers(text, lang)

@@ -90,7 +90,7 @@ _WORDS: dict[str, dict[int, str]] = {
 _JOINS = {
     "de": r"(?:jähr|jahr|mal|fach|stellig|stünd|stund|tägig|tage|wöch|woch|monat|minüt|minut|sekünd|seitig|"
           r"teil|köpf|kopf|zimmer|sitz|spur|dimension|eck|stöck|stock|stuf|stimm|sprach|farb|rad|räd|stern|gang|"
-          r"zylinder|hundert|tausend|prozent|punkt)"
+          r"zylinder|hundert|tausend|prozent|punkt|erpotenz|ergruppe|erpack|erreihe)"
           r"|(?<![gtd])(?:te|tel)[nrsm]?$|(?<=[gtd])s?(?:te|tel)[nrsm]?$|er[ns]?$",
     "ru": r"(?:лет|летн|дневн|часов|минутн|секундн|месячн|недельн|этажн|комнатн|мерн|кратн|значн|местн|разов|"
           r"процентн|угольн|сторонн|ступенчат|колесн|дверн|звёздн|звездн|томн|серийн|ядерн|тонн|литров|метров|"
