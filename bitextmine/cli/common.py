@@ -119,8 +119,8 @@ def device_option(default: str):
                         help="auto = CUDA when available, else CPU.")
 
 
-def quiet_option(f):
-    return click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary on stderr.")(f)
+def quiet_option(f, help: str = "No progress bar or summary on stderr."):
+    return click.option("--quiet", "-q", is_flag=True, help=help)(f)
 
 
 def marked_option(choices: tuple[str, ...]):
@@ -226,7 +226,8 @@ def search_options(f):
     f = click.option("--nlist", type=click.IntRange(0), default=M.nlist, show_default=True,
                      help="IVF cells (0 = 4 x sqrt(rows)).")(f)
     f = click.option("--index", type=click.Choice(INDEXES), default=M.index, show_default=True,
-                     help=f"flat = exact; ivf / ivfpq = approximate FAISS indexes; auto = flat up to "
+                     help=f"flat = exact; ivf / ivfpq = approximate FAISS indexes (ivf on a CUDA device without FAISS GPUs: "
+                          f"the same IVF-Flat with torch alone); auto = flat up to "
                           f"{M.auto_flat_max:,} rows on the searched side, ivf above.")(f)
     f = click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")(f)
     f = click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")(f)

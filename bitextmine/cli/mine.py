@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 from click.core import ParameterSource
 
@@ -79,7 +81,8 @@ def _pipeline_options(f):
                "script and language-identifier rules.")
 @rule_options
 @device_option(M.device)
-@quiet_option
+@functools.partial(quiet_option, help="No progress bar or summary on stderr; the line naming the settings used stays when "
+                                     "per-language settings were looked for.")
 def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, per_language, ids, explain,
          block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, work_dir, resume, chunk_lines, engine,
          ray_address, **kw):
