@@ -185,6 +185,20 @@ def test_translations_score_above_shuffled_pairs_over_pieces():
     assert fwd.fingerprint == vocabulary_fingerprint(tok.proto)
 
 
+@pytest.mark.parametrize("n, spread", [(0, 10), (1, 10), (300, 400), (5000, 6000), (20000, 1 << 40)])
+def test_lookup_equals_a_dict(n, spread):
+    """The hashed lookup against a dict, with crowded keys (long probe runs) and absent keys."""
+    rng = np.random.default_rng(n)
+    keys = np.unique(rng.integers(0, spread, n)) if n else np.zeros(0, np.int64)
+    prob = rng.random(len(keys)).astype(np.float32)
+    table = LexicalTable(keys=keys, prob=prob, vocab_src=spread, vocab_tgt=1, null=False, floor=0.0, iters=0)
+    q = np.concatenate([keys, rng.integers(0, spread, 3 * n + 5)])
+    ref = dict(zip(keys.tolist(), prob.astype(np.float64).tolist()))
+    got = table.lookup(q, np.zeros_like(q))
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, [ref.get(k, 0.0) for k in q.tolist()])
+
+
 @pytest.fixture
 def table():
     return train(toy_ids(300, seed=1), 300, 300, fingerprint="abc123")
@@ -261,3 +275,32 @@ def test_ids_outside_the_vocabulary(table):
         score(table, flat([[1]]), flat([[300]]))
     with pytest.raises(ConfigError, match="2 source sentences and 1 target sentences"):
         score(table, flat([[1], [2]]), flat([[3]]))
+
+
+def test_probe_leaves_out_pairs_sharing_a_text_with_held_apart_pairs(tmp_path):
+    """tools/probe_lexicon.py trains on no held-apart text (up to case and punctuation), English first."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+    from bitextmine.corpus import CorpusSpec
+    from probe_lexicon import subset, training_pairs
+
+    def write(name, lines):
+        (tmp_path / name).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+        return str(tmp_path / name)
+
+    (tmp_path / "held").mkdir()
+    write("held/en-fr.en", ["The cat.", "A dog"])
+    write("held/en-fr.fr", ["Le chat.", "Un chien"])
+    specs = [CorpusSpec(src=write("a.en", ["the cat!", "Hello", "Bye", "", "Fine"]),
+                        tgt=write("a.fr", ["Le félin", "Bonjour", "un chien", "Vide", "Bien"]), group="fr"),
+             CorpusSpec(src=write("b.fr", ["Merci"]), tgt=write("b.en", ["Thanks"]), group="fr"),  # foreign first
+             CorpusSpec(src=write("c.en", ["Other"]), tgt=write("c.de", ["Andere"]), group="de")]
+    en, fx, dropped = training_pairs(specs, "fr", str(tmp_path / "held"))
+    assert list(zip(en, fx)) == [("Hello", "Bonjour"), ("Fine", "Bien"), ("Thanks", "Merci")]
+    assert dropped == 2  # "the cat!" is "The cat." and "un chien" is "Un chien"; the empty pair is not counted
+    ids, off = flat([[1, 2], [], [3, 4, 5], [6]])
+    got = subset((ids, off), np.array([2, 0, 1, 2]))
+    want = flat([[3, 4, 5], [1, 2], [], [3, 4, 5]])
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

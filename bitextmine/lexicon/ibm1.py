@@ -12,11 +12,13 @@ all of e's counts. Only pairs that co-occur in some sentence pair can have t > 0
 the corpus's distinct keys ``e * vocab_tgt + f`` are found once (np.unique per batch, then over the batches)
 and each batch keeps, per co-occurrence, the index of its key among the batch's distinct keys; an EM step
 is then gathers, segment sums and a bincount per batch. Memory: 4 bytes per co-occurrence (sum of
-(|e|+1) x |f| over the pairs) plus the table; about 1 GB for 300,000 pairs of 25-30 pieces.
+(|e|+1) x |f| over the pairs), 4 per distinct key of each batch, 24 per distinct key of the corpus, and
+one batch's work arrays; measured 1.3 GiB at the peak for 405,000 fr-en pairs of 12-15 pieces.
 
 The score of a pair is the log-likelihood of the target given the source, normalised by the target's
 length: mean_j log(sum_i t(f_j|e_i) / (|e|+1)) (the sum over the source and NULL; bicleaner's
-probabilistic dictionaries score a side the same way).
+probabilistic dictionaries score a side the same way). Scoring looks up every (e_i, f_j) of the pairs in
+a hash index of the table, built on first use.
 
 On disk (:func:`save_table`): an ``.npz`` read without pickle, with ``meta`` (UTF-8 JSON as uint8:
 ``format_version``, ``kind`` "ibm1", ``vocab_src``, ``vocab_tgt``, ``null``, ``floor``, ``iters``,
@@ -31,6 +33,7 @@ import json
 import os
 import zipfile
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -62,10 +65,53 @@ class LexicalTable:
     def lookup(self, e: np.ndarray, f: np.ndarray) -> np.ndarray:
         """t(f|e) for int arrays ``e`` and ``f`` of one shape (``e == vocab_src``: NULL); float64, 0 where absent."""
         q = np.asarray(e, np.int64) * self.vocab_tgt + np.asarray(f, np.int64)
-        if len(self.keys) == 0:
-            return np.zeros(q.shape)
-        i = np.minimum(np.searchsorted(self.keys, q), len(self.keys) - 1)
-        return np.where(self.keys[i] == q, self.prob[i].astype(np.float64), 0.0)
+        return self._hash.get(q.ravel()).reshape(q.shape)
+
+    @cached_property
+    def _hash(self) -> _HashIndex:
+        return _HashIndex(self.keys, self.prob)
+
+
+class _HashIndex:
+    """Open addressing with linear probing over non-negative int64 keys, filled at most half: a lookup reads
+    one or two slots where a binary search over the sorted keys reads about 20 (scoring measured 2.6x
+    faster with a 5-million-entry table). Built in rounds: round r offers every key not yet placed the slot ``home + r``,
+    and the lowest key among those offered a free slot takes it, so a lookup can stop at an empty slot."""
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray):
+        self.bits = max(4, int(2 * len(keys) - 1).bit_length())
+        self.mask = (1 << self.bits) - 1
+        self.keys = np.full(1 << self.bits, -1, np.int64)
+        self.values = np.zeros(1 << self.bits, np.float64)
+        home = self._home(keys)
+        pending, r = np.arange(len(keys)), 0
+        while len(pending):
+            slot = (home[pending] + r) & self.mask
+            free = self.keys[slot] < 0
+            taken, first = np.unique(slot[free], return_index=True)  # pending is sorted: the lowest key wins
+            won = pending[free][first]
+            self.keys[taken], self.values[taken] = keys[won], values[won]
+            pending = np.setdiff1d(pending, won, assume_unique=True)
+            r += 1
+        self.rounds = r
+
+    def _home(self, q: np.ndarray) -> np.ndarray:
+        """Fibonacci hashing: the top ``bits`` bits of q times 2^64 / golden ratio, modulo 2^64."""
+        return ((q.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - self.bits)).astype(np.int64)
+
+    def get(self, q: np.ndarray) -> np.ndarray:
+        """The values of int64 keys ``q`` (n,): float64 (n,), 0 where absent."""
+        out = np.zeros(len(q))
+        active, slot = np.arange(len(q)), self._home(q)
+        for r in range(self.rounds):
+            found = self.keys[slot]
+            hit = found == q[active]
+            out[active[hit]] = self.values[slot[hit]]
+            more = (found >= 0) & ~hit  # an empty slot ends the probe: the key is absent
+            if not more.any():
+                break
+            active, slot = active[more], (slot[more] + 1) & self.mask
+        return out
 
 
 def vocabulary_fingerprint(proto: bytes) -> str:
@@ -96,7 +142,7 @@ def _ranges(cost: np.ndarray, limit: int) -> list[tuple[int, int]]:
     return out
 
 
-def _cross(src, tgt, rows: np.ndarray, null_id: "int | None"):
+def _cross(src, tgt, rows: np.ndarray, null_id: int | None):
     """Every (source token or NULL, target token) of the pairs ``rows`` int64 (r,), grouped by target token.
 
     ``src``, ``tgt``: (ids, offsets, lengths) from :func:`_flat`. Returns e int64 (c,), f int64 (c,), sizes
@@ -149,20 +195,25 @@ def train_ibm1(src_ids, src_offsets, tgt_ids, tgt_offsets, vocab_src: int, vocab
                         vocab_tgt=int(vocab_tgt), null=null, floor=floor, iters=iters, fingerprint=fingerprint)
 
 
-def _index(src, tgt, rows: np.ndarray, null_id: "int | None", vocab_tgt: int, batch: int):
+def _index(src, tgt, rows: np.ndarray, null_id: int | None, vocab_tgt: int, batch: int):
     """The corpus's distinct keys int64 (u,) sorted, and per batch of pairs (position of each of the batch's
-    distinct keys in them int64, each co-occurrence's index among the batch's distinct keys int32 (c,),
-    group sizes int32 (g,))."""
+    distinct keys in them, each co-occurrence's index among the batch's distinct keys (c,), group sizes
+    int32 (g,)); the indexes int32 (int64 beyond 2^31 items)."""
     cost = (src[2][rows] + (null_id is not None)) * tgt[2][rows]
     parts = []
     for a, b in _ranges(cost, batch):
         e, f, sizes, _, _ = _cross(src, tgt, rows[a:b], null_id)
         uniq, inv = np.unique(e * vocab_tgt + f, return_inverse=True)
-        parts.append([uniq, inv.ravel().astype(np.int32), sizes.astype(np.int32)])
+        parts.append([uniq, inv.ravel().astype(_index_dtype(len(uniq))), sizes.astype(np.int32)])
     keys = np.unique(np.concatenate([p[0] for p in parts])) if parts else np.zeros(0, np.int64)
     for p in parts:
-        p[0] = np.searchsorted(keys, p[0])
+        p[0] = np.searchsorted(keys, p[0]).astype(_index_dtype(len(keys)))
     return keys, parts
+
+
+def _index_dtype(n: int) -> type:
+    """The smaller integer type that indexes ``n`` items."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _em(keys: np.ndarray, parts: list, vocab_src: int, vocab_tgt: int, iters: int) -> np.ndarray:
