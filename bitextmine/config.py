@@ -291,6 +291,18 @@ def recipe_configs(name: str, init_from: bool = False, **given) -> tuple[TrainCo
 
 
 @dataclass(frozen=True)
+class LexiconConfig:
+    """IBM model 1 lexical tables (lexicon/ibm1.py)."""
+
+    iters: int = 5  # EM iterations: GIZA++'s default for model 1 (Och & Ney 2003)
+    null: bool = True  # a NULL source token that can explain any target token (Brown et al. 1993)
+    floor: float = 1e-4  # entries below it pruned after training: 5x fewer than none, same separation (docs/benchmarks.md)
+    max_len: int = 128  # training skips pairs with a longer side (GIZA++ skips > 100 words): bounds the l x m cost
+    min_prob: float = 1e-6  # scoring's floor per target token (unseen, pruned): separates better than 1e-4 or 1e-3 (benchmarks.md)
+    batch: int = 1 << 22  # co-occurrences per batch in training and scoring: bounds the memory of one step
+
+
+@dataclass(frozen=True)
 class Defaults:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
