@@ -1,0 +1,406 @@
+"""Mining tasks in which translations are rare, built from pairs the bundled model never trained on, and the
+precision, recall and F1 of `bitextmine mine` (the bundled model, its defaults) on them.
+
+    python tools/sparse_tasks.py [--out .bench/sparse] [--sizes 1000 max] [--shares 0.01 0.03 0.1 0.5] [--draws 5]
+
+Pairs (per language L): the pairs held apart from the model's training (tools/train_default.py --holdout:
+.bench/holdout/en-L.en + en-L.L; UI strings, help text, news, everyday sentences) and Tatoeba v1
+(../shared/data/dev/tatoeba/v1, everyday sentences, removed from training), one pool; a pair whose foreign or
+English text repeats one of an earlier pair (up to :func:`key`) is left out of it.
+
+Task (L, size N lines a side, gold share s, draw d): G = round(s * N) pairs of the pool are the gold pairs; the
+other pairs are shuffled and split into halves; the English side is filled up to N lines with English texts of
+the second half, the foreign side with foreign texts of the first half, so no distractor has a partner on the
+other side. Real translations must not count as errors, so (:func:`build_task`) a gold pair is skipped when its
+English nearly repeats (:class:`Repeats`) a gold English already taken; an English distractor when it nearly
+repeats a gold text (English or foreign) or repeats (up to :func:`key`) a line already on its side; a foreign
+distractor when its own English translation, or its own text (names, identifiers and code are copied across
+languages), nearly repeats any line on the English side, or its text repeats a foreign line already taken. Both
+sides are shuffled; each task is a folder with src.txt (foreign), tgt.txt (English) and gold.tsv (source line,
+target line; from 1), src.en.txt (each foreign line's own English translation, to read the errors with) and
+dropped.json (how many candidates each rule left out). ``max`` as a size: the largest N at which the pool gives
+every draw at that share. The output folder also gets results.json (every task's scores and wrong pairs) and
+wrong-L.tsv (the wrong pairs at the smallest share and first size: foreign line, its English, the English line
+it was paired with) for the languages of --wrong.
+
+Evaluation: :func:`bitextmine.pipeline.mine_files` (what `bitextmine mine SRC TGT --ids` runs) with the model's
+defaults, per-language settings detected as a user gets them; precision = printed gold pairs / printed pairs,
+recall = printed gold pairs / G. Beside it, two oracles, chosen after the fact on the same task: the best F1 of any
+margin threshold alone (no standout or cosine floor), and of any threshold with the language's calibrated floors.
+
+The core (:func:`key`, :class:`Repeats`, :func:`clean_pool`, :func:`build_task`, :func:`prf`, :func:`best_f1`)
+needs only numpy; tests/test_sparse_tasks.py calls it on tiny data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import os
+import re
+import sys
+import time
+import unicodedata
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HOLDOUT = os.path.join(HERE, "..", ".bench", "holdout")
+TATOEBA = os.path.join(HERE, "..", "..", "shared", "data", "dev", "tatoeba", "v1")
+LANGS = ["de", "fr", "es", "cs", "ru", "zh", "tr", "ar"]
+ISO3 = {"de": "deu", "fr": "fra", "es": "spa", "cs": "ces", "ru": "rus", "zh": "cmn", "tr": "tur", "ar": "ara"}
+NEAR = 0.8  # a near repeat shares at least this share of the word tokens of each line
+
+
+# ---------------------------------------------------------------------------------------------- the core
+
+
+def key(text: str) -> str:
+    """What tells two texts apart for the task: NFKC, case-folded, every run of digits one 0, every run of
+    punctuation, symbols and spaces one space. The bundled model folds case; texts equal up to this key are
+    one text to a reader of mined pairs."""
+    text = re.sub(r"\d+", "0", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(re.sub(r"[\W_]+", " ", text).split())
+
+
+# English spellings of one word, after contractions are expanded (what're, can't, you've; okay, everybody)
+CONTRACTIONS = {"n't": " not", "'re": " are", "'m": " am", "'ll": " will", "'ve": " have", "'d": " would"}
+VARIANTS = {"ca": "can", "wo": "will", "sha": "shall", "okay": "ok", "everybody": "everyone",
+            "somebody": "someone", "anybody": "anyone", "nobody": "noone"}
+ARTICLES = frozenset({"a", "an", "the"})
+
+
+def tokens(text: str) -> frozenset[str]:
+    """The distinct word tokens of ``text`` (those of :func:`key`) that tell English sentences apart: contractions
+    expanded, a few variant spellings made one, articles left out ("What're you watching?" and "What are you
+    watching?", "Is everybody OK?" and "Is everybody okay?" have the same tokens)."""
+    text = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
+    text = re.sub(r"(n't|'re|'m|'ll|'ve|'d)\b", lambda m: CONTRACTIONS[m.group(1)], text.replace("cannot", "can not"))
+    return frozenset(VARIANTS.get(w, w) for w in key(text).split() if w not in ARTICLES)
+
+
+class Repeats:
+    """Which texts nearly repeat one of ``lines``: equal up to :func:`key`, or sharing at least ``near`` of the
+    :func:`tokens` of each (|A & B| >= near * max(|A|, |B|), A and B the two token sets).
+
+    Candidates come from a prefix filter: a line sharing m of A's tokens holds at least one of any
+    |A| - m + 1 of them, so only the lines holding one of A's rarest |A| - ceil(near |A|) + 1 tokens are
+    compared."""
+
+    def __init__(self, lines=(), near: float = NEAR):
+        self.near = near
+        self.keys: set[str] = set()
+        self.sets: list[frozenset[str]] = []
+        self.postings: dict[str, list[int]] = defaultdict(list)
+        for line in lines:
+            self.add(line)
+
+    def add(self, text: str) -> None:
+        self.keys.add(key(text))
+        toks = tokens(text)
+        for t in toks:
+            self.postings[t].append(len(self.sets))
+        self.sets.append(toks)
+
+    def find(self, text: str) -> bool:
+        """Whether ``text`` nearly repeats a line added so far."""
+        if key(text) in self.keys:
+            return True
+        a = tokens(text)
+        if not a:
+            return False
+        need = math.ceil(self.near * len(a) - 1e-9)
+        rare = sorted(a, key=lambda t: (len(self.postings.get(t, ())), t))[: len(a) - need + 1]
+        seen = {i for t in rare for i in self.postings.get(t, ())}
+        return any(len(a & self.sets[i]) >= self.near * max(len(a), len(self.sets[i])) - 1e-9 for i in seen)
+
+
+def clean_pool(pairs: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], int]:
+    """(the (foreign, English) pairs whose two texts are non-empty up to :func:`key` and repeat no text of an
+    earlier kept pair on the same side (up to the key), how many were left out): each text of the pool then has
+    one partner."""
+    seen_f, seen_e, out = set(), set(), []
+    for f, e in pairs:
+        kf, ke = key(f), key(e)
+        if kf and ke and kf not in seen_f and ke not in seen_e:
+            seen_f.add(kf)
+            seen_e.add(ke)
+            out.append((f, e))
+    return out, len(pairs) - len(out)
+
+
+@dataclass
+class Task:
+    """One mining task: foreign lines ``src``, English lines ``tgt``, ``gold`` {(src line, tgt line)} numbered
+    from 1, ``dropped``: how many candidates each rule left out ({rule: count}), and ``src_en``: each foreign
+    line's own English translation (to read the errors with)."""
+
+    src: list[str]
+    tgt: list[str]
+    gold: set[tuple[int, int]]
+    dropped: dict[str, int] = field(default_factory=dict)
+    src_en: list[str] = field(default_factory=list)
+
+
+DROPPED = ("gold English repeats a gold English", "English distractor repeats a gold text",
+           "English distractor repeats an English line", "foreign distractor's English repeats an English line",
+           "foreign distractor repeats an English line", "foreign distractor repeats a foreign line")
+
+
+class PoolTooSmall(ValueError):
+    """The pool cannot fill a task of the size asked for."""
+
+
+def build_task(pairs: list[tuple[str, str]], size: int, share: float, rng: np.random.Generator,
+               near: float = NEAR) -> Task:
+    """A task of ``size`` lines a side, round(share * size) of them gold pairs (module docstring), drawn from
+    ``pairs`` (a :func:`clean_pool`) with ``rng``. Raises :class:`PoolTooSmall` when the pool runs out."""
+    g = round(share * size)
+    order = rng.permutation(len(pairs))
+    dropped = dict.fromkeys(DROPPED, 0)
+    gold_en, gold_idx, at = Repeats(near=near), [], 0
+    while len(gold_idx) < g and at < len(order):
+        i, at = order[at], at + 1
+        if gold_en.find(pairs[i][1]):
+            dropped["gold English repeats a gold English"] += 1
+        else:
+            gold_en.add(pairs[i][1])
+            gold_idx.append(i)
+    if len(gold_idx) < g:
+        raise PoolTooSmall(f"{len(pairs)} pairs cannot give {g} gold pairs")
+    rest = order[at:]
+    half = len(rest) // 2
+    gold_fx = Repeats([pairs[i][0] for i in gold_idx], near)
+    en = [pairs[i][1] for i in gold_idx]
+    en_keys = {key(e) for e in en}
+    for i in rest[half:]:
+        if len(en) == size:
+            break
+        e = pairs[i][1]
+        if key(e) in en_keys:
+            dropped["English distractor repeats an English line"] += 1
+        elif gold_en.find(e) or gold_fx.find(e):
+            dropped["English distractor repeats a gold text"] += 1
+        else:
+            en.append(e)
+            en_keys.add(key(e))
+    en_side = Repeats(en, near)
+    fx, fx_en = [pairs[i][0] for i in gold_idx], [pairs[i][1] for i in gold_idx]
+    fx_keys = {key(f) for f in fx}
+    for i in rest[:half]:
+        if len(fx) == size:
+            break
+        f, e = pairs[i]
+        if key(f) in fx_keys:
+            dropped["foreign distractor repeats a foreign line"] += 1
+        elif en_side.find(e):
+            dropped["foreign distractor's English repeats an English line"] += 1
+        elif en_side.find(f):
+            dropped["foreign distractor repeats an English line"] += 1
+        else:
+            fx.append(f)
+            fx_en.append(e)
+            fx_keys.add(key(f))
+    if len(en) < size or len(fx) < size:
+        raise PoolTooSmall(f"{len(pairs)} pairs filled {len(fx)} foreign and {len(en)} English lines of {size}")
+    ps, pt = rng.permutation(size), rng.permutation(size)
+    new_s, new_t = np.argsort(ps), np.argsort(pt)  # new position of each line
+    gold = {(int(new_s[i]) + 1, int(new_t[i]) + 1) for i in range(g)}
+    return Task([fx[i] for i in ps], [en[i] for i in pt], gold, dropped, [fx_en[i] for i in ps])
+
+
+def largest_tasks(pairs, share: float, rng_seeds: list, near: float = NEAR) -> tuple[int, list[Task]]:
+    """(N, one task per seed) for the largest N a side at which ``pairs`` give a task at ``share`` for every seed
+    (``np.random.default_rng(seed)`` per task), searched downward in steps of 1 % from the size that ignores
+    repeats (N * (2 - share) = len(pairs))."""
+    size = int(len(pairs) / (2 - share))
+    while size > 0:
+        try:
+            return size, [build_task(pairs, size, share, np.random.default_rng(s), near) for s in rng_seeds]
+        except PoolTooSmall:
+            size = int(size * 0.99)
+    raise PoolTooSmall(f"{len(pairs)} pairs allow no task")
+
+
+def prf(printed: list[tuple[int, int]], gold: set[tuple[int, int]]) -> tuple[float, float, float]:
+    """(precision, recall, F1) of the ``printed`` pairs against ``gold``; 0 where undefined."""
+    right = len(set(printed) & gold)
+    p, r = right / max(1, len(printed)), right / max(1, len(gold))
+    return p, r, 2 * p * r / (p + r) if p + r else 0.0
+
+
+def best_f1(scores: np.ndarray, hit: np.ndarray, n_gold: int) -> tuple[float, float]:
+    """(best F1, the threshold reaching it) over every threshold on ``scores``: float (n,), one per selected pair,
+    ``hit`` bool (n,) whether it is gold; a threshold keeps the pairs scoring at least it. (0, inf) when none
+    helps."""
+    order = np.argsort(-scores, kind="stable")
+    s, h = scores[order], hit[order]
+    tp = np.cumsum(h)
+    n = np.arange(1, len(s) + 1)
+    last = np.r_[s[1:] != s[:-1], True] if len(s) else np.zeros(0, bool)  # cut only between distinct scores
+    f1 = np.where(last, 2 * tp / (n + max(0, n_gold)), 0.0)
+    if not len(f1) or f1.max() <= 0:
+        return 0.0, float("inf")
+    j = int(f1.argmax())
+    return float(f1[j]), float(s[j])
+
+
+# ---------------------------------------------------------------------------------------------- data and files
+
+
+def read_pairs(lang: str, holdout: str = HOLDOUT, tatoeba: str = TATOEBA) -> list[tuple[str, str]]:
+    """(foreign, English) pairs of the held-apart pairs then Tatoeba v1 for ``lang`` (a file that is missing is
+    skipped)."""
+    out = []
+    for fx, en in ((f"{holdout}/en-{lang}.{lang}", f"{holdout}/en-{lang}.en"),
+                   (f"{tatoeba}/tatoeba.{ISO3[lang]}-eng.{ISO3[lang]}", f"{tatoeba}/tatoeba.{ISO3[lang]}-eng.eng")):
+        if os.path.exists(fx):
+            with open(fx, encoding="utf-8") as a, open(en, encoding="utf-8") as b:
+                out += [(x.rstrip("\n").strip(), y.rstrip("\n").strip()) for x, y in zip(a, b)]
+    return out
+
+
+def write_task(task: Task, folder: str) -> None:
+    os.makedirs(folder, exist_ok=True)
+    for name, lines in (("src.txt", task.src), ("tgt.txt", task.tgt), ("src.en.txt", task.src_en)):
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in lines)
+    with open(os.path.join(folder, "gold.tsv"), "w", encoding="utf-8") as f:
+        f.writelines(f"{s}\t{t}\n" for s, t in sorted(task.gold))
+    with open(os.path.join(folder, "dropped.json"), "w", encoding="utf-8") as f:
+        json.dump(task.dropped, f, indent=1)
+
+
+def build_all(out: str, langs, sizes, shares, draws: int, seed: int, near: float) -> dict:
+    """Write every task under ``out``/L/sS-nN-dD; returns {(lang, share, size label): [(folder, task), ...]} and
+    prints the pools' sizes."""
+    tasks = {}
+    for lang in langs:
+        pool, left_out = clean_pool(read_pairs(lang))
+        print(f"{lang}: {len(pool)} pairs in the pool ({left_out} left out: a text repeating another pair's)", flush=True)
+        for share in shares:
+            seeds = [[seed, sum(map(ord, lang)), int(share * 1000), d] for d in range(draws)]
+            for label in sizes:
+                try:
+                    if label == "max":
+                        size, drawn = largest_tasks(pool, share, seeds, near)
+                    else:
+                        size = int(label)
+                        drawn = [build_task(pool, size, share, np.random.default_rng(s), near) for s in seeds]
+                except PoolTooSmall:
+                    print(f"{lang}: no task of {label} lines at {share:.0%} gold")
+                    continue
+                for d, task in enumerate(drawn):
+                    folder = os.path.join(out, lang, f"s{share:g}-n{size}-d{d}")
+                    write_task(task, folder)
+                    tasks.setdefault((lang, share, label), []).append((folder, task))
+    return tasks
+
+
+# ---------------------------------------------------------------------------------------------- evaluation
+
+
+def mined(folder: str, model, config) -> tuple[list[tuple[int, int]], np.ndarray, object]:
+    """(printed pairs (src line, tgt line) from 1, their scores: float (n,), stats) of mine_files on a task."""
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    from bitextmine.pipeline import mine_files
+
+    out = io.StringIO()
+    stats = mine_files(os.path.join(folder, "src.txt"), os.path.join(folder, "tgt.txt"), out, model=model,
+                       config=config, ids=True)
+    pairs, scores = [], []
+    for row in out.getvalue().splitlines():
+        cols = row.split("\t")
+        pairs.append((int(cols[-2].split(",")[0]), int(cols[-1].split(",")[0])))  # lines of a side are distinct
+        scores.append(float(cols[0]))
+    return pairs, np.array(scores, np.float64), stats
+
+
+def evaluate(folder: str, task: Task, model) -> dict:
+    """P/R/F1 of mine's defaults on one task, both oracles, the settings used and the wrong printed pairs."""
+    from dataclasses import replace
+
+    from bitextmine.config import MineConfig
+
+    printed, _, stats = mined(folder, model, MineConfig())
+    p, r, f = prf(printed, task.gold)
+    everything = replace(MineConfig(), threshold=-1e9, min_z=0.0, min_cosine=0.0, per_language=False)
+    pairs, scores, _ = mined(folder, model, everything)
+    margin_only = best_f1(scores, np.array([q in task.gold for q in pairs], bool), len(task.gold))
+    floors = replace(MineConfig(), threshold=-1e9, pinned=("threshold",))
+    pairs, scores, _ = mined(folder, model, floors)
+    with_floors = best_f1(scores, np.array([q in task.gold for q in pairs], bool), len(task.gold))
+    used = ", ".join(x.replace(":", " ") for x in stats.signature.split("|")
+                     if x.split(":")[0] in ("threshold", "min-cosine", "min-z"))
+    wrong = [(task.src[s - 1], task.src_en[s - 1], task.tgt[t - 1]) for s, t in printed if (s, t) not in task.gold]
+    return {"p": p, "r": r, "f1": f, "printed": len(printed), "oracle_margin": margin_only, "oracle_floors": with_floors,
+            "settings": used, "calibrated_for": stats.info.get("calibrated_for"), "wrong": wrong}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(HERE, "..", ".bench", "sparse"), help="where the tasks are written")
+    ap.add_argument("--model", default=None, help="model directory (default: the bundled model)")
+    ap.add_argument("--langs", nargs="+", default=LANGS)
+    ap.add_argument("--sizes", nargs="+", default=["1000", "max"], help="lines a side; max: as many as the pool allows")
+    ap.add_argument("--shares", type=float, nargs="+", default=[0.01, 0.03, 0.1, 0.5], help="gold share of each side")
+    ap.add_argument("--draws", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--near", type=float, default=NEAR, help="share of word tokens that makes a near repeat")
+    ap.add_argument("--build-only", action="store_true", help="write the tasks, do not mine them")
+    ap.add_argument("--wrong", nargs="*", default=["fr", "ru"], metavar="LANG",
+                    help="print the wrong pairs at the smallest gold share and size for these languages")
+    args = ap.parse_args()
+    t0 = time.process_time()
+    tasks = build_all(args.out, args.langs, args.sizes, args.shares, args.draws, args.seed, args.near)
+    print("\nrepeats dropped (sum over the draws):")
+    print("| language | gold share | lines a side | " + " | ".join(DROPPED) + " |")
+    print("|---|---|---|" + "---|" * len(DROPPED))
+    for (lang, share, label), runs in tasks.items():
+        print(f"| {lang} | {share:.0%} | {len(runs[0][1].src):,} | "
+              + " | ".join(str(sum(t.dropped[k] for _, t in runs)) for k in DROPPED) + " |")
+    print(f"built in {time.process_time() - t0:.0f} s of CPU", flush=True)
+    if args.build_only:
+        return
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    from bitextmine.model import load_model
+
+    model = load_model(args.model)
+    print(f"\nmodel {model.fingerprint}; mine's defaults (per-language settings detected); {args.draws} draws")
+    print("| language | gold share | lines a side | gold pairs | precision | recall | F1 | oracle: margin alone | "
+          "oracle: threshold with the language's floors | printed |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    wrong, record, settings = {}, [], {}
+    for (lang, share, label), runs in tasks.items():
+        res = [evaluate(folder, task, model) for folder, task in runs]
+        record += [dict(x, task=folder, gold=len(task.gold), lines=len(task.src)) for (folder, task), x in zip(runs, res)]
+        m = {k: float(np.mean([x[k] for x in res])) for k in ("p", "r", "f1", "printed")}
+        om = np.mean([x["oracle_margin"][0] for x in res])
+        of = np.mean([x["oracle_floors"][0] for x in res])
+        settings.setdefault(lang, set()).update(
+            x["settings"] + (f" ({'-'.join(x['calibrated_for'])})" if x["calibrated_for"] else "") for x in res)
+        print(f"| {lang} | {share:.0%} | {len(runs[0][1].src):,} | {len(runs[0][1].gold)} | {100 * m['p']:.1f} | "
+              f"{100 * m['r']:.1f} | {100 * m['f1']:.1f} | {100 * om:.1f} | {100 * of:.1f} | {m['printed']:.0f} |",
+              flush=True)
+        if lang in args.wrong and share == min(args.shares) and label == args.sizes[0]:
+            wrong[lang] = [w for x in res for w in x["wrong"]]
+    with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as f:
+        json.dump(record, f, ensure_ascii=False, indent=1)
+    print("\nsettings used: " + "; ".join(f"{lang}: {' / '.join(sorted(s))}" for lang, s in settings.items()))
+    for lang, pairs in wrong.items():
+        path = os.path.join(args.out, f"wrong-{lang}.tsv")
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines("\t".join(w) + "\n" for w in pairs)
+        print(f"\n{len(pairs)} wrong pairs, {lang}, {min(args.shares):.0%} gold, {args.sizes[0]} lines a side, all draws "
+              f"({path}); every {max(1, len(pairs) // 20)}th:")
+        for a, a_en, b in pairs[:: max(1, len(pairs) // 20)]:
+            print(f"  {a}  ({a_en})  |||  {b}")
+    print(f"\nCPU time of the whole run: {time.process_time() - t0:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
