@@ -132,6 +132,31 @@ def test_score_equals_reference(null):
         np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
 
+def lookup_pair_by_pair(table: LexicalTable, e: list[int], f: list[int], min_prob: float) -> float:
+    """A pair's score with one lookup per (source or NULL, target token), summed in order in float64."""
+    es = np.array(e + ([table.vocab_src] if table.null else []), np.int64)
+    logs = [np.log(max(sum(table.lookup(es, np.full(len(es), fj)).tolist()) / max(len(es), 1), min_prob))
+            for fj in f]
+    return sum(logs) / len(f) if f else np.log(min_prob)
+
+
+@pytest.mark.parametrize("null", [True, False])
+def test_score_with_repeated_pieces_equals_pair_by_pair(null):
+    """Sentences of up to 40 pieces from 3 ids (each target piece repeats, computed once per sentence):
+    the batch scores byte for byte as each pair scored alone, and as the reference."""
+    table = train(random_pairs(60, 5, 5, seed=3, max_len=12), 5, 5, iters=2, null=null, floor=0.0)
+    test = random_pairs(40, 3, 3, seed=4, max_len=40) + [([], [2, 2, 2]), ([1, 1], []), ([0, 0, 0], [1, 1])]
+    ref = reference_score(as_dict(table), test, 5, null, 1e-6)
+    alone = np.array([score(table, flat([e]), flat([f]), min_prob=1e-6)[0] for e, f in test], np.float32)
+    assert alone.tobytes() == np.array([lookup_pair_by_pair(table, e, f, 1e-6) for e, f in test], np.float32).tobytes()
+    src, tgt = flat([e for e, _ in test]), flat([f for _, f in test])
+    for batch in (1, 50, 1 << 20):
+        got = score(table, src, tgt, min_prob=1e-6, batch=batch)
+        assert got.tobytes() == alone.tobytes()
+    np.testing.assert_allclose(alone, ref, rtol=1e-6, atol=1e-6)
+    assert max(len(set(f)) < len(f) for _, f in test)
+
+
 def toy_ids(n: int, seed: int, noise: float = 0.2):
     """A made-up language pair over ids: each source word has one translation (a fixed permutation), target
     sentences are the translations in another order with a share of words replaced by random ones."""
