@@ -21,8 +21,9 @@ standout z computed), labelled against the gold pairs. Features per candidate (s
 A logistic regression (standardised features, L2, Newton's method: :func:`fit_logistic`) per language and
 feature set is trained on the candidates of every draw but one (both shares together) and tested on the
 left-out draw, each draw in turn, so a task is never scored by a model trained on it. Cells: best-threshold F1
-on the test draws (mean over the draws), and in brackets the best precision at recall >= 0.95 (a dash where
-the candidates never reach it); recall counts every gold pair, also those the candidates miss. The last row
+on the test draws (mean over the draws), and in brackets the best precision at recall >= 0.95, the mean over
+the draws whose candidates reach that recall, with how many do when not all (a dash: none); recall counts every
+gold pair, also those the candidates miss (the first row: the share of gold pairs among the candidates). The last row
 applies one probability threshold, chosen on the training draws (the best mean F1 over their tasks of both
 shares), to the test draws with the full feature set.
 
@@ -33,6 +34,7 @@ needs only numpy; tests/test_probe_second_stage.py checks it against slow refere
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -227,7 +229,10 @@ def evaluate_language(tasks: dict, l2: float) -> dict:
                 p = predict(model, np.c_[tuple(c[n] for n in names)])
                 cells[s].append((best_f1(p, c["hit"], c["n_gold"])[0], precision_at_recall(p, c["hit"], c["n_gold"])))
         for s in shares:
-            out[(row, s)] = tuple(np.mean([v[i] for v in cells[s]]) for i in range(2))
+            out[(row, s)] = (float(np.mean([v[0] for v in cells[s]])), [v[1] for v in cells[s]])
+    for s in shares:
+        out[("gold pairs among the candidates (the recall any stage can reach)", s)] = (
+            float(np.mean([tasks[(s, d)]["hit"].sum() / tasks[(s, d)]["n_gold"] for d in draws])), None)
     names = list(FEATURE_SETS.values())[-1]
     cells = {s: [] for s in shares}
     chosen = []
@@ -257,6 +262,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="sparse_tasks' seed")
     ap.add_argument("--max-pairs", type=int, default=0, help="IBM1: a seeded subsample of the training pairs (0: all)")
     ap.add_argument("--l2", type=float, default=1.0, help="the logistic regression's L2 weight")
+    ap.add_argument("--json", default="", help="also write the cells to this file")
     args = ap.parse_args()
     sys.path.insert(0, os.path.join(HERE, ".."))
     from bitextmine.model import load_model
@@ -282,14 +288,27 @@ def main() -> None:
           f"{args.size:,} lines a side")
     print("| features | " + " | ".join(f"{lang} {s:.0%}" for lang, s in cols) + " |")
     print("|---|" + "---|" * len(cols))
-    rows = list(FEATURE_SETS) + ["one probability threshold, chosen on the training draws (all features)"]
+    rows = (["gold pairs among the candidates (the recall any stage can reach)"] + list(FEATURE_SETS)
+            + ["one probability threshold, chosen on the training draws (all features)"])
     for row in rows:
-        cells = []
-        for lang, s in cols:
-            f1, prec = results[lang][(row, s)]
-            cells.append(f"{100 * f1:.1f}" + ("" if prec is None else
-                                               " (-)" if np.isnan(prec) else f" ({100 * prec:.1f})"))
-        print(f"| {row} | " + " | ".join(cells) + " |")
+        print(f"| {row} | " + " | ".join(cell(*results[lang][(row, s)]) for lang, s in cols) + " |")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({lang: {f"{row} @ {s}": v for (row, s), v in r.items()} for lang, r in
+                       ((lang, {k: v for k, v in r.items() if k != "chosen"}) for lang, r in results.items())},
+                      f, indent=1)
+
+
+def cell(f1: float, precisions: list[float] | None) -> str:
+    """F1 in %, and the mean precision at recall 0.95 over the draws reaching it (with their count when not
+    all; a dash when none)."""
+    if precisions is None:
+        return f"{100 * f1:.1f}"
+    ok = [p for p in precisions if not np.isnan(p)]
+    if not ok:
+        return f"{100 * f1:.1f} (-)"
+    more = "" if len(ok) == len(precisions) else f", {len(ok)}/{len(precisions)}"
+    return f"{100 * f1:.1f} ({100 * np.mean(ok):.1f}{more})"
 
 
 if __name__ == "__main__":
