@@ -29,6 +29,7 @@ their pages resident.
 from __future__ import annotations
 
 import mmap
+import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -55,6 +56,23 @@ def rows_f32(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """Rows lo:hi of ``a`` (an array or memory map, (n, d)) as a float32 (hi - lo, d) copy."""
     out = np.array(a[lo:hi], dtype=np.float32)
     _release(a)
+    return out
+
+
+def to_device(a: np.ndarray, device: str, dtype=np.float32, block: int = 1 << 16):
+    """Rows of ``a`` (r, d), a numpy array, memory map or :class:`RowView`, as a torch tensor (r, d) on ``device``
+    of ``dtype`` (float32; None: a's own float16 or float32, which keeps every value), copied ``block`` rows at
+    a time: a float16 memory map is never converted whole in host memory, and its pages are let go after
+    each block."""
+    import torch
+
+    dt = np.dtype(dtype if dtype is not None else (np.float16 if a.dtype == np.float16 else np.float32))
+    out = torch.empty((len(a), a.shape[1]), dtype=getattr(torch, dt.name), device=device)
+    with warnings.catch_warnings():  # read-only memory maps: torch warns, but nothing here writes to them
+        warnings.simplefilter("ignore", UserWarning)
+        for s in range(0, len(a), block):
+            out[s : s + block] = torch.from_numpy(np.ascontiguousarray(a[s : s + block], dt))
+            _release(a)
     return out
 
 
@@ -203,19 +221,13 @@ def _dots(Q: np.ndarray, r: np.ndarray, o, idx: np.ndarray) -> np.ndarray:
 
 class DeviceRows:
     """The rows of ``a`` (m, d) float16 or float32 (arrays and memory maps) held on a CUDA device in their own
-    dtype (exact: float16 widens to float32 without rounding), uploaded in blocks, for rescoring candidates
+    dtype (exact: float16 widens to float32 without rounding, :func:`to_device`), for rescoring candidates
     there (:func:`rescore`): gathering random rows of a memory map on the CPU cost most of the time of exact
     search on a GPU (measured on an H100: 57 of 88 s at 250k x 1M)."""
 
-    def __init__(self, a: np.ndarray, device: str, block: int = 1 << 16):
-        import torch
-
-        dtype = np.float16 if a.dtype == np.float16 else np.float32
-        self.a, self.shape, self.device = a, a.shape, device
-        self.t = torch.empty(a.shape, dtype=torch.float16 if dtype == np.float16 else torch.float32, device=device)
-        for s in range(0, len(a), block):
-            self.t[s : s + block] = torch.from_numpy(np.ascontiguousarray(a[s : s + block], dtype)).to(device)
-            _release(a)
+    def __init__(self, a: np.ndarray, device: str):
+        self.shape, self.device = a.shape, device
+        self.t = to_device(a, device, dtype=None)
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -235,8 +247,8 @@ class DeviceRows:
 
 def device_rows(a: np.ndarray, device: str):
     """``a`` as :class:`DeviceRows` on a CUDA ``device`` when it is a float16/float32 array (or array-like such as
-    :class:`RowView`) that fits in a quarter
-    of the free device memory; else ``a`` itself (rescoring then reads it on the CPU)."""
+    :class:`RowView`) that fits in a quarter of the free device memory; else ``a`` itself (rescoring then
+    reads it on the CPU)."""
     from ..device import is_cuda
 
     if not is_cuda(device) or getattr(a, "dtype", None) not in (np.float16, np.float32):
@@ -472,8 +484,8 @@ def rescore(q: np.ndarray, o: np.ndarray, approx: np.ndarray, cand: np.ndarray, 
             block: int = 4096) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact float32 cosines of each q row's candidates, and its k best.
 
-    q (n, d), o (m, d) float arrays (o also a :class:`DeviceRows`: products on its device); approx float32 (n, c) approximate values of the candidate rows cand
-    int32 or int64 (n, c) of o (-1: none); eps float (n,) the bound on |approx - exact|; rows of o that are not
+    q (n, d), o (m, d) float arrays (o also a :class:`DeviceRows`: products on its device); approx float32
+    (n, c) approximate values of the candidate rows cand int32 or int64 (n, c) of o (-1: none); eps float (n,) the bound on |approx - exact|; rows of o that are not
     candidates have approximate values at most the weakest candidate's. Returns (D float32 (n, k),
     I int64 (n, k), certified bool (n,)): D/I sorted by decreasing cosine, ties by lower index; certified
     where no row of o outside the candidates can be among the k best. Candidates whose approximate value

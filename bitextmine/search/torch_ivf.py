@@ -20,32 +20,19 @@ maps: they move to the device in blocks, and every temporary is bounded (``sim_e
 
 from __future__ import annotations
 
-import warnings
 from typing import Callable
 
 import numpy as np
 
 from ..device import exact_matmul
 from ..errors import ConfigError
+from .exact import to_device
 from .topk import _best
 
 ITERATIONS = 10  # k-means iterations: FAISS's for an IVF quantizer (Level1Quantizer's ClusteringParameters)
 SIM_ELEMS = 1 << 26  # float32 similarities (256 MiB) of one block against centroids or one list's rows
 PAIRS_MAX = 1 << 28  # (query, list) probe pairs sorted at once: 5M queries x nprobe 32 (160M) in one pass
-LOAD_ROWS = 1 << 16  # rows converted to float32 and copied to the device at a time
-
-
-def to_device(a: np.ndarray, device: str):
-    """float (r, d) numpy array or memory map -> float32 torch tensor (r, d) on ``device``, copied in blocks
-    of LOAD_ROWS rows (a float16 memory map is never converted whole in host memory)."""
-    import torch
-
-    out = torch.empty((len(a), a.shape[1]), dtype=torch.float32, device=device)
-    with warnings.catch_warnings():  # read-only memory maps: torch warns, but nothing here writes to them
-        warnings.simplefilter("ignore", UserWarning)
-        for s in range(0, len(a), LOAD_ROWS):
-            out[s : s + LOAD_ROWS] = torch.from_numpy(np.ascontiguousarray(a[s : s + LOAD_ROWS], np.float32))
-    return out
+LOAD_ROWS = 1 << 16  # rows assigned to lists at a time
 
 
 def _unit(C):
