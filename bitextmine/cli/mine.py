@@ -8,7 +8,6 @@ import click
 from click.core import ParameterSource
 
 from ..config import ENGINES, EncodeConfig, MineConfig, PipelineConfig
-from ..errors import ConfigError
 from .common import (EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output, check_output,
                      device_option, embedding_options, embeddings_from, info, lang_options, marked_option, model_option,
                      progress_bar, quiet_option, rule_options, rules_from, search_from, search_options, sif_option)
@@ -100,8 +99,6 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     from ..mining.calibrated import KEYS
     from ..model import load_model
 
-    if resume and not work_dir:
-        raise ConfigError("--resume needs --work-dir DIR, the work directory of the run to continue")
     check_output(output, "--output")
     rules = rules_from(kw)
     embeddings = embeddings_from(kw)

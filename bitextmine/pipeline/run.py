@@ -393,7 +393,7 @@ def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:
 
 def _check_resume(pipeline: PipelineConfig, paths: tuple[str, str]) -> None:
     if pipeline.resume and not pipeline.work_dir:
-        raise ConfigError("--resume needs --work-dir: the work directory of the run to continue")
+        raise ConfigError("--resume needs --work-dir DIR, the work directory of the run to continue")
     if pipeline.resume and "-" in paths:
         raise ConfigError("standard input ('-') cannot be resumed: it is read once; save it to a file and mine "
                           "the file")
