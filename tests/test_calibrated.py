@@ -46,17 +46,22 @@ def test_apply_keeps_the_pinned_fields():
     assert apply(everything, SECTION, "en", "de") == (everything, False)
 
 
-@pytest.fixture()
-def calibrated_dir(tmp_path, toy_model_dir):
-    """The toy model with languages and a calibration for German that keeps no pair (threshold 1e9)."""
-    out = str(tmp_path / "m")
+def _blocking_model(toy_model_dir, out: str, languages: list[str], lang: str) -> str:
+    """A copy of the toy model at ``out`` with ``languages`` and settings for ``lang`` that keep no pair
+    (threshold 1e9)."""
     shutil.copytree(toy_model_dir, out)
     path = os.path.join(out, "config.json")
     cfg = json.load(open(path))
-    cfg["languages"] = ["en", "de", "fr"]
+    cfg["languages"] = languages
     json.dump(cfg, open(path, "w"))
-    write_section(out, {"de": {"threshold": 1e9, "min_z": 0, "min_cosine": 0}}, "a test")
+    write_section(out, {lang: {"threshold": 1e9, "min_z": 0, "min_cosine": 0}}, "a test")
     return out
+
+
+@pytest.fixture()
+def calibrated_dir(tmp_path, toy_model_dir):
+    """The toy model with languages and a calibration for German that keeps no pair (threshold 1e9)."""
+    return _blocking_model(toy_model_dir, str(tmp_path / "m"), ["en", "de", "fr"], "de")
 
 
 def test_write_section_round_trips_and_keeps_the_fingerprint(calibrated_dir, toy_model_dir):
@@ -107,14 +112,7 @@ def test_a_language_the_model_has_no_settings_for_is_not_taken_for_a_close_one()
 @pytest.fixture()
 def spanish_dir(tmp_path, toy_model_dir):
     """The toy model with settings for Spanish that keep no pair (threshold 1e9)."""
-    out = str(tmp_path / "es")
-    shutil.copytree(toy_model_dir, out)
-    path = os.path.join(out, "config.json")
-    cfg = json.load(open(path))
-    cfg["languages"] = ["en", "es"]
-    json.dump(cfg, open(path, "w"))
-    write_section(out, {"es": {"threshold": 1e9, "min_z": 0, "min_cosine": 0}}, "a test")
-    return out
+    return _blocking_model(toy_model_dir, str(tmp_path / "es"), ["en", "es"], "es")
 
 
 def test_portuguese_gets_the_global_defaults_not_spanish_settings(spanish_dir, tmp_path):
