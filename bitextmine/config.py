@@ -98,6 +98,12 @@ class MineConfig:
     # Unlike a margin it does not grow on small inputs. Chosen with the threshold by tools/calibrate_threshold.py
     # (README, "The default threshold"). 0 = off (LASER's margin mining).
     min_z: float = 4.5
+    # The second stage (bitextmine/judge/): where the model has one for the sides' languages (English and one of
+    # its languages, known as for per_language), each candidate gets a probability of translation from its margin,
+    # cosine, z, length ratio and IBM model 1 scores, and pairs below min_prob are dropped. Its calibrated floors
+    # then replace threshold, min_z and min_cosine (those given keep their values), and its min_prob this one.
+    second_stage: bool = True
+    min_prob: float = 0.5
     # Use the model's threshold, min_z and min_cosine calibrated for the two sides' languages when it has
     # them (bitextmine/mining/calibrated.py); the languages are given (src_lang/tgt_lang) or detected on
     # the first detect_lines lines of each side. The values above apply to other language pairs.
@@ -155,12 +161,21 @@ class EmbeddingsConfig:
     fp16: bool = False  # raw: rows of float16 instead of float32 (a .npy names its own dtype)
 
 
+# filter and score --margin prob: pairs per chunk, the neighbourhood of a pair's margin
+PAIR_CHUNK_LINES = 20_000
+
+
 @dataclass(frozen=True)
 class ScoreConfig:
     # none: the cosine of each pair; ratio | distance: LASER's "score" mode, the margin of each pair against the
     # k nearest neighbours of its sides among all lines of the other side of the file (Artetxe & Schwenk 2019)
+    # prob: the model's second stage (bitextmine/judge/), the probability of translation, the neighbourhoods taken
+    # within chunks of chunk_lines pairs as 'filter --score prob' takes them (needs src_lang/tgt_lang)
     margin: str = "none"
     k: int = MineConfig.k  # neighbours per side, as in mining (LASER: 4)
+    chunk_lines: int = PAIR_CHUNK_LINES
+    src_lang: str = ""
+    tgt_lang: str = ""
 
 
 def _h(default, help: str):
@@ -214,22 +229,24 @@ class RuleConfig:
 
 @dataclass(frozen=True)
 class FilterConfig:
-    score: str = "cosine"  # cosine | margin (within the chunk) | none
+    # cosine | margin (within the chunk) | prob: the model's second stage (bitextmine/judge/), the probability
+    # of translation within the chunk (needs --src-lang/--tgt-lang: English and a language it holds) | none
+    score: str = "cosine"
     min_score: float | None = None  # keep lines scoring at least this; None = keep all, append the score
-    chunk_lines: int = 20_000  # lines per chunk: memory bound, unit of parallel work, margin neighbourhood
+    chunk_lines: int = PAIR_CHUNK_LINES  # lines per chunk: memory bound, unit of parallel work, margin neighbourhood
     k: int = 4  # margin: neighbours of each side among the other side of the chunk
     workers: int = 0  # worker processes (0 = one per core); output is identical for any number
     scol: int = 1  # source column (1-based)
     tcol: int = 2  # target column (1-based)
 
 
-SCORES = ("cosine", "margin", "none")
+SCORES = ("cosine", "margin", "prob", "none")
 INDEXES = ("auto", "flat", "ivf", "ivfpq")
 PRECISIONS = ("auto", "bf16", "fp32")  # exact search tiles
 TABLE_PRECISIONS = ("auto", "fp32", "fp16", "bf16")  # encoding: the piece table on the device
 AMP_MODES = ("auto", "off", "bf16")  # training: autocast
 MARGINS = ("ratio", "distance", "absolute")
-SCORE_MARGINS = ("none", "ratio", "distance")  # score --margin
+SCORE_MARGINS = ("none", "ratio", "distance", "prob")  # score --margin
 EMB_FORMATS = ("npy", "raw")  # precomputed embeddings (EmbeddingsConfig.format)
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
 NEGATIVES = ("max", "mix", "random", "none")
@@ -300,6 +317,23 @@ class LexiconConfig:
     max_len: int = 128  # training skips pairs with a longer side (GIZA++ skips > 100 words): bounds the l x m cost
     min_prob: float = 1e-6  # scoring's floor per target token (unseen, pruned): separates better than 1e-4 or 1e-3 (benchmarks.md)
     batch: int = 1 << 22  # co-occurrences per batch in training and scoring: bounds the memory of one step
+
+
+@dataclass(frozen=True)
+class SecondStageConfig:
+    """Training the second stage (bitextmine/judge/train.py): tasks drawn from the training pairs, mined with
+    the model, its candidates labelled (gold or not) and a logistic regression fitted per language."""
+
+    sizes: tuple[int, ...] = (1000, 3000)  # lines a side of the tasks
+    shares: tuple[float, ...] = (0.01, 0.03, 0.1, 0.5)  # gold pairs per side: from sparse to dense mining
+    draws: int = 1  # tasks per corpus, size and share
+    floor: float = 1.0  # margin below which a candidate is not judged (dropped): bounds the cost
+    l2: float = 1.0  # the logistic regression's L2 weight (standardised features)
+    min_prob: float = 0.5  # stored with the classifier until calibrated on dev data
+    # pairs per corpus set aside for the tasks (at most half of a corpus), left out of the lexical tables, so
+    # that the classifier learns what the tables say of pairs they never saw
+    task_pairs: int = 8000
+    seed: int = 1
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,17 @@ class Model:
         return self.config.get("mining")
 
     @property
+    def second_stage(self):
+        """The model's second stage (:class:`bitextmine.judge.SecondStage`), or None; read once."""
+        if "_second_stage" not in self.__dict__:
+            from .judge import load_second_stage
+            from .lexicon import vocabulary_fingerprint
+
+            fp = vocabulary_fingerprint(self.tokenizer.proto) if hasattr(self.tokenizer, "proto") else None
+            self.__dict__["_second_stage"] = load_second_stage(self.path, fp) if self.path else None
+        return self.__dict__["_second_stage"]
+
+    @property
     def is_bag(self) -> bool:
         """True for the averaging encoders (sp, word, trigram): a sentence is a mean of table rows."""
         return self.encoder != "blstm-sp"

@@ -136,6 +136,38 @@ def _spooled(path: str) -> Iterator[str]:
             yield line[:-1]
 
 
+def prob_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2, config: EncodeConfig = EncodeConfig(),
+                     score: ScoreConfig = ScoreConfig(margin="prob")) -> Iterator[tuple[str, float]]:
+    """Yield (line, probability of translation) for each TSV line of ``path`` (``-`` = stdin), in order: the
+    model's second stage for score.src_lang/score.tgt_lang (:func:`bitextmine.judge.aligned.aligned_probability`)
+    over chunks of score.chunk_lines lines, as ``filter --score prob`` judges them. Raises CorpusError for a
+    line without the columns, ConfigError when the model has no second stage for the languages."""
+    from .filtering.pipeline import judged_language
+    from .judge.aligned import aligned_probability
+
+    lang = judged_language(model, score.src_lang or None, score.tgt_lang or None)
+    enc = Encoder(model, config)
+    name = "<stdin>" if path == "-" else path
+    lines: list[str] = []
+
+    def flush() -> Iterator[tuple[str, float]]:
+        cols = [parse_tsv_line(line, name=name, lineno=start + i, scol=scol, tcol=tcol) for i, line in enumerate(lines)]
+        src, tgt = [c[0] for c in cols], [c[1] for c in cols]
+        p = aligned_probability(enc.encode_batch(src), enc.encode_batch(tgt), model.tokenizer.encode(src),
+                                model.tokenizer.encode(tgt), model.second_stage, lang, score.src_lang == "en", score.k)
+        return zip(lines, p.tolist())
+
+    start = 1
+    for line in iter_lines(path):
+        lines.append(line)
+        if len(lines) >= score.chunk_lines:
+            yield from flush()
+            start += len(lines)
+            lines = []
+    if lines:
+        yield from flush()
+
+
 def score_file(path: str, out: TextIO, model: Model, *, config: EncodeConfig = EncodeConfig(),
                score: ScoreConfig = ScoreConfig(), progress: Callable[[int], None] | None = None) -> int:
     """Score ``path`` (``-`` = stdin, gzip transparent) into ``out`` as ``line<TAB>score`` (6 decimals); returns
@@ -145,6 +177,8 @@ def score_file(path: str, out: TextIO, model: Model, *, config: EncodeConfig = E
     name = "<stdin>" if path == "-" else path
     if score.margin == "none":
         scored = score_lines(iter_lines(path), model, name=name, config=config)
+    elif score.margin == "prob":
+        scored = prob_score_lines(path, model, config=config, score=score)
     else:
         scored = margin_score_lines(path, model, config=config, score=score)
     for line, cos in scored:

@@ -206,7 +206,7 @@ def test_mine_and_train_help_show_the_common_options_first_and_the_rest_in_named
     assert len(mine["Options"]) <= 8 and "--threshold FLOAT" in mine["Options"]
     assert "--rules" in mine["Rules"] and "--k INTEGER RANGE" in mine["Search"] and "--work-dir DIR" in mine["Pipeline"]
     train = _help_sections(run("train", "--help").output)
-    assert list(train) == ["Options", "Data", "Model", "Recipe and loss", "Schedule", "Evaluation", "Run"]
+    assert list(train) == ["Options", "Data", "Model", "Recipe and loss", "Schedule", "Evaluation", "Second stage", "Run"]
     assert len(train["Options"]) <= 10 and "-o, --out DIR" in train["Options"]
 
 

@@ -230,7 +230,7 @@ def test_every_floor_comes_before_the_one_to_one_selection():
     # source 0's own candidate: margin 1.30 at cosine 0.35; target 2's: source 0 at 1.25, cosine 0.60
     f = (np.array([0]), np.array([1]), np.array([1.30], np.float32), np.array([0.35], np.float32))
     b = (np.array([0, 0]), np.array([1, 2]), np.array([1.30, 1.25], np.float32), np.array([0.35, 0.60], np.float32))
-    s, t, sc, cos, origin, z = finish(f, b, MineConfig(threshold=1.0, min_cosine=0.4, min_z=0))
+    s, t, sc, cos, origin, z, _ = finish(f, b, MineConfig(threshold=1.0, min_cosine=0.4, min_z=0))
     assert (s.tolist(), t.tolist(), origin.tolist()) == ([0], [2], [1]) and np.isnan(z).all()
     # the standout floor: z of each candidate, asked for once per distinct pair
     asked = []
@@ -239,7 +239,7 @@ def test_every_floor_comes_before_the_one_to_one_selection():
         asked.append(list(zip(s.tolist(), t.tolist())))
         return np.where(cos < 0.5, 2.0, 9.0).astype(np.float32)
 
-    s, t, _, _, _, z = finish(f, b, MineConfig(threshold=1.0, min_cosine=0, min_z=4.5), standout)
+    s, t, _, _, _, z, _ = finish(f, b, MineConfig(threshold=1.0, min_cosine=0, min_z=4.5), standout)
     assert (s.tolist(), t.tolist(), z.tolist()) == ([0], [2], [9.0])
     assert sorted(asked[0]) == [(0, 1), (0, 2)]
 

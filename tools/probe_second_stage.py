@@ -27,7 +27,7 @@ gold pair, also those the candidates miss (the first row: the share of gold pair
 applies one probability threshold, chosen on the training draws (the best mean F1 over their tasks of both
 shares), to the test draws with the full feature set.
 
-The core (:func:`fit_logistic`, :func:`predict`, :func:`neighbourhood_normalised`, :func:`precision_at_recall`)
+The core (the product's logistic regression, :func:`neighbourhood_normalised`, :func:`precision_at_recall`)
 needs only numpy; tests/test_probe_second_stage.py checks it against slow references.
 """
 
@@ -47,6 +47,9 @@ sys.path.insert(0, HERE)
 
 from sparse_tasks import best_f1, build_task, clean_pool, read_pairs
 
+sys.path.insert(0, os.path.join(HERE, ".."))
+from bitextmine.judge.logistic import fit_logistic, predict  # noqa: E402
+
 K = 4
 FEATURE_SETS = {
     "margin alone": ["margin"],
@@ -58,35 +61,6 @@ FEATURE_SETS = {
 
 
 # ---------------------------------------------------------------------------------------------- the core
-
-
-def fit_logistic(X: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 50, tol: float = 1e-10) -> dict:
-    """Logistic regression by Newton's method (IRLS) on standardised features.
-
-    X float (n, p), y bool/0-1 (n,). Minimises sum of log-losses + l2 / 2 * |w|^2 (the intercept is not
-    penalised) over the features standardised by X's mean and standard deviation (a constant column: 1).
-    Returns {"mean", "std": float64 (p,), "w": float64 (p,), "b": float}, what :func:`predict` takes."""
-    X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
-    mean, std = X.mean(0), X.std(0)
-    std = np.where(std > 0, std, 1.0)
-    Z = np.c_[(X - mean) / std, np.ones(len(X))]
-    theta = np.zeros(Z.shape[1])
-    reg = np.r_[np.full(Z.shape[1] - 1, l2), 0.0]
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-(Z @ theta)))
-        grad = Z.T @ (p - y) + reg * theta
-        hess = (Z * (p * (1 - p))[:, None]).T @ Z + np.diag(reg) + 1e-12 * np.eye(len(theta))
-        step = np.linalg.solve(hess, grad)
-        theta -= step
-        if np.abs(step).max() < tol:
-            break
-    return {"mean": mean, "std": std, "w": theta[:-1], "b": float(theta[-1])}
-
-
-def predict(model: dict, X: np.ndarray) -> np.ndarray:
-    """P(translation) float64 (n,) of the rows of X float (n, p) under :func:`fit_logistic`'s model."""
-    z = ((np.asarray(X, np.float64) - model["mean"]) / model["std"]) @ model["w"] + model["b"]
-    return 1 / (1 + np.exp(-z))
 
 
 def neighbourhood_normalised(pair_score, s: np.ndarray, t: np.ndarray, I_st: np.ndarray,
@@ -159,7 +133,7 @@ def task_candidates(task, model, fwd, bwd) -> dict:
     def standout(s, t, c):
         return pair_standout(c, s, t, lambda i: x[i], lambda i: y[i], mox, moy)
 
-    s, t, sc, cos, _, z = finish(f, (src, tgt, sc, cos), config, standout)
+    s, t, sc, cos, _, z, _ = finish(f, (src, tgt, sc, cos), config, standout)
     tok = model.tokenizer
     fx_flat, en_flat = tok.encode(task.src), tok.encode(task.tgt)
     fx_len = np.diff(fx_flat[1], append=len(fx_flat[0]))

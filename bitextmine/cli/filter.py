@@ -29,7 +29,10 @@ OPTION_GROUPS = (
 @click.option("--score", type=click.Choice(SCORES), default=F.score, show_default=True,
               help="cosine of the two sides; margin = ratio margin against the k nearest neighbours of each side among "
                    "the other side's sentences in the same chunk (bigger chunks: denser neighbourhoods, margins closer "
-                   "to whole-corpus mining; scores depend on --chunk-lines); none = rules only.")
+                   "to whole-corpus mining; scores depend on --chunk-lines); prob = the model's second stage, the "
+                   "probability of translation from margin, cosine, z, length ratio and IBM model 1 scores within the "
+                   "chunk, as 'mine --min-prob' judges (needs --src-lang/--tgt-lang: English and a language the "
+                   "model's second stage holds); none = rules only.")
 @click.option("--min-score", type=float, default=None,
               help="Keep lines scoring at least this (written unchanged). Without it every line passing the rules is "
                    "kept with its score appended as a last column.")

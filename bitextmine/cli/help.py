@@ -28,7 +28,9 @@ class GroupedCommand(click.Command):
 
     def sections(self, ctx: click.Context) -> list[tuple[str, list[click.Parameter]]]:
         """[(heading, parameters), ...] in help order; every parameter of the command is in exactly one."""
-        params = self.get_params(ctx)  # the command's own, then --help
+        # the command's options, then --help; arguments are named in the usage line (click >= 8.2 gives a
+        # help record to an argument too, which would list it among the options)
+        params = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
         by_name = {p.name: p for p in params}
         grouped = {n for _, group in self.option_groups for n in group}
         return [("Options", [p for p in params if p.name not in grouped])] + [

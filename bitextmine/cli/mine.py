@@ -67,6 +67,15 @@ def _pipeline_options(f):
               f"--src-lang/--tgt-lang or are detected on each side's first {M.detect_lines} lines. Each of the "
               "three options given replaces its calibrated value (the others stay calibrated). The run's summary "
               "names the settings used.")
+@click.option("--second-stage/--no-second-stage", default=M.second_stage, show_default=True,
+              help="Where the model has a second stage for the sides' languages (English and one of its languages, "
+              "known as for --per-language), judge each candidate by a classifier over its margin, cosine, z, "
+              "length ratio and IBM model 1 scores, and keep pairs whose probability of translation reaches "
+              "--min-prob; the second stage's own margin floor then replaces --threshold, --min-z and --min-cosine "
+              "(each of them given keeps its value).")
+@click.option("--min-prob", type=click.FloatRange(0, 1), default=M.min_prob, show_default=True,
+              help="With the second stage: the probability of translation a pair needs (default: the value the "
+              "model's second stage was calibrated with for the languages).")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--explain", is_flag=True, help="Append the ids, then the cosine, both neighbour means, the direction "
               "that proposed the pair (fwd, bwd or both) and its z (see --min-z).")
@@ -82,7 +91,8 @@ def _pipeline_options(f):
 @device_option(M.device)
 @functools.partial(quiet_option, help="No progress bar or summary on stderr; the line naming the settings used stays when "
                                      "per-language settings were looked for.")
-def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, per_language, ids, explain,
+def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, per_language, second_stage,
+         min_prob, ids, explain,
          block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, work_dir, resume, chunk_lines, engine,
          ray_address, **kw):
     """Mine translation pairs between two text files (one sentence per line).
@@ -104,9 +114,10 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     embeddings = embeddings_from(kw)
     ctx = click.get_current_context()
     # --per-language replaces the KEYS options; those given keep their values, even a default's
-    given = tuple(p for p in KEYS if ctx.get_parameter_source(p) != ParameterSource.DEFAULT)
+    given = tuple(p for p in (*KEYS, "min_prob") if ctx.get_parameter_source(p) != ParameterSource.DEFAULT)
     config = MineConfig(**search_from(kw), threshold=threshold, min_cosine=min_cosine, min_z=min_z,
-                        per_language=per_language, pinned=given, block_size=block_size, device=device)
+                        per_language=per_language, second_stage=second_stage, min_prob=min_prob, pinned=given,
+                        block_size=block_size, device=device)
     pipeline = PipelineConfig(work_dir=work_dir or "", resume=resume, chunk_lines=chunk_lines, engine=engine,
                               ray_address=ray_address or "")
     bars: dict = {}

@@ -22,13 +22,19 @@ E = EncodeConfig
 @click.option("--margin", type=click.Choice(SCORE_MARGINS), default=ScoreConfig.margin, show_default=True,
               help="none = the cosine; ratio | distance = LASER's score mode: the margin of each pair against the k "
                    "nearest neighbours of its sides among all lines of the other side of the file (exact search; "
-                   "embeddings kept in temporary files in TMPDIR, the input read twice).")
+                   "embeddings kept in temporary files in TMPDIR, the input read twice); prob = the model's second "
+                   "stage, the probability of translation within chunks of --chunk-lines lines, as 'filter --score "
+                   "prob' (needs --src-lang/--tgt-lang).")
+@click.option("--chunk-lines", type=click.IntRange(1), default=ScoreConfig.chunk_lines, show_default=True,
+              help="--margin prob: lines per chunk, the neighbourhood of each pair's margin.")
+@click.option("--src-lang", default="", help="--margin prob: the source column's language (ISO 639-1).")
+@click.option("--tgt-lang", default="", help="--margin prob: the target column's language (ISO 639-1).")
 @click.option("-k", "--k", type=click.IntRange(1), default=ScoreConfig.k, show_default=True,
               help="Neighbours per side for --margin.")
 @sif_option
 @device_option(E.device)
 @quiet_option
-def score(file, output, model_dir, batch_size, margin, k, sif, device, quiet):
+def score(file, output, model_dir, batch_size, margin, k, chunk_lines, src_lang, tgt_lang, sif, device, quiet):
     """Append the cosine similarity (or --margin score) of src<TAB>tgt to each line (FILE or '-' = stdin).
 
     \b
@@ -44,6 +50,7 @@ def score(file, output, model_dir, batch_size, margin, k, sif, device, quiet):
     bar = progress_bar(quiet, unit="line", desc="score")
     with atomic_output(output) as out:
         n = score_file(file, out, model, config=replace(EncodeConfig(), batch_size=batch_size, device=device, sif=sif),
-                       score=ScoreConfig(margin=margin, k=k), progress=bar.update)
+                       score=ScoreConfig(margin=margin, k=k, chunk_lines=chunk_lines, src_lang=src_lang,
+                                         tgt_lang=tgt_lang), progress=bar.update)
     bar.close()
     info(quiet, f"scored {n} lines")

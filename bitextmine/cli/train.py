@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..config import AMP_MODES, DEFAULT_RECIPE, ENCODERS, LOSSES, LR_DECAYS, NEGATIVES, RECIPES, SPM_NORMALIZATIONS
-from ..config import TokenizerConfig, TrainConfig, recipe_configs
+from ..config import SecondStageConfig, TokenizerConfig, TrainConfig, recipe_configs
 from .common import device_option, info, progress_bar, quiet_option
 from .help import GroupedCommand
 
@@ -30,6 +30,7 @@ OPTION_GROUPS = (
     ("Schedule", ("epochs", "batch_size", "lr", "warmup", "lr_decay", "megabatch_start", "megabatch_max",
                   "megabatch_every", "max_steps")),
     ("Evaluation", ("dev_tatoeba", "dev_sts", "dev_pairs", "eval_every")),
+    ("Second stage", ("second_stage", "second_stage_only")),
     ("Run", ("checkpoint_every", "seed", "threads", "amp")),
 )
 
@@ -125,13 +126,20 @@ OPTION_GROUPS = (
               help="bf16 for blstm-sp's LSTM (input and weight copies in bf16; weights, optimiser and loss stay "
                    "float32); the averaging encoders (sp, word, trigram) always compute in float32. auto = on for "
                    "CUDA GPUs with bf16, off on CPU.")
+@click.option("--second-stage", is_flag=True,
+              help="After training, build the model's second stage (mine --min-prob): IBM model 1 tables and a "
+                   "classifier per language paired with English, from the --src/--tgt corpora with an English side "
+                   "(a file named *.en or *.en.gz); each corpus is one domain of its training tasks.")
+@click.option("--second-stage-only", is_flag=True,
+              help="Build the second stage of the existing model in --out from the --src/--tgt corpora; no training.")
 @device_option(T.device)
 @quiet_option
 def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model, spm_sample, spm_normalization, character_coverage, dim, untrained, negatives,
           paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, clean, epochs, batch_size, loss,
           margin, hinge_weight, scale, sampling_temperature,
           dropout, lr, init_scale, warmup, lr_decay, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
-          checkpoint_every, max_steps, resume, languages, fp32, seed, threads, amp, device, quiet):
+          checkpoint_every, max_steps, resume, languages, fp32, seed, threads, amp, second_stage, second_stage_only,
+          device, quiet):
     """Train an encoder on parallel corpora (or paraphrase pairs, or STS pairs).
 
     \b
@@ -149,6 +157,15 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
     if len(src) != len(tgt):
         raise ConfigError(f"{len(src)} --src but {len(tgt)} --tgt; expected them in pairs")
     specs = [CorpusSpec(src=s, tgt=t) for s, t in zip(src, tgt)] + [CorpusSpec(tsv=p, scol=scol, tcol=tcol) for p in tsv]
+    if second_stage_only:
+        from ..judge.build import build_second_stage
+
+        report = build_second_stage(out, specs, SecondStageConfig())
+        for lang, r in report.items():
+            info(quiet, f"second stage {lang}-en: {r['pairs']:,} pairs, {r['candidates']:,} candidates "
+                        f"({r['translations']:,} translations)")
+        info(quiet, f"wrote {out}/second_stage")
+        return
     config, tok_config = recipe_configs(
         recipe, init_from=bool(init_from), encoder=encoder, untrained=untrained, negatives=negatives, paraphrase=paraphrase,
         separate_vocab=separate_vocab or "", sts_min_score=sts_min_score, clean=clean, shuffle_words=shuffle_words,
@@ -186,7 +203,7 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
     result = run_train(specs, out, config=config, tokenizer_config=tok_config, tokenizer_path=spm_model,
                        init_from=init_from, sts_pairs=sts_pairs, dev_tatoeba=dev_tatoeba,
                        dev_sts=dev_sts, languages=languages, resume=resume,
-                       progress=progress)
+                       second_stage=SecondStageConfig() if second_stage else None, progress=progress)
     if bar is not None:
         bar.close()
     info(quiet, f"wrote {result.model_dir}: {result.steps} mini-batches in {result.seconds:.0f}s "

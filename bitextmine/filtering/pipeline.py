@@ -177,6 +177,13 @@ def _score(src: list[str], tgt: list[str]) -> np.ndarray:
     cos = (x * y).sum(1)
     if config.score == "cosine":
         return cos
+    if config.score == "prob":
+        from ..judge.aligned import aligned_probability
+
+        src_lang, tgt_lang = _W["langs"]
+        lang = tgt_lang if src_lang == "en" else src_lang
+        return aligned_probability(x, y, model.tokenizer.encode(src, threads=1), model.tokenizer.encode(tgt, threads=1),
+                                   model.second_stage, lang, src_lang == "en", config.k)
     from ..mining.margin import margin_scores
 
     return margin_scores(cos, _knn_mean(x, y, config.k), _knn_mean(y, x, config.k), "ratio")
@@ -252,7 +259,7 @@ def filter_tsv(
     if config.score not in SCORES:
         raise ConfigError(f"score {config.score!r}: expected one of {', '.join(SCORES)}")
     if config.min_score is not None and config.score == "none":
-        raise ConfigError("--min-score needs a score (--score cosine or margin)")
+        raise ConfigError("--min-score needs a score (--score cosine, margin or prob)")
     if config.chunk_lines < 1:
         raise ConfigError("chunk size must be >= 1 line")
     if config.scol == config.tcol:
@@ -265,6 +272,8 @@ def filter_tsv(
         from ..model import load_model
 
         model = load_model(None)
+    if config.score == "prob":
+        judged_language(model, src_lang, tgt_lang)
     if score_column is None:
         score_column = config.score != "none" and config.min_score is None
     name = "<stdin>" if input_path == "-" else input_path
@@ -291,6 +300,21 @@ def filter_tsv(
     finally:
         torch.set_num_threads(saved_threads)
     return stats
+
+
+def judged_language(model, src_lang: str | None, tgt_lang: str | None) -> str:
+    """The language (with English) whose second stage scores the pairs; ConfigError when the languages are not
+    given, neither is English, or the model has no second stage for the other."""
+    stage = model.second_stage
+    if not src_lang or not tgt_lang or "en" not in (src_lang, tgt_lang) or src_lang == tgt_lang:
+        raise ConfigError("--score prob needs --src-lang and --tgt-lang, English and another language "
+                          f"(given: {src_lang or '-'} and {tgt_lang or '-'})")
+    other = tgt_lang if src_lang == "en" else src_lang
+    if stage is None or other not in stage.languages:
+        held = ", ".join(sorted(stage.languages)) if stage else "none"
+        raise ConfigError(f"--score prob: the model {model.path or ''} has no second stage for {other}-en "
+                          f"(it has: {held}); build one with 'bitextmine train --second-stage-only'")
+    return other
 
 
 def _pairs_with_results(chunks: Iterator[_Chunk], model, rules, config, src_lang, tgt_lang, sif):

@@ -79,6 +79,7 @@ class Choice:
     found: tuple[str, str]
     reason: str
     looked: bool = True
+    judged: str | None = None  # the language (with English) whose second stage judges the candidates, or None
 
     def describe(self) -> str:
         """One line: the settings, which they are (calibrated for a pair, the global defaults, or given) and
@@ -88,6 +89,9 @@ class Choice:
         sides = "; ".join(f"{side} {lang or '?'} ({how})" for side, lang, how in
                           zip(("source", "target"), self.languages, self.found) if lang or how == "not detected")
         sides = f"; languages: {sides}" if sides else ""
+        if self.judged:
+            return (f"second stage for {self.languages[0]}-{self.languages[1]}: min-prob {c.min_prob:g} over "
+                    f"candidates with {values}{sides}")
         if self.calibrated:
             return f"settings calibrated for {self.languages[0]}-{self.languages[1]}: {values}{sides}"
         which = "global defaults" if (c.threshold, c.min_z, c.min_cosine) == (d.threshold, d.min_z, d.min_cosine) \
@@ -122,6 +126,24 @@ def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, st
     if reason:
         return Choice(config, False, known, found, reason)
     return Choice(apply(config, section, *known)[0], True, known, found, "")
+
+
+def with_second_stage(choice: Choice, stage) -> Choice:
+    """``choice`` with the second stage (a :class:`bitextmine.judge.SecondStage`, or None) of the sides'
+    languages when config.second_stage is on, both languages are known, one is English, the stage holds the
+    other, and the vectors are the model's plain embeddings (the reason does not say otherwise): its margin
+    floor replaces the threshold, min_z and min_cosine are off (the classifier weighs z and the cosine),
+    and its min_prob replaces config's; those in config.pinned keep their values."""
+    c, (src, tgt) = choice.config, choice.languages
+    if not c.second_stage or stage is None or not src or not tgt or src == tgt or PIVOT not in (src, tgt):
+        return choice
+    other = tgt if src == PIVOT else src
+    if other not in stage.languages or (not choice.calibrated and "embeddings" in choice.reason):
+        return choice
+    found = stage.languages[other]
+    values = {"threshold": float(found["floor"]), "min_z": 0.0, "min_cosine": 0.0, "min_prob": float(found["min_prob"])}
+    config = replace(c, **{k: v for k, v in values.items() if k not in c.pinned})
+    return replace(choice, config=config, judged=other)
 
 
 def _why_not(section: dict, src: str | None, tgt: str | None) -> str:

@@ -69,7 +69,7 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
 
         def standout(s: np.ndarray, t: np.ndarray, cos: np.ndarray) -> np.ndarray:
             return pair_standout(cos, s, t, lambda i: x[i], lambda i: y[i], mx, my)
-    s, t, sc, cos, _, _ = finish(f, b, config, standout)
+    s, t, sc, cos, *_ = finish(f, b, config, standout)
     return Pairs(s.astype(np.int64), t.astype(np.int64), sc.astype(np.float32), cos.astype(np.float32), info)
 
 

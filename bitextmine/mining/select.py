@@ -17,25 +17,37 @@ from ..config import MineConfig
 
 # the standout z of pairs: (src int64 (p,), tgt int64 (p,), cosine float32 (p,)) -> float32 (p,)
 Standout = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+# the second stage's probability of translation: (src, tgt, score, cosine, z) (p,) each -> float32 (p,)
+# (:class:`bitextmine.judge.judge.Judge`)
+Judgement = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
-def finish(f: tuple, b: tuple, config: MineConfig, standout: Standout | None = None) -> tuple:
+def finish(f: tuple, b: tuple, config: MineConfig, standout: Standout | None = None,
+           judge: Judgement | None = None) -> tuple:
     """The pairs ``config`` keeps of the forward candidates f = (src, tgt, score, cos) (one per source row,
     ascending src) and the backward ones b (one per target row, ascending tgt); int64 / float32 (c,) arrays.
 
     Candidates below config.threshold or config.min_cosine are dropped, then (``standout`` given) each
-    remaining one gets its z, and with config.min_z > 0 those below it are dropped; then config.mode's
-    selection (:func:`select_pairs`). Returns (src, tgt, score, cos, origin int8: 0 forward, 1 backward,
-    z float32: NaN without ``standout``), sorted by score descending, ties by source, then target row.
+    remaining one gets its z, and with config.min_z > 0 those below it are dropped; then (``judge`` given,
+    which needs ``standout``) each remaining one gets its probability of translation and those below
+    config.min_prob are dropped; then config.mode's selection (:func:`select_pairs`). Returns (src, tgt,
+    score, cos, origin int8: 0 forward, 1 backward, z float32: NaN without ``standout``, prob float32: NaN
+    without ``judge``), sorted by score descending, ties by source, then target row.
     """
     f, b = _floors(f, config), _floors(b, config)
     if standout is None:
+        if judge is not None:
+            raise ValueError("the second stage needs the standout z")
         f, b = (*f, np.full(len(f[0]), np.nan, np.float32)), (*b, np.full(len(b[0]), np.nan, np.float32))
     else:
         f, b = _stand_out(f, b, standout, config.min_z)
-    s, t, sc, cos, z, origin = select_pairs(f, b, config)
+    if judge is None:
+        f, b = (*f, np.full(len(f[0]), np.nan, np.float32)), (*b, np.full(len(b[0]), np.nan, np.float32))
+    else:
+        f, b = _judged(f, b, judge, config.min_prob)
+    s, t, sc, cos, z, prob, origin = select_pairs(f, b, config)
     order = np.lexsort((t, s, -sc.astype(np.float64)))
-    return s[order], t[order], sc[order], cos[order], origin[order], z[order]
+    return s[order], t[order], sc[order], cos[order], origin[order], z[order], prob[order]
 
 
 def _floors(c: tuple, config: MineConfig) -> tuple:
@@ -53,6 +65,19 @@ def _stand_out(f: tuple, b: tuple, standout: Standout, min_z: float) -> tuple[tu
     zf, zb = z[: len(f[0])], z[len(f[0]) :]
     keep_f, keep_b = (zf >= min_z, zb >= min_z) if min_z > 0 else (slice(None), slice(None))
     return tuple(a[keep_f] for a in (*f, zf)), tuple(a[keep_b] for a in (*b, zb))
+
+
+def _judged(f: tuple, b: tuple, judge: Judgement, min_prob: float) -> tuple[tuple, tuple]:
+    """f and b (src, tgt, score, cos, z) with each candidate's probability appended, less those below
+    ``min_prob``. A pair proposed by both directions is judged once."""
+    cols = [np.concatenate([u, v]) for u, v in zip(f, b)]
+    s, t = cols[:2]
+    key = s.astype(np.int64) * (int(t.max(initial=0)) + 1) + t
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    p = np.asarray(judge(*(c[first] for c in cols)), np.float32)[inverse.reshape(-1)]
+    pf, pb = p[: len(f[0])], p[len(f[0]) :]
+    keep_f, keep_b = pf >= min_prob, pb >= min_prob
+    return tuple(a[keep_f] for a in (*f, pf)), tuple(a[keep_b] for a in (*b, pb))
 
 
 def select_pairs(f: tuple, b: tuple, config: MineConfig) -> tuple:

@@ -88,7 +88,8 @@ _KNN = ("knn/*", "*/nn-*", "*/mean-*", *_MARGINS)
 _INDEX = ("index/*", *_KNN)
 REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed", "ivf_backend"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
-        "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": ()}
+        "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": (),
+        "second_stage": (), "min_prob": ()}
 
 
 def _dedup(run: _Run, pconf: PipelineConfig) -> None:
@@ -179,16 +180,16 @@ def _candidates(run: _Run, side: str) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in keys}
 
 
-def _select(run: _Run, config: MineConfig, sources: dict, explain: bool):
+def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=None):
     """The pairs config keeps of both sides' candidates (:func:`bitextmine.mining.select.finish`: every floor,
-    then the mode), best first, with what ``explain`` prints of them."""
+    the second stage ``judge`` when given, then the mode), best first, with what ``explain`` prints of them."""
     from ..mining.select import finish
 
     fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
     f = (fc["row"], fc["other"], fc["score"], fc["cos"])
     b = (bc["other"], bc["row"], bc["score"], bc["cos"])
-    standout = _standout(run, sources) if config.min_z > 0 or explain else None
-    s, t, sc, cos, origin, z = finish(f, b, config, standout)
+    standout = _standout(run, sources) if config.min_z > 0 or explain or judge else None
+    s, t, sc, cos, origin, z, _ = finish(f, b, config, standout, judge)
     # neighbour means and whether the other direction proposed the same pair (for --explain)
     mean_s = np.concatenate([fc["mean_q"], bc["mean_o"]])[_lookup(np.concatenate([fc["row"], bc["other"]]), s)]
     mean_t = np.concatenate([fc["mean_o"], bc["mean_q"]])[_lookup(np.concatenate([fc["other"], bc["row"]]), t)]
@@ -196,6 +197,25 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool):
     in_b = _pair_in(bc["other"], bc["row"], s, t)
     direction = np.where(in_f & in_b, 2, origin)
     return s, t, sc, cos, mean_s, mean_t, direction, z
+
+
+def _judge(run: _Run, model, choice):
+    """The second stage (:class:`bitextmine.judge.judge.Judge`) of ``choice.judged`` over the run's rows: their
+    texts from the chunks, their neighbours from the reduce stage."""
+    from ..judge.features import Pieces
+    from ..judge.judge import Judge
+
+    def pieces(side):
+        def of(rows: np.ndarray) -> Pieces:
+            text = _texts(run, side, rows, False)[0]
+            return Pieces.of(rows, [text[r] for r in rows.tolist()], model.tokenizer)
+        return of
+
+    def neighbours(side):
+        return lambda rows: stages.gather_nn(run.work, side, run.offsets, rows)
+
+    return Judge(model.second_stage, choice.judged, choice.languages[0] == "en",
+                 {side: pieces(side) for side in SIDES}, {side: neighbours(side) for side in SIDES})
 
 
 def _standout(run: _Run, sources: dict):
@@ -334,8 +354,12 @@ def mine_files(
     try:
         lock.acquire()  # released in finally
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
-        choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang),
-                               _not_plain(sources, encode_config, marked))
+        not_plain = _not_plain(sources, encode_config, marked)
+        choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang), not_plain)
+        if not not_plain and model is not None:
+            from ..mining.calibrated import with_second_stage
+
+            choice = with_second_stage(choice, model.second_stage)
         config = choice.config
         calibrated_for = choice.languages if choice.calibrated else None
         inputs = {} if temp else _inputs({"src": src_path, "tgt": tgt_path, "src_emb": src_emb, "tgt_emb": tgt_emb})
@@ -352,11 +376,14 @@ def mine_files(
         written, rejected = 0, {}
         if n_rows["src"] and n_rows["tgt"]:
             _search(run, sources, config, kinds)
-            pairs = _select(run, config, sources, explain)
+            judge = _judge(run, model, choice) if choice.judged else None
+            pairs = _select(run, config, sources, explain, judge)
             src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)
             written, rejected = _write(out, pairs, src, tgt, ids, explain, rules, (src_lang, tgt_lang))
         sig = (f"bitextmine {__version__}|{vectors}|k:{config.k}|margin:{config.margin}|"
                f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}|min-z:{config.min_z:g}")
+        if choice.judged:
+            sig += f"|second-stage:{choice.judged}:min-prob{config.min_prob:g}"
         if calibrated_for:
             sig += f"|calibrated:{calibrated_for[0]}-{calibrated_for[1]}"
         if rules is not None:

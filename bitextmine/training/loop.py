@@ -60,6 +60,7 @@ def train(
     dev_sts: Sequence[str] = (),
     languages: Sequence[str] = (),
     resume: bool = False,
+    second_stage=None,
     progress: Progress | None = None,
 ) -> TrainResult:
     """Train a model on ``corpora`` and write the best model (by dev score) to ``out_dir``.
@@ -80,6 +81,9 @@ def train(
     except for an operation torch warns has no deterministic implementation. A checkpoint of an earlier
     version whose generator was CUDA's is a ConfigError (:mod:`bitextmine.training.checkpoint`). ``config.amp``: bf16
     autocast for blstm-sp only (:func:`amp_dtype_for`).
+
+    ``second_stage`` (a SecondStageConfig): then also build the model's second stage from ``corpora`` (those
+    with English; :func:`bitextmine.judge.build.build_second_stage`), after the encoder is saved.
 
     ``progress`` receives dict events: {"event": "log", "message"}, {"event": "start", "total_steps"},
     {"event": "step", "step", "loss", "megabatch", "pairs_per_second"}, {"event": "eval", "step", "scores", "score"}.
@@ -122,6 +126,13 @@ def train(
         _save_model(run, out_dir, stopped_early, info, log)
     if not stopped_early and os.path.isdir(ckpt_dir):
         shutil.rmtree(ckpt_dir)
+    if second_stage is not None and not stopped_early:
+        from ..judge.build import build_second_stage
+
+        log("second stage: lexical tables and classifier per language with English")
+        report = build_second_stage(out_dir, corpora, second_stage)
+        log("second stage: " + "; ".join(f"{k}: {v['candidates']:,} candidates, {v['translations']:,} translations"
+                                         for k, v in report.items()))
     best = run.state["best_score"]
     return TrainResult(out_dir, run.state["step"], time.time() - t0, rate,
                        best if np.isfinite(best) else float("nan"), run.state["history"])

@@ -1,0 +1,48 @@
+"""The second stage on given pairs (``filter --score prob``, ``score --margin prob``): row i of x with row i of
+y, their neighbourhoods taken among the rows given together (a chunk of a corpus), as mining takes them among
+a side's lines."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .features import Pieces, pair_features
+from .store import SecondStage
+
+
+def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, stage: SecondStage,
+                        lang: str, src_is_english: bool, k: int = 4) -> np.ndarray:
+    """P(translation) float32 (n,) of the pairs (x[i], y[i]): x, y float32 (n, d) L2-normalised, ``src_pieces``
+    and ``tgt_pieces`` the lines' pieces in the flat layout (ids (total,), offsets (n,)). Each pair's margin
+    (ratio, k nearest neighbours of each side among the other side's rows), cosine, standout z and lexical
+    scores, by ``lang``'s classifier, adjusted to the share of translations among the pairs judged; 0 for a
+    pair below the stage's margin floor (not judged)."""
+    import torch
+
+    from ..mining.margin import margin_scores, neighbour_means
+    from ..mining.standout import moments_of, pair_standout
+    from ..search.topk import topk
+
+    n = len(x)
+    if n == 0:
+        return np.zeros(0, np.float32)
+    x, y = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y, np.float32)
+    both = topk(torch.from_numpy(x), torch.from_numpy(y), k, columns=True)
+    Dxy, Ixy, Dyx, Iyx = (a.numpy() for a in (both.D, both.I, both.Dc, both.Ic))
+    cos = (x * y).sum(1)
+    margin = margin_scores(cos, neighbour_means(Dxy), neighbour_means(Dyx), "ratio")
+    rows = np.arange(n, dtype=np.int64)
+    out = np.zeros(n, np.float32)
+    ok = margin >= float(stage.languages[lang]["floor"])
+    if not ok.any():
+        return out
+    r = rows[ok]
+    z = pair_standout(cos[r], r, r, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
+    ps = Pieces(rows, np.asarray(src_pieces[0], np.int64), np.asarray(src_pieces[1], np.int64))
+    pt = Pieces(rows, np.asarray(tgt_pieces[0], np.int64), np.asarray(tgt_pieces[1], np.int64))
+    if src_is_english:
+        X = pair_features(stage.tables(lang), pt, ps, r, r, Iyx[r], Ixy[r], margin[r], cos[r], z)
+    else:
+        X = pair_features(stage.tables(lang), ps, pt, r, r, Ixy[r], Iyx[r], margin[r], cos[r], z)
+    out[ok] = stage.adjusted(lang, X)
+    return out

@@ -1,0 +1,137 @@
+"""The second stage in a model directory: ``second_stage/second_stage.json`` (the classifier of each
+language paired with English, its probability floor and its margin floor) beside the IBM model 1 tables
+``second_stage/ibm1.en-XX.npz`` (t(XX|en)) and ``ibm1.XX-en.npz`` (t(en|XX)), made for the model's
+vocabulary (:mod:`bitextmine.lexicon.ibm1`).
+
+    {"format_version": 1, "features": [...], "chosen_on": "...",
+     "languages": {"fr": {"mean": [8 numbers], "std": [...], "w": [...], "b": 0.1,
+                          "min_prob": 0.5, "floor": 1.0, "prior": 0.16, "trained_on": "..."}, ...}}
+
+``min_prob``: the probability a pair needs (calibrated on dev data); ``floor``: the margin below which a
+candidate is not judged (dropped), which bounds the cost; ``prior``: the share of translations among the
+training candidates, from which each run's probabilities are adjusted to its own share
+(:func:`bitextmine.judge.logistic.adjust_to_prior`). Checked on load: the format version, the
+feature names, each language's numbers; a table when first used (its vocabulary fingerprint).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelFormatError
+from .features import FEATURES
+from .logistic import predict
+
+FORMAT_VERSION = 1
+FOLDER = "second_stage"
+FILE = "second_stage.json"
+NUMBERS = ("min_prob", "floor", "prior", "b")
+VECTORS = ("mean", "std", "w")
+
+
+def table_file(src: str, tgt: str) -> str:
+    """The IBM1 table t(tgt|src) of a second-stage folder."""
+    return f"ibm1.{src}-{tgt}.npz"
+
+
+@dataclass
+class SecondStage:
+    """A model's second stage: ``languages`` {code: classifier and floors} (module docstring), read from
+    ``folder``; the tables are loaded on first use and kept."""
+
+    folder: str
+    languages: dict
+    chosen_on: str = ""
+    fingerprint: str | None = None
+    _tables: dict = field(default_factory=dict, repr=False)
+
+    def tables(self, lang: str) -> tuple:
+        """(t(lang|en), t(en|lang)) for ``lang``; ModelFormatError if missing, damaged or for another vocabulary."""
+        from ..lexicon import load_table
+
+        if lang not in self._tables:
+            self._tables[lang] = tuple(load_table(os.path.join(self.folder, table_file(a, b)), fingerprint=self.fingerprint)
+                                       for a, b in (("en", lang), (lang, "en")))
+        return self._tables[lang]
+
+    def probability(self, lang: str, X: np.ndarray) -> np.ndarray:
+        """P(translation) float64 (c,) of the :data:`FEATURES` rows X float (c, 8) under ``lang``'s classifier,
+        at the share of translations it was trained with."""
+        return predict({k: np.asarray(v, np.float64) if k in VECTORS else v
+                        for k, v in self.languages[lang].items()}, X)
+
+    def adjusted(self, lang: str, X: np.ndarray) -> np.ndarray:
+        """:meth:`probability` adjusted to the share of translations among the candidates X themselves (all the
+        candidates of one run): float64 (c,)."""
+        from .logistic import adjust_to_prior
+
+        return adjust_to_prior(self.probability(lang, X), float(self.languages[lang]["prior"]))[0]
+
+
+def load_second_stage(model_dir: str, fingerprint: str | None = None) -> SecondStage | None:
+    """The second stage of a model directory, or None when it has none. Raises ModelFormatError when its
+    file is unreadable, of another version, or lacks a number or a table."""
+    folder = os.path.join(model_dir, FOLDER)
+    path = os.path.join(folder, FILE)
+    if not os.path.isdir(folder):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ModelFormatError(f"{path}: cannot read the second stage ({e.strerror})") from None
+    except ValueError as e:
+        raise ModelFormatError(f"{path}: not JSON ({e})") from None
+    _check(data, path, folder)
+    return SecondStage(folder, data["languages"], data.get("chosen_on", ""), fingerprint)
+
+
+def _check(data, path: str, folder: str) -> None:
+    if not isinstance(data, dict) or data.get("format_version") != FORMAT_VERSION:
+        found = data.get("format_version") if isinstance(data, dict) else None
+        raise ModelFormatError(f"{path}: second stage format_version {found!r}; this bitextmine reads {FORMAT_VERSION}")
+    if data.get("features") != list(FEATURES):
+        raise ModelFormatError(f"{path}: features {data.get('features')!r}; expected {list(FEATURES)}")
+    langs = data.get("languages")
+    if not isinstance(langs, dict):
+        raise ModelFormatError(f"{path}: no \"languages\" object")
+    for lang, c in langs.items():
+        ok = isinstance(c, dict) and all(isinstance(c.get(k), (int, float)) for k in NUMBERS) and all(
+            isinstance(c.get(k), list) and len(c[k]) == len(FEATURES)
+            and all(isinstance(v, (int, float)) for v in c[k]) for k in VECTORS)
+        if not ok:
+            raise ModelFormatError(f"{path}: language {lang!r}: expected numbers {', '.join(NUMBERS)} and "
+                                   f"{len(FEATURES)} numbers each for {', '.join(VECTORS)}")
+        for a, b in (("en", lang), (lang, "en")):
+            if not os.path.isfile(os.path.join(folder, table_file(a, b))):
+                raise ModelFormatError(f"{os.path.join(folder, table_file(a, b))}: missing; the second stage of "
+                                       f"{lang!r} needs it")
+
+
+def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: str = "") -> str:
+    """Write a second stage into ``model_dir``: ``languages`` {code: {"classifier": fit_logistic's dict,
+    "min_prob", "floor", "prior", "trained_on"}}, ``tables`` {code: (t(code|en), t(en|code))} (LexicalTable; a code
+    absent keeps the tables already there). Returns the folder."""
+    from ..lexicon import save_table
+
+    folder = os.path.join(model_dir, FOLDER)
+    os.makedirs(folder, exist_ok=True)
+    for lang, (fwd, bwd) in tables.items():
+        save_table(fwd, os.path.join(folder, table_file("en", lang)))
+        save_table(bwd, os.path.join(folder, table_file(lang, "en")))
+    out = {"format_version": FORMAT_VERSION, "features": list(FEATURES), "chosen_on": chosen_on, "languages": {}}
+    for lang, c in sorted(languages.items()):
+        clf = c["classifier"]
+        out["languages"][lang] = {**{k: [float(v) for v in clf[k]] for k in VECTORS}, "b": float(clf["b"]),
+                                  "min_prob": float(c["min_prob"]), "floor": float(c["floor"]),
+                                  "prior": float(c["prior"]),
+                                  "trained_on": c.get("trained_on", "")}
+    tmp = os.path.join(folder, FILE + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+    os.replace(tmp, os.path.join(folder, FILE))
+    return folder

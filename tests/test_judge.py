@@ -1,0 +1,248 @@
+"""The second stage (bitextmine/judge): features against slow references, the classifier's prior adjustment,
+the model-directory format, its place in the selection, and a build-then-mine run on the toy model."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from bitextmine.config import MineConfig, SecondStageConfig
+from bitextmine.errors import ModelFormatError
+from bitextmine.judge.features import Pieces, lexical_features
+from bitextmine.judge.logistic import adjust_to_prior, fit_logistic, predict
+from bitextmine.judge.store import load_second_stage
+from bitextmine.mining.select import finish
+
+from conftest import toy_corpus, write_lines
+
+
+def pieces(seed: int, rows: list[int]) -> tuple[Pieces, dict]:
+    rng = np.random.default_rng(seed)
+    seqs = {r: rng.integers(0, 50, rng.integers(0, 6)) for r in rows}
+    ids = np.concatenate([seqs[r] for r in rows]) if rows else np.zeros(0, np.int64)
+    lengths = np.array([len(seqs[r]) for r in rows])
+    return Pieces(np.array(rows, np.int64), ids.astype(np.int64), np.cumsum(lengths) - lengths), seqs
+
+
+def test_pieces_take_gives_each_rows_pieces_in_the_order_asked():
+    p, seqs = pieces(0, [2, 5, 7, 11, 12])
+    wanted = np.array([12, 2, 2, 7, 11, 5])
+    ids, off = p.take(wanted)
+    ends = np.r_[off[1:], len(ids)]
+    for k, r in enumerate(wanted):
+        assert ids[off[k]:ends[k]].tolist() == seqs[r].tolist()
+    assert p.lengths(wanted).tolist() == [len(seqs[r]) for r in wanted]
+
+
+
+def test_lexical_features_normalise_by_the_mean_over_both_neighbourhoods(monkeypatch):
+    import bitextmine.judge.features as features
+
+    fx, _ = pieces(1, list(range(8)))
+    en, _ = pieces(2, list(range(9)))
+
+    def fake(tables, fx_, en_, i, j):  # a score that tells pairs apart: 100 i + j, and its negative
+        return np.stack([100.0 * i + j, -(100.0 * i + j)], axis=1)
+
+    monkeypatch.setattr(features, "lexical", fake)
+    rng = np.random.default_rng(3)
+    i, j = rng.integers(0, 8, 6), rng.integers(0, 9, 6)
+    nn_fx, nn_en = rng.integers(-1, 9, (6, 3)), rng.integers(-1, 8, (6, 2))
+    got = lexical_features(None, fx, en, i, j, nn_fx, nn_en)
+    for c in range(6):
+        own = 100.0 * i[c] + j[c]
+        a = [100.0 * i[c] + t for t in nn_fx[c] if t >= 0]
+        b = [100.0 * s + j[c] for s in nn_en[c] if s >= 0]
+        norm = own - ((np.mean(a) if a else 0.0) + (np.mean(b) if b else 0.0)) / 2
+        assert got[c].tolist() == pytest.approx([own, -own, norm, -norm])
+
+
+def two_classes(n: int, share: float, seed: int):
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < share
+    X = rng.normal(size=(n, 2)) + np.where(y[:, None], [1.5, 1.0], [0.0, 0.0])
+    return X, y
+
+
+def test_adjusting_to_the_prior_finds_a_sets_share_and_calibrates_it():
+    X, y = two_classes(20000, 0.3, 0)
+    clf = fit_logistic(X, y, l2=0.0)
+    for share in (0.02, 0.3, 0.6):
+        Xt, yt = two_classes(20000, share, 1)
+        raw = predict(clf, Xt)
+        adjusted, found = adjust_to_prior(raw, float(y.mean()))
+        assert found == pytest.approx(yt.mean(), abs=0.02)
+        assert adjusted.mean() == pytest.approx(yt.mean(), abs=0.02)
+        if share < 0.3:  # rarer than in training: the raw probabilities overstate it
+            assert raw.mean() > yt.mean() + 0.05
+
+
+def test_the_judge_drops_a_candidate_before_the_one_to_one_selection():
+    # source 0's forward candidate (target 0) outscores target 1's backward candidate (source 0): without the
+    # judge, max mode keeps (0, 0) and (0, 1) is lost; the judge rejects (0, 0), so (0, 1) is kept
+    f = (np.array([0]), np.array([0]), np.array([1.5], np.float32), np.array([0.6], np.float32))
+    b = (np.array([0, 0]), np.array([0, 1]), np.array([1.5, 1.3], np.float32), np.array([0.6, 0.7], np.float32))
+    config = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.5)
+    standout = lambda s, t, c: np.full(len(s), 5.0, np.float32)  # noqa: E731
+    seen = []
+
+    def judge(s, t, sc, cos, z):
+        seen.append(len(s))
+        return np.where(t == 1, 0.9, 0.1).astype(np.float32)
+
+    s, t, *_ = finish(f, b, config, standout)
+    assert (s.tolist(), t.tolist()) == ([0], [0])
+    s, t, sc, cos, origin, z, prob = finish(f, b, config, standout, judge)
+    assert (s.tolist(), t.tolist(), prob.tolist()) == ([0], [1], [pytest.approx(0.9)])
+    assert seen == [2]  # each distinct pair judged once
+
+
+# ---------------------------------------------------------------------------------------------- on disk
+
+
+@pytest.fixture(scope="module")
+def toy_stage_dir(tmp_path_factory, toy_model_dir):
+    """The toy model with a second stage for "de" built from two toy corpora (named as German-English)."""
+    from bitextmine.corpus import CorpusSpec
+    from bitextmine.judge.build import build_second_stage
+
+    d = tmp_path_factory.mktemp("stage")
+    out = str(d / "m")
+    shutil.copytree(toy_model_dir, out)
+    specs = []
+    for k in range(2):
+        src, tgt = toy_corpus(1200, seed=10 + k)
+        specs.append(CorpusSpec(src=write_lines(d / f"c{k}.de", src), tgt=write_lines(d / f"c{k}.en", tgt)))
+    report = build_second_stage(out, specs, SecondStageConfig(sizes=(200,), shares=(0.05, 0.5), task_pairs=500))
+    assert set(report) == {"de"} and report["de"]["translations"] > 0
+    return out
+
+
+def test_build_writes_a_stage_that_loads_and_is_checked(toy_stage_dir, tmp_path):
+    from bitextmine.model import load_model
+
+    stage = load_model(toy_stage_dir).second_stage
+    assert set(stage.languages) == {"de"} and 0 < stage.languages["de"]["prior"] < 1
+    assert len(stage.tables("de")[0]) > 0
+    bad = str(tmp_path / "bad")
+    shutil.copytree(toy_stage_dir, bad)
+    path = os.path.join(bad, "second_stage", "second_stage.json")
+    data = json.load(open(path))
+    json.dump({**data, "format_version": 99}, open(path, "w"))
+    with pytest.raises(ModelFormatError, match="format_version 99"):
+        load_second_stage(bad)
+    json.dump(data, open(path, "w"))
+    os.remove(os.path.join(bad, "second_stage", "ibm1.de-en.npz"))
+    with pytest.raises(ModelFormatError, match="ibm1.de-en.npz: missing"):
+        load_second_stage(bad)
+    shutil.copy(os.path.join(toy_stage_dir, "second_stage", "ibm1.de-en.npz"), os.path.join(bad, "second_stage"))
+    with pytest.raises(ModelFormatError, match="another vocabulary|made for the vocabulary"):
+        load_second_stage(bad, fingerprint="not-this-one").tables("de")
+
+
+def sparse_toy_task(tmp_path, n=300, gold=15, seed=5):
+    """n lines a side, ``gold`` of them translations of each other, the rest unrelated (seeded)."""
+    src, tgt = toy_corpus(2 * n, seed=seed)
+    rng = np.random.default_rng(seed)
+    a = src[:gold] + src[gold:n]
+    b = tgt[:gold] + tgt[n:2 * n - gold]
+    pa, pb = rng.permutation(n), rng.permutation(n)
+    truth = {(int(np.flatnonzero(pa == k)[0]) + 1, int(np.flatnonzero(pb == k)[0]) + 1) for k in range(gold)}
+    return (write_lines(tmp_path / "a.de", [a[k] for k in pa]), write_lines(tmp_path / "b.en", [b[k] for k in pb]),
+            truth)
+
+
+def test_mine_with_the_second_stage_names_it_and_keeps_the_translations(toy_stage_dir, tmp_path):
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    src, tgt, truth = sparse_toy_task(tmp_path)
+    model = load_model(toy_stage_dir)
+    out = io.StringIO()
+    stats = mine_files(src, tgt, out, model=model, config=MineConfig(), ids=True, src_lang="de", tgt_lang="en")
+    assert stats.info["settings"].startswith("second stage for de-en: min-prob")
+    assert "second-stage:de" in stats.signature
+    printed = {(int(r.split("\t")[-2]), int(r.split("\t")[-1])) for r in out.getvalue().splitlines()}
+    assert len(printed & truth) >= 0.8 * len(truth)
+    # every pair the stage keeps is one the same run without it would consider (no floors): a subset
+    off = io.StringIO()
+    mine_files(src, tgt, off, model=model, ids=True, src_lang="de", tgt_lang="en",
+               config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage=False))
+    everything = {(int(r.split("\t")[-2]), int(r.split("\t")[-1])) for r in off.getvalue().splitlines()}
+    assert printed <= everything and len(printed) < len(everything)
+    # min-prob given keeps its value; 1.0 keeps nothing
+    none = io.StringIO()
+    mine_files(src, tgt, none, model=model, ids=True, src_lang="de", tgt_lang="en",
+               config=MineConfig(min_prob=1.0, pinned=("min_prob",)))
+    assert none.getvalue() == ""
+
+
+def test_mine_swaps_the_sides_when_english_is_the_source(toy_stage_dir, tmp_path):
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    src, tgt, truth = sparse_toy_task(tmp_path)
+    model = load_model(toy_stage_dir)
+    one, two = io.StringIO(), io.StringIO()
+    mine_files(src, tgt, one, model=model, ids=True, src_lang="de", tgt_lang="en")
+    mine_files(tgt, src, two, model=model, ids=True, src_lang="en", tgt_lang="de")
+    a = {(r.split("\t")[-2], r.split("\t")[-1]) for r in one.getvalue().splitlines()}
+    b = {(r.split("\t")[-1], r.split("\t")[-2]) for r in two.getvalue().splitlines()}
+    assert a == b and a
+
+
+def noisy_toy_tsv(tmp_path, n=240, seed=7):
+    """n toy pairs, the first half translations, the second half with targets of other lines (seeded)."""
+    src, tgt = toy_corpus(n, seed=seed)
+    half = n // 2
+    rng = np.random.default_rng(seed)
+    wrong = list(np.roll(np.arange(half, n), 1))
+    lines = [f"{src[i]}\t{tgt[i]}" for i in range(half)] + [f"{src[i]}\t{tgt[j]}" for i, j in zip(range(half, n), wrong)]
+    order = rng.permutation(n)
+    truth = np.array([k < half for k in order])
+    return write_lines(tmp_path / "pairs.tsv", [lines[k] for k in order]), truth
+
+
+def test_filter_and_score_give_the_same_probabilities_and_tell_translations_apart(toy_stage_dir, tmp_path):
+    from bitextmine.config import FilterConfig, RuleConfig, ScoreConfig
+    from bitextmine.filtering.pipeline import filter_tsv
+    from bitextmine.model import load_model
+    from bitextmine.scoring import score_file
+
+    path, truth = noisy_toy_tsv(tmp_path)
+    model = load_model(toy_stage_dir)
+    rules = RuleConfig(script=False, langid="off", digits=False, max_ratio=100.0)
+    out = io.BytesIO()
+    stats = filter_tsv(path, out, model=model, rules=rules, config=FilterConfig(score="prob", workers=1),
+                       src_lang="de", tgt_lang="en")
+    rows = out.getvalue().decode().splitlines()
+    assert stats.kept == len(rows) == len(truth)
+    p_filter = np.array([float(r.split("\t")[-1]) for r in rows])
+    scored = io.StringIO()
+    score_file(path, scored, model, score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en"))
+    p_score = np.array([float(r.split("\t")[-1]) for r in scored.getvalue().splitlines()])
+    assert p_score == pytest.approx(p_filter, abs=1e-5)
+    assert p_filter[truth].mean() > 0.5 > p_filter[~truth].mean()
+    kept = io.BytesIO()
+    filter_tsv(path, kept, model=model, rules=rules, config=FilterConfig(score="prob", min_score=0.5, workers=1),
+               src_lang="de", tgt_lang="en")
+    assert len(kept.getvalue().decode().splitlines()) == int((p_filter >= 0.5).sum())
+
+
+def test_prob_scoring_needs_english_and_a_language_the_stage_holds(toy_stage_dir, tmp_path):
+    from bitextmine.config import FilterConfig
+    from bitextmine.errors import ConfigError
+    from bitextmine.filtering.pipeline import filter_tsv
+    from bitextmine.model import load_model
+
+    path, _ = noisy_toy_tsv(tmp_path, n=20)
+    model = load_model(toy_stage_dir)
+    with pytest.raises(ConfigError, match="needs --src-lang and --tgt-lang"):
+        filter_tsv(path, io.BytesIO(), model=model, config=FilterConfig(score="prob"))
+    with pytest.raises(ConfigError, match="no second stage for fr-en"):
+        filter_tsv(path, io.BytesIO(), model=model, config=FilterConfig(score="prob"), src_lang="fr", tgt_lang="en")

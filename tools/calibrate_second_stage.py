@@ -1,0 +1,123 @@
+"""Calibrate the second stage's probability floor (``min_prob``) on the sparse dev tasks, and measure it.
+
+    python tools/calibrate_second_stage.py --model DIR [--langs fr ru] [--draws 3] [--write]
+
+Tasks: tools/sparse_tasks.py's builder on its dev pools (pairs held apart from the bundled model's training,
+then Tatoeba v1: dev data only), its seeds, gold shares 1/3/10/50 %, sizes 1,000 lines a side and the largest
+the pool allows. Each task is mined as `mine` does with the model's second stage for the language (every floor
+off but the stage's margin floor; :func:`bitextmine.judge.train.task_features`), and for each probability floor
+of a grid the candidates reaching it go through mode max's 1:1 selection by margin; P/R/F1 against the gold.
+The floor chosen maximises the mean F1 over every task (each share weighs the same). The table: per language
+and share, F1 (precision / recall) at the chosen floor, and the best F1 of any floor chosen after the fact for
+that share alone. ``--write`` stores the floors in the model's second_stage/second_stage.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+from sparse_tasks import LANGS, PoolTooSmall, build_task, clean_pool, largest_tasks, read_pairs  # noqa: E402
+
+GRID = np.round(np.r_[np.arange(0.05, 0.95, 0.025), np.arange(0.95, 0.996, 0.005)], 3)
+
+
+def task_cells(task, model, stage, lang: str) -> dict:
+    """The candidates of one task: margin, probability, gold or not; and the number of gold pairs."""
+    from bitextmine.judge.train import labels, task_features
+
+    floor = float(stage.languages[lang]["floor"])
+    cands, X = task_features(task.src, task.tgt, model, stage, lang, floor)
+    gold = np.array(sorted(task.gold), np.int64) - 1
+    prob = stage.adjusted(lang, X)
+    return {"pairs": cands, "margin": X[:, 0], "prob": prob, "hit": labels(cands, gold),
+            "n_gold": len(gold)}
+
+
+def prf_at(c: dict, p: float) -> tuple[float, float, float]:
+    """P, R, F1 of the pairs mode max keeps among the candidates whose probability reaches p."""
+    from bitextmine.mining.select import greedy_one_to_one
+
+    ok = np.flatnonzero(c["prob"] >= p)
+    keep = ok[greedy_one_to_one(c["pairs"][ok, 0], c["pairs"][ok, 1], c["margin"][ok])]
+    tp = int(c["hit"][keep].sum())
+    prec, rec = tp / max(len(keep), 1), tp / max(c["n_gold"], 1)
+    return prec, rec, 2 * tp / (len(keep) + c["n_gold"]) if tp else 0.0
+
+
+def tasks_of(lang: str, shares, draws: int, seed: int) -> list[tuple[float, str, object]]:
+    """(share, size label, task) for sizes 1,000 and the largest (sparse_tasks.build_all's seeds)."""
+    pool, _ = clean_pool(read_pairs(lang))
+    out = []
+    for share in shares:
+        for d in range(draws):
+            rng = np.random.default_rng([seed, sum(map(ord, lang)), int(share * 1000), d])
+            try:
+                out.append((share, "1000", build_task(pool, 1000, share, rng)))
+            except PoolTooSmall:
+                pass
+        seeds = [[seed, sum(map(ord, lang)), int(share * 1000), d] for d in range(draws)]
+        _, big = largest_tasks(pool, share, seeds)
+        out += [(share, "max", t) for t in big]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help="model directory with a second stage")
+    ap.add_argument("--langs", nargs="+", default=LANGS)
+    ap.add_argument("--shares", type=float, nargs="+", default=[0.01, 0.03, 0.1, 0.5])
+    ap.add_argument("--draws", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--write", action="store_true", help="store each language's chosen floor in the model")
+    ap.add_argument("--json", default="", help="also write the cells here")
+    args = ap.parse_args()
+    from bitextmine.model import load_model
+
+    model = load_model(args.model)
+    stage = model.second_stage
+    chosen, cells = {}, {}
+    print("| language | gold share | tasks | F1 (P / R) at the chosen min-prob | best F1 of any min-prob for the share |")
+    print("|---|---|---|---|---|")
+    for lang in args.langs:
+        tasks = [(share, label, task_cells(t, model, stage, lang)) for share, label, t in
+                 tasks_of(lang, args.shares, args.draws, args.seed)]
+        f1 = {p: np.mean([np.mean([prf_at(c, p)[2] for s, _, c in tasks if s == share]) for share in args.shares])
+              for p in GRID}
+        best = max(GRID, key=lambda p: (f1[p], -abs(p - 0.5)))
+        chosen[lang] = float(best)
+        for share in args.shares:
+            mine = [c for s, _, c in tasks if s == share]
+            at = np.mean([prf_at(c, best) for c in mine], axis=0)
+            oracle = max(np.mean([prf_at(c, p)[2] for c in mine]) for p in GRID)
+            cells[f"{lang} {share}"] = {"f1": at[2], "p": at[0], "r": at[1], "oracle": oracle, "min_prob": best}
+            print(f"| {lang} | {share:.0%} | {len(mine)} | {100 * at[2]:.1f} ({100 * at[0]:.1f} / {100 * at[1]:.1f}) | "
+                  f"{100 * oracle:.1f} |", flush=True)
+        print(f"  {lang}: min-prob {best:g} (mean F1 over the shares {100 * f1[best]:.1f})", flush=True)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"chosen": chosen, "cells": cells}, f, indent=1)
+    if args.write:
+        path = os.path.join(stage.folder, "second_stage.json")
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        for lang, p in chosen.items():
+            data["languages"][lang]["min_prob"] = p
+        data["chosen_on"] = ("tools/calibrate_second_stage.py on the sparse dev tasks (pairs held apart from the "
+                             f"model's training, Tatoeba v1), shares {args.shares}, {args.draws} draws, seed {args.seed}")
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(path + ".tmp", path)
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
