@@ -70,6 +70,28 @@ class TrainConfig:
 
 
 @dataclass(frozen=True)
+class ColumnsConfig:
+    """The columns read from Parquet and JSONL inputs (:mod:`bitextmine.tabular`); text inputs ignore them."""
+
+    column: str = "text"  # the text column of one-sided inputs (the usual name in Hugging Face datasets)
+    src_col: str = ""  # the source text column (pairs: required; mine: "" = column)
+    tgt_col: str = ""  # the target text column (pairs: required; mine: "" = column)
+    id_col: str = ""  # a row id column (string or integer) carried to the output; "" = none
+
+    def side(self, side: str) -> str:
+        """The text column of mine's "src" or "tgt" input."""
+        return (self.src_col if side == "src" else self.tgt_col) or self.column
+
+    def pair(self, path: str) -> tuple[str, str]:
+        """(source, target) columns of the pairs input ``path``; ConfigError unless both are named."""
+        if not (self.src_col and self.tgt_col):
+            from .errors import ConfigError
+
+            raise ConfigError(f"{path}: a Parquet or JSONL input of pairs needs --src-col NAME and --tgt-col NAME")
+        return self.src_col, self.tgt_col
+
+
+@dataclass(frozen=True)
 class EncodeConfig:
     batch_size: int = 8192  # sentences per batch (files: ~128 bytes per sentence per block); one batch per worker task
     threads: int = 0  # worker processes for tokenising and embedding (0 = one per core)

@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Iterator, TextIO
 
 import numpy as np
 
-from .config import SCORE_MARGINS, EncodeConfig, MineConfig, ScoreConfig
+from .config import SCORE_MARGINS, ColumnsConfig, EncodeConfig, MineConfig, ScoreConfig
 from .corpus import iter_lines, parse_tsv_line
 from .encoding.npyfile import finish_npy, new_npy
 from .encoding.pipeline import Encoder
@@ -56,14 +56,16 @@ def score_lines(lines: Iterable[str], model: Model, *, name: str = "<stdin>", sc
 
 def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
                        config: EncodeConfig = EncodeConfig(), score: ScoreConfig = ScoreConfig(margin="ratio"),
-                       mine: MineConfig = MineConfig()) -> Iterator[tuple[str, float]]:
+                       mine: MineConfig = MineConfig(), columns: ColumnsConfig | None = None
+                       ) -> Iterator[tuple[str, float]]:
     """Yield (line, margin score) for each TSV line of ``path`` (``-`` = stdin), in order: LASER's "score" mode.
 
     For line i with sides x_i, y_i: ``margin_scores(cos(x_i, y_i), m_x[i], m_y[i], score.margin)``, where
     m_x[i] is the mean cosine of x_i's ``score.k`` nearest neighbours among all targets of the file and
     m_y[i] that of y_i's among all sources (float32 embeddings, exact search; ``mine`` gives its block and
-    candidate sizes). Raises CorpusError for a line without the columns (before anything is yielded),
-    ConfigError for a margin other than ratio or distance.
+    candidate sizes). A Parquet or JSONL ``path`` gives its rows as TSV lines (:func:`input_lines`, with
+    ``columns``; then scol and tcol are ignored). Raises CorpusError for a line without the columns (before
+    anything is yielded), ConfigError for a margin other than ratio or distance.
     """
     from .device import resolve_device
     from .mining.margin import margin_scores, neighbour_means
@@ -76,7 +78,8 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
     with tempfile.TemporaryDirectory(prefix="bitextmine-score-") as tmp:
         spool = os.path.join(tmp, "input.txt") if path == "-" else None  # stdin cannot be read twice
         xs_path, xt_path = os.path.join(tmp, "src.npy"), os.path.join(tmp, "tgt.npy")
-        cos = _encode_columns(path, model, xs_path, xt_path, spool, scol=scol, tcol=tcol, config=config)
+        lines, scol, tcol = input_lines(path, columns, scol, tcol)
+        cos = _encode_columns(path, lines(), model, xs_path, xt_path, spool, scol=scol, tcol=tcol, config=config)
         if len(cos) == 0:
             return
         x, y = np.load(xs_path, mmap_mode="r"), np.load(xt_path, mmap_mode="r")
@@ -85,12 +88,25 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
         del x, y
         scores = margin_scores(cos, neighbour_means(Dxy), neighbour_means(Dyx), score.margin).tolist()
         del Dxy, Dyx
-        yield from zip(iter_lines(path) if spool is None else _spooled(spool), scores)
+        yield from zip(lines() if spool is None else _spooled(spool), scores)
 
 
-def _encode_columns(path: str, model: Model, xs_path: str, xt_path: str, spool: str | None, *, scol: int, tcol: int,
+def input_lines(path: str, columns: ColumnsConfig | None, scol: int = 1, tcol: int = 2):
+    """(a function giving the TSV lines of ``path``, source column, target column): a text file's lines
+    with ``scol``/``tcol``; a Parquet or JSONL input's rows as ``[id<TAB>]src<TAB>tgt`` lines
+    (:func:`bitextmine.tabular.tsv_lines`: the id with ``columns.id_col``) with the columns they land in."""
+    from .tabular import table_kind, tsv_lines
+
+    if table_kind(path) is None:
+        return (lambda: iter_lines(path)), scol, tcol
+    columns = columns or ColumnsConfig()
+    pair, id_col = columns.pair(path), columns.id_col or None
+    return (lambda: tsv_lines(path, pair, id_col)), 1 + bool(id_col), 2 + bool(id_col)
+
+
+def _encode_columns(path: str, lines: Iterable[str], model: Model, xs_path: str, xt_path: str, spool: str | None, *, scol: int, tcol: int,
                     config: EncodeConfig) -> np.ndarray:
-    """Encode the source and target columns of ``path`` batch by batch into float32 .npy files
+    """Encode the source and target columns of ``lines`` (the TSV lines of ``path``) batch by batch into float32 .npy files
     ``xs_path``/``xt_path`` (n, dim), copying the lines to ``spool`` when given; returns the pairs'
     cosines, float32 (n,)."""
     enc = Encoder(model, config)
@@ -111,7 +127,7 @@ def _encode_columns(path: str, model: Model, xs_path: str, xt_path: str, spool: 
 
         src: list[str] = []
         tgt: list[str] = []
-        for i, line in enumerate(iter_lines(path), 1):
+        for i, line in enumerate(lines, 1):
             s, t = parse_tsv_line(line, name=name, lineno=i, scol=scol, tcol=tcol)
             src.append(s)
             tgt.append(t)
@@ -136,8 +152,9 @@ def _spooled(path: str) -> Iterator[str]:
             yield line[:-1]
 
 
-def prob_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2, config: EncodeConfig = EncodeConfig(),
-                     score: ScoreConfig = ScoreConfig(margin="prob")) -> Iterator[tuple[str, float]]:
+def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeConfig(),
+                     score: ScoreConfig = ScoreConfig(margin="prob"),
+                     columns: ColumnsConfig | None = None) -> Iterator[tuple[str, float]]:
     """Yield (line, probability of translation) for each TSV line of ``path`` (``-`` = stdin), in order: the
     model's second stage for score.src_lang/score.tgt_lang (:func:`bitextmine.judge.aligned.aligned_probability`)
     over chunks of score.chunk_lines lines, as ``filter --score prob`` judges them. Raises CorpusError for a
@@ -146,6 +163,7 @@ def prob_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2, c
     from .judge.aligned import aligned_probability
 
     lang = judged_language(model, score.src_lang or None, score.tgt_lang or None)
+    read, scol, tcol = input_lines(path, columns)
     enc = Encoder(model, config)
     name = "<stdin>" if path == "-" else path
     lines: list[str] = []
@@ -158,7 +176,7 @@ def prob_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2, c
         return zip(lines, p.tolist())
 
     start = 1
-    for line in iter_lines(path):
+    for line in read():
         lines.append(line)
         if len(lines) >= score.chunk_lines:
             yield from flush()
@@ -169,18 +187,21 @@ def prob_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2, c
 
 
 def score_file(path: str, out: TextIO, model: Model, *, config: EncodeConfig = EncodeConfig(),
-               score: ScoreConfig = ScoreConfig(), progress: Callable[[int], None] | None = None) -> int:
+               score: ScoreConfig = ScoreConfig(), columns: ColumnsConfig | None = None,
+               progress: Callable[[int], None] | None = None) -> int:
     """Score ``path`` (``-`` = stdin, gzip transparent) into ``out`` as ``line<TAB>score`` (6 decimals); returns
     the number of lines written. ``score.margin`` none: the cosine (:func:`score_lines`, streaming); ratio or
-    distance: the margin score (:func:`margin_score_lines`)."""
+    distance: the margin score (:func:`margin_score_lines`). A Parquet or JSONL ``path`` is read as the
+    lines ``[id<TAB>]src<TAB>tgt`` of its ``columns`` (src_col, tgt_col, id_col: :func:`input_lines`)."""
     n = 0
     name = "<stdin>" if path == "-" else path
     if score.margin == "none":
-        scored = score_lines(iter_lines(path), model, name=name, config=config)
+        lines, scol, tcol = input_lines(path, columns)
+        scored = score_lines(lines(), model, name=name, scol=scol, tcol=tcol, config=config)
     elif score.margin == "prob":
-        scored = prob_score_lines(path, model, config=config, score=score)
+        scored = prob_score_lines(path, model, config=config, score=score, columns=columns)
     else:
-        scored = margin_score_lines(path, model, config=config, score=score)
+        scored = margin_score_lines(path, model, config=config, score=score, columns=columns)
     for line, cos in scored:
         out.write(f"{line}\t{cos:.6f}\n")
         n += 1

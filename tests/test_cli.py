@@ -202,7 +202,9 @@ def test_help_lists_every_option_of_every_command_once_under_its_group():
 
 def test_mine_and_train_help_show_the_common_options_first_and_the_rest_in_named_groups():
     mine = _help_sections(run("mine", "--help").output)
-    assert list(mine) == ["Options", "Selection", "Languages", "Output", "Embeddings", "Search", "Pipeline", "Rules"]
+    assert list(mine) == ["Options", "Selection", "Languages", "Output", "Parquet and JSONL", "Embeddings", "Search",
+                          "Pipeline", "Rules"]
+    assert [t.split()[0] for t in mine["Parquet and JSONL"]] == ["--column", "--src-col", "--tgt-col", "--id-col"]
     assert len(mine["Options"]) <= 8 and "--threshold FLOAT" in mine["Options"]
     assert "--rules" in mine["Rules"] and "--k INTEGER RANGE" in mine["Search"] and "--work-dir DIR" in mine["Pipeline"]
     train = _help_sections(run("train", "--help").output)

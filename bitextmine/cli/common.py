@@ -12,7 +12,7 @@ from dataclasses import fields
 import click
 
 from ..config import DEVICES, INDEXES, MARGINS, MODES, PRECISIONS, EMB_FORMATS
-from ..config import EmbeddingsConfig, EncodeConfig, MineConfig, RuleConfig
+from ..config import ColumnsConfig, EmbeddingsConfig, EncodeConfig, MineConfig, RuleConfig
 from ..errors import BitextmineError, ConfigError
 from .help import GroupedCommand
 
@@ -240,3 +240,31 @@ def both_or_neither(a, b, names: str):
     if bool(a) != bool(b):
         raise ConfigError(f"{names} go together")
     return (a, b) if a else None
+
+
+COLUMN_NAMES = ("column", "src_col", "tgt_col", "id_col")
+
+
+def column_options(*names: str):
+    """The ColumnsConfig options named (column, src_col, tgt_col, id_col) for Parquet and JSONL inputs;
+    :func:`columns_from` collects them."""
+    C = ColumnsConfig
+    helps = {
+        "column": ("--column", C.column, "Parquet/JSONL inputs: the text column."),
+        "src_col": ("--src-col", C.src_col, "Parquet/JSONL inputs: the source text column."),
+        "tgt_col": ("--tgt-col", C.tgt_col, "Parquet/JSONL inputs: the target text column."),
+        "id_col": ("--id-col", C.id_col, "Parquet/JSONL inputs: a row id column (string or integer) carried to "
+                   "the output."),
+    }
+
+    def wrap(f):
+        for name in reversed(names):
+            flag, default, help_ = helps[name]
+            f = click.option(flag, name, default=default, metavar="NAME", show_default=bool(default), help=help_)(f)
+        return f
+    return wrap
+
+
+def columns_from(kw: dict) -> ColumnsConfig:
+    """The ColumnsConfig of :func:`column_options`, taken out of a command's keyword arguments."""
+    return ColumnsConfig(**{name: kw.pop(name) for name in COLUMN_NAMES if name in kw})

@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 
 from ..config import TABLE_PRECISIONS, EncodeConfig
-from .common import check_output, device_option, info, model_option, progress_bar, quiet_option, sif_option
+from .common import (check_output, column_options, device_option, info, model_option, progress_bar, quiet_option,
+                     sif_option)
 from .help import GroupedCommand
 
 E = EncodeConfig
@@ -15,6 +16,7 @@ E = EncodeConfig
 OPTION_GROUPS = (
     ("Speed and memory", ("batch_size", "threads", "batch_tokens", "precision")),
     ("Large inputs", ("chunk_lines", "resume", "max_chunks")),
+    ("Parquet and JSONL", ("column",)),
 )
 
 
@@ -37,11 +39,15 @@ OPTION_GROUPS = (
 @click.option("--resume", is_flag=True, help="With --chunk-lines: continue a stopped run after its last complete chunk.")
 @click.option("--max-chunks", type=click.IntRange(0), default=0, show_default=True,
               help="With --chunk-lines: stop after N new chunks (continue later with --resume).")
+@column_options("column")
 @device_option(E.device)
 @quiet_option
 def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, precision, sif, marked, chunk_lines, resume,
-           max_chunks, device, quiet):
+           max_chunks, column, device, quiet):
     """Encode text files (one sentence per line; '-' = stdin; .gz read transparently).
+
+    Parquet and JSONL inputs (.parquet, .jsonl[.gz], a folder or glob of shards) give the rows of
+    their --column, in order.
 
     Writes one L2-normalised row per input line, in input order. For huge inputs, --chunk-lines
     writes a directory of chunks that a killed run continues with --resume, ending with the same
@@ -51,6 +57,7 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, p
     Examples:
       bitextmine encode examples/de.txt -o de.npy
       bitextmine encode big.txt.gz -o big.emb --chunk-lines 1000000 --fp16   # rerun with --resume if stopped
+      bitextmine encode 'shards/*.parquet' --column text -o shards.npy
     """
     from ..encoding import encode_chunked, encode_files
     from ..errors import ConfigError
@@ -64,11 +71,11 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, p
     bar = progress_bar(quiet, unit="sent", desc="encode")
     if chunk_lines:
         result = encode_chunked(inputs, output, model, config=config, chunk_lines=chunk_lines, resume=resume,
-                                max_chunks=max_chunks, progress=bar.update)
+                                max_chunks=max_chunks, column=column, progress=bar.update)
     elif resume or max_chunks:
         raise ConfigError("--resume and --max-chunks go with --chunk-lines")
     else:
-        result = encode_files(inputs, output, model, config=config, progress=bar.update)
+        result = encode_files(inputs, output, model, config=config, column=column, progress=bar.update)
     bar.close()
     if result is None:
         info(quiet, f"stopped after {max_chunks} new chunk(s) in {output}; continue with --resume")

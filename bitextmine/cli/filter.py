@@ -5,13 +5,13 @@ from __future__ import annotations
 import click
 
 from ..config import SCORES, FilterConfig
-from .common import (RULE_NAMES, atomic_output, cannot_write, check_output, info, lang_options,
-                     model_option, progress_bar, quiet_option, rule_options, rules_from, sif_option)
+from .common import (RULE_NAMES, atomic_output, cannot_write, check_output, column_options, columns_from, info,
+                     lang_options, model_option, progress_bar, quiet_option, rule_options, rules_from, sif_option)
 from .help import GroupedCommand
 
 F = FilterConfig
 OPTION_GROUPS = (
-    ("Input", ("scol", "tcol")),
+    ("Input", ("scol", "tcol", "src_col", "tgt_col", "id_col")),
     ("Scoring", ("score_column", "k", "sif")),
     ("Parallel work", ("chunk_lines", "workers")),
     ("Rules", RULE_NAMES),
@@ -20,12 +20,15 @@ OPTION_GROUPS = (
 
 @click.command(name="filter", cls=GroupedCommand, option_groups=OPTION_GROUPS)
 @click.argument("input", default="-", required=False)
-@click.option("--output", "-o", default="-", metavar="OUT", help="Kept lines (.gz/.xz/.zst compressed by name)  [default: stdout]")
-@click.option("--rejects", default=None, metavar="FILE", help="Every rejected line, unchanged, plus a reason column.")
+@click.option("--output", "-o", default="-", metavar="OUT", help="Kept lines (.gz/.xz/.zst compressed by name; "
+              ".parquet: Parquet with typed columns)  [default: stdout]")
+@click.option("--rejects", default=None, metavar="FILE", help="Every rejected line, unchanged, plus a reason column "
+              "(.parquet: Parquet).")
 @click.option("--annotate", is_flag=True, help="Keep every line in the output, with a reason column ('keep' for kept lines).")
 @click.option("--stats", "stats_path", default=None, metavar="FILE.json", help="Lines in, kept, rejected, and per reason.")
 @click.option("--scol", type=click.IntRange(1), default=F.scol, show_default=True, help="Source column (1-based).")
 @click.option("--tcol", type=click.IntRange(1), default=F.tcol, show_default=True, help="Target column (1-based).")
+@column_options("src_col", "tgt_col", "id_col")
 @click.option("--score", type=click.Choice(SCORES), default=F.score, show_default=True,
               help="cosine of the two sides; margin = ratio margin against the k nearest neighbours of each side among "
                    "the other side's sentences in the same chunk (bigger chunks: denser neighbourhoods, margins closer "
@@ -52,6 +55,10 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
                workers, src_lang, tgt_lang, model_dir, sif, quiet, **rule_kw):
     """Filter a noisy parallel TSV (stdin or INPUT; .gz/.xz/.zst read transparently).
 
+    A Parquet or JSONL INPUT (.parquet, .jsonl[.gz], a folder or glob of shards) gives the lines
+    [id<TAB>]src<TAB>tgt from --src-col, --tgt-col (and --id-col). An output or --rejects named
+    *.parquet is written as Parquet: the line's columns, then score (float) and reason (string).
+
     Rules, language checks and a similarity score decide; kept lines are written unchanged, every
     rejected line goes to --rejects with its reason, and lines in = kept + rejected, always.
 
@@ -60,15 +67,18 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
       paste noisy.en noisy.de | bitextmine filter --src-lang en --tgt-lang de --min-score 0.5 \\
           --rejects rejected.tsv --stats stats.json > clean.tsv
       bitextmine filter corpus.tsv.gz -o scored.tsv.zst --score margin
+      bitextmine filter 'shards/*.parquet' --src-col en --tgt-col de --id-col id -o kept.parquet
     """
     from contextlib import nullcontext
 
     from ..filtering.pipeline import filter_tsv, write_stats
     from ..model import load_model
+    from ..tabular import output_format
 
     for path, option in ((output, "--output"), (rejects, "--rejects"), (stats_path, "--stats")):
         check_output(path, option)
     rules = rules_from(rule_kw)
+    columns = columns_from(rule_kw)
     config = FilterConfig(score=score, min_score=min_score, chunk_lines=chunk_lines, k=k, workers=workers, scol=scol,
                           tcol=tcol)
     model = load_model(model_dir) if score != "none" else None
@@ -78,7 +88,8 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
                 (atomic_output(rejects, binary=True) if rejects else nullcontext(None)) as rej:
             stats = filter_tsv(input, out, model=model, rules=rules, config=config, src_lang=src_lang,
                                tgt_lang=tgt_lang, rejects=rej, annotate=annotate, score_column=score_column, sif=sif,
-                               progress=bar.update)
+                               columns=columns, output_format=output_format(output),
+                               rejects_format=output_format(rejects), progress=bar.update)
     finally:
         bar.close()
     if stats_path:

@@ -8,8 +8,8 @@ import click
 from click.core import ParameterSource
 
 from ..config import ENGINES, EncodeConfig, MineConfig, PipelineConfig
-from .common import (EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output, check_output,
-                     device_option, embedding_options, embeddings_from, info, lang_options, marked_option, model_option,
+from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output,
+                     check_output, column_options, columns_from, device_option, embedding_options, embeddings_from, info, lang_options, marked_option, model_option,
                      progress_bar, quiet_option, rule_options, rules_from, search_from, search_options, sif_option)
 from .help import GroupedCommand
 
@@ -19,6 +19,7 @@ OPTION_GROUPS = (
     ("Selection", ("min_z", "min_cosine", "per_language")),
     ("Languages", LANG_NAMES),
     ("Output", ("ids", "explain")),
+    ("Parquet and JSONL", COLUMN_NAMES),
     ("Embeddings", ("src_emb", "tgt_emb", *EMBEDDING_NAMES, "sif", "marked")),
     ("Search", (*SEARCH_FIELDS, "block_size")),
     ("Pipeline", PIPELINE_NAMES),
@@ -46,7 +47,8 @@ def _pipeline_options(f):
 @click.command(cls=GroupedCommand, option_groups=OPTION_GROUPS)
 @click.argument("src")
 @click.argument("tgt")
-@click.option("--output", "-o", default=None, metavar="OUT.tsv", help="Output TSV  [default: stdout]")
+@click.option("--output", "-o", default=None, metavar="OUT.tsv", help="Output TSV (a name ending in .parquet: "
+              "Parquet with typed columns)  [default: stdout]")
 @model_option
 @click.option("--src-emb", default=None, metavar="FILE", help="Embeddings of every line of SRC: 'bitextmine encode' "
               "output, or any encoder's (.npy, or LASER's raw format with --emb-format raw --dim N); no model is "
@@ -79,6 +81,7 @@ def _pipeline_options(f):
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--explain", is_flag=True, help="Append the ids, then the cosine, both neighbour means, the direction "
               "that proposed the pair (fwd, bwd or both) and its z (see --min-z).")
+@column_options("column", "src_col", "tgt_col", "id_col")
 @click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
 @_pipeline_options
 @sif_option
@@ -100,16 +103,25 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first. Exact search runs in
     stages through a work directory (--work-dir: resumable), in this process or on Ray (--engine ray).
 
+    SRC and TGT may be Parquet or JSONL (.parquet, .jsonl[.gz], a folder or glob of shards): their
+    --column (or --src-col/--tgt-col) is mined, Parquet read by row group in place; --id-col puts the
+    ids of the rows in the ids columns. -o NAME.parquet writes Parquet: score, src, tgt, and with
+    --ids src_lines/tgt_lines (and src_ids/tgt_ids with --id-col).
+
     \b
     Example:
       bitextmine mine examples/de.txt examples/en.txt --ids
       bitextmine mine a.txt b.txt --src-emb a.raw --tgt-emb b.raw --emb-format raw --dim 1024 --work-dir w
+      bitextmine mine 'de/*.parquet' 'en/*.parquet' --column text --id-col id -o pairs.parquet
     """
     from ..mining import mine_files
     from ..mining.calibrated import KEYS
     from ..model import load_model
+    from ..tabular import output_format
 
     check_output(output, "--output")
+    columns = columns_from(kw)
+    fmt = output_format(output)
     rules = rules_from(kw)
     embeddings = embeddings_from(kw)
     ctx = click.get_current_context()
@@ -127,12 +139,12 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
             bars[stage] = progress_bar(quiet, unit="task", desc=stage, total=total)
         bars[stage].update(1)
 
-    with atomic_output(output) as out:
+    with atomic_output(output, binary=fmt == "parquet") as out:
         stats = mine_files(src, tgt, out, model=load_model(model_dir) if model_dir else None, config=config,
                           encode_config=EncodeConfig(device=device, sif=sif), pipeline=pipeline, embeddings=embeddings,
                           src_emb=src_emb, tgt_emb=tgt_emb, ids=ids, explain=explain, marked=marked,
                           rules=rules if use_rules else None, src_lang=src_lang, tgt_lang=tgt_lang,
-                          progress=progress)
+                          columns=columns, output_format=fmt, progress=progress)
     for b in bars.values():
         b.close()
     summary = (f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "

@@ -7,8 +7,8 @@ from dataclasses import replace
 import click
 
 from ..config import SCORE_MARGINS, EncodeConfig, ScoreConfig
-from .common import (atomic_output, check_output, device_option, info, model_option, progress_bar, quiet_option,
-                     sif_option)
+from .common import (atomic_output, check_output, column_options, columns_from, device_option, info, model_option,
+                     progress_bar, quiet_option, sif_option)
 from .help import GroupedCommand
 
 E = EncodeConfig
@@ -32,15 +32,20 @@ E = EncodeConfig
 @click.option("-k", "--k", type=click.IntRange(1), default=ScoreConfig.k, show_default=True,
               help="Neighbours per side for --margin.")
 @sif_option
+@column_options("src_col", "tgt_col", "id_col")
 @device_option(E.device)
 @quiet_option
-def score(file, output, model_dir, batch_size, margin, k, chunk_lines, src_lang, tgt_lang, sif, device, quiet):
+def score(file, output, model_dir, batch_size, margin, k, chunk_lines, src_lang, tgt_lang, sif, device, quiet, **kw):
     """Append the cosine similarity (or --margin score) of src<TAB>tgt to each line (FILE or '-' = stdin).
+
+    A Parquet or JSONL FILE (.parquet, .jsonl[.gz], a folder or glob of shards) gives pairs from its
+    --src-col and --tgt-col; each row is written as [id<TAB>]src<TAB>tgt<TAB>score (the id with --id-col).
 
     \b
     Examples:
       paste examples/de.txt examples/en.txt | bitextmine score | sort -t$'\\t' -k3,3gr | head
       paste examples/de.txt examples/en.txt | bitextmine score --margin ratio
+      bitextmine score pairs.parquet --src-col de --tgt-col en --id-col id -o scored.tsv
     """
     from ..model import load_model
     from ..scoring import score_file
@@ -51,6 +56,6 @@ def score(file, output, model_dir, batch_size, margin, k, chunk_lines, src_lang,
     with atomic_output(output) as out:
         n = score_file(file, out, model, config=replace(EncodeConfig(), batch_size=batch_size, device=device, sif=sif),
                        score=ScoreConfig(margin=margin, k=k, chunk_lines=chunk_lines, src_lang=src_lang,
-                                         tgt_lang=tgt_lang), progress=bar.update)
+                                         tgt_lang=tgt_lang), columns=columns_from(kw), progress=bar.update)
     bar.close()
     info(quiet, f"scored {n} lines")

@@ -43,6 +43,7 @@ def encode_chunked(
     chunk_lines: int = 1_000_000,
     resume: bool = False,
     max_chunks: int = 0,
+    column: str = "text",
     progress: Callable[[int], None] | None = None,
 ) -> EncodeResult | None:
     """Encode the lines of ``inputs`` into ``out_dir`` as chunks of ``chunk_lines`` rows, resumably.
@@ -56,7 +57,8 @@ def encode_chunked(
     depends on the block size, not on the input or chunk size: blocks are encoded as in
     :func:`encode_files` and written into their chunk in place. ``max_chunks`` > 0 stops after that many
     new chunks (the run can be resumed) and returns None; otherwise returns the EncodeResult.
-    ``progress(n)`` is called with the lines just encoded. Raises ConfigError, CorpusError.
+    ``progress(n)`` is called with the lines just encoded; ``column``: the text column of Parquet and JSONL
+    inputs. Raises ConfigError, CorpusError.
     """
     if chunk_lines < 1:
         raise ConfigError("chunk size must be >= 1 line")
@@ -71,7 +73,7 @@ def encode_chunked(
     os.makedirs(out_dir, exist_ok=True)
     hasher = hashlib.sha256()
     run = _ChunkRun(out_dir, settings, [] if old is None else old.get("chunks", []), dtype, max_chunks)
-    pieces = _chunk_pieces(raw_blocks(inputs, hasher, config), chunk_lines)
+    pieces = _chunk_pieces(raw_blocks(inputs, hasher, config, column), chunk_lines)
     header_len = len(npy_header(0, model.dim, dtype))
     try:
         for n in encode_items(enc, run.items(pieces), dtype, header_len):

@@ -173,12 +173,14 @@ def encode_files(
     model: Model,
     *,
     config: EncodeConfig = EncodeConfig(),
+    column: str = "text",
     progress: Callable[[int], None] | None = None,
 ) -> EncodeResult:
     """Encode the lines of ``inputs`` (paths, ``-`` = stdin, gzip read transparently) into ``out_path``.
 
     Writes a ``.npy`` of shape (lines, dim), float32 or float16 (``config.fp16``), streaming, plus the
     sidecar ``out_path + '.json'``. ``progress(n)`` is called with the number of lines just encoded.
+    Parquet and JSONL inputs give the rows of their string ``column`` (:func:`raw_blocks`).
 
     On the CPU, this process only reads raw blocks of lines, hashes them and counts their lines
     (which fixes each block's rows in the output); worker processes decode, tokenise, embed and
@@ -193,7 +195,7 @@ def encode_files(
 
     def items() -> Iterator[tuple[RawBlock, int, str]]:
         row = 0  # rows of the inputs already read
-        for block in raw_blocks(inputs, hasher, config):
+        for block in raw_blocks(inputs, hasher, config, column):
             yield block, row, tmp
             row += count_lines(block.data)
 
@@ -213,13 +215,18 @@ def encode_files(
     return result
 
 
-def raw_blocks(inputs: Sequence[str], hasher: Any, config: EncodeConfig) -> Iterator[RawBlock]:
+def raw_blocks(inputs: Sequence[str], hasher: Any, config: EncodeConfig, column: str = "text") -> Iterator[RawBlock]:
     """The raw blocks of lines of ``inputs`` in order (about ``batch_size`` lines of typical text each);
-    ``hasher`` is updated with all their bytes."""
+    ``hasher`` is updated with all their bytes. A Parquet or JSONL input (:mod:`bitextmine.tabular`) gives
+    its ``column``, one value per line, as the equivalent text file would."""
+    from ..tabular import line_blocks, table_kind
+
     block_bytes = config.batch_size * 128
     for p in inputs:
         name = "<stdin>" if p == "-" else p
-        for data, first_line in iter_blocks(p, hasher=hasher, block_bytes=block_bytes):
+        blocks = iter_blocks(p, hasher=hasher, block_bytes=block_bytes) if table_kind(p) is None else \
+            line_blocks(p, column, hasher, config.batch_size)
+        for data, first_line in blocks:
             yield RawBlock(data, first_line, name)
 
 

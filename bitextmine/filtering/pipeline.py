@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter, deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 
-from ..config import FilterConfig, RuleConfig, SCORES
+from ..config import ColumnsConfig, FilterConfig, RuleConfig, SCORES
 from ..corpus import DamagedInput, open_binary
 from ..errors import ConfigError, CorpusError
 from ..parallel import ordered_map
@@ -243,6 +243,9 @@ def filter_tsv(
     annotate: bool = False,
     score_column: bool | None = None,
     sif: bool = False,
+    columns: ColumnsConfig | None = None,
+    output_format: str = "tsv",
+    rejects_format: str = "tsv",
     progress: Callable[[int], None] | None = None,
 ) -> FilterStats:
     """Filter the TSV ``input_path`` (``-`` = stdin; gz/xz/zst read transparently) into ``out``.
@@ -255,6 +258,13 @@ def filter_tsv(
     ``tgt_lang`` must be codes the language checks in use know (ConfigError listing them). Returns
     FilterStats. Raises CorpusError when the whole input is unusable (binary data, too few columns,
     corrupt or truncated compression), naming the line.
+
+    A Parquet or JSONL input (:mod:`bitextmine.tabular`) is read as the TSV lines ``[id<TAB>]src<TAB>tgt``
+    of its ``columns`` (src_col and tgt_col required, id_col optional; config.scol/tcol are then ignored).
+    ``output_format`` "parquet" writes ``out`` (``rejects_format``: ``rejects``) as Parquet (:class:`_ParquetLines`): the
+    line's columns as strings (named by the input's columns, else col1, col2, ...), then ``score`` (float64,
+    with the score column; null where a rejected line has none) and ``reason`` (string: annotate's column,
+    and in the rejects).
     """
     if config.score not in SCORES:
         raise ConfigError(f"score {config.score!r}: expected one of {', '.join(SCORES)}")
@@ -277,16 +287,29 @@ def filter_tsv(
     if score_column is None:
         score_column = config.score != "none" and config.min_score is None
     name = "<stdin>" if input_path == "-" else input_path
+    table, names, config = _table_input(input_path, columns, config)
     need = max(config.scol, config.tcol)
     stats = FilterStats(score=config.score, min_score=config.min_score)
     dedup = Deduplicator(rules)
+    read = _read_table_chunks(input_path, config.chunk_lines, table) if table else \
+        _read_chunks(input_path, config.chunk_lines, name)
 
     def chunks() -> Iterator[_Chunk]:
         columns = None
-        for lines, first in _read_chunks(input_path, config.chunk_lines, name):
+        for lines, first in read:
             if columns is None:
-                columns = _expected_columns(lines, name, need)
+                columns = len(names) if table else _expected_columns(lines, name, need)
             yield _Chunk(lines, first, columns, first == 1)
+
+    sinks: list = []
+
+    def sink(columns: int):
+        if not sinks:
+            body = names or [f"col{i}" for i in range(1, columns + 1)]
+            sinks.extend([_ParquetLines(out, body, score_column, annotate) if output_format == "parquet" else out,
+                          _ParquetLines(rejects, body, False, True) if rejects is not None and
+                          rejects_format == "parquet" else rejects])
+        return sinks
 
     import torch
 
@@ -294,9 +317,12 @@ def filter_tsv(
     torch.set_num_threads(1)
     try:
         for chunk, checked in _pairs_with_results(chunks(), model, rules, config, src_lang, tgt_lang, sif):
-            _write(chunk, checked, out, rejects, annotate, score_column, dedup, stats)
+            _write(chunk, checked, *sink(chunk.columns), annotate, score_column, dedup, stats)
             if progress:
                 progress(len(chunk.lines))
+        for s in sink(len(names) or need):
+            if s is not None and s is not out and s is not rejects:
+                s.close()
     finally:
         torch.set_num_threads(saved_threads)
     return stats
@@ -315,6 +341,74 @@ def judged_language(model, src_lang: str | None, tgt_lang: str | None) -> str:
         raise ConfigError(f"--score prob: the model {model.path or ''} has no second stage for {other}-en "
                           f"(it has: {held}); build one with 'bitextmine train --second-stage-only'")
     return other
+
+
+def _table_input(path: str, columns: ColumnsConfig | None, config: FilterConfig):
+    """(the tabular input's (pair columns, id column) or None for text, its column names in line order
+    (empty for text), config with scol/tcol pointing at the pair in those lines)."""
+    from ..tabular import table_kind
+
+    if table_kind(path) is None:
+        return None, [], config
+    columns = columns or ColumnsConfig()
+    pair, id_col = columns.pair(path), columns.id_col or None
+    names = ([id_col] if id_col else []) + list(pair)
+    return (pair, id_col), names, replace(config, scol=1 + bool(id_col), tcol=2 + bool(id_col))
+
+
+def _read_table_chunks(path: str, n: int, table) -> Iterator[tuple[list[bytes], int]]:
+    """The rows of a tabular input as raw TSV lines (:func:`bitextmine.tabular.tsv_lines`), ``n`` a chunk."""
+    from ..tabular import tsv_lines
+
+    chunk: list[bytes] = []
+    first = 1
+    for line in tsv_lines(path, *table):
+        chunk.append(line.encode("utf-8", "surrogatepass") + b"\n")
+        if len(chunk) >= n:
+            yield chunk, first
+            first += len(chunk)
+            chunk = []
+    if chunk:
+        yield chunk, first
+
+
+class _ParquetLines:
+    """A binary stream of the lines :func:`_write` writes, stored as Parquet rows: the body's tab-separated
+    columns as strings (``names``; a line with fewer columns gets nulls, one with more keeps the rest, tabs
+    and all, in the last), then ``score`` float64 (with ``score``; empty = null) and ``reason`` (with
+    ``reason``). Bytes that are not UTF-8 (lines rejected as such) are stored as U+FFFD."""
+
+    def __init__(self, out: BinaryIO, names: list[str], score: bool, reason: bool):
+        from ..tabular import ParquetRows
+
+        fields = [(c, "string") for c in names] + [("score", "float64")] * score + [("reason", "string")] * reason
+        self.rows = ParquetRows(out, fields)
+        self.names, self.score, self.reason = names, score, reason
+        self.buf: list[list] = []
+
+    def write(self, line: bytes) -> None:
+        body, _ = _split(line)
+        cols: list = body.decode("utf-8", "replace").split("\t")
+        tail = []
+        if self.reason:
+            tail.insert(0, cols.pop())
+        if self.score:
+            v = cols.pop()
+            tail.insert(0, float(v) if v else None)
+        k = len(self.names)
+        cols = cols[:k - 1] + ["\t".join(cols[k - 1:])] if len(cols) > k else cols + [None] * (k - len(cols))
+        self.buf.append(cols + tail)
+        if len(self.buf) >= 8192:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.buf:
+            self.rows.add(dict(zip(self.rows.schema.names, map(list, zip(*self.buf)))))
+            self.buf = []
+
+    def close(self) -> None:
+        self._flush()
+        self.rows.close()
 
 
 def _pairs_with_results(chunks: Iterator[_Chunk], model, rules, config, src_lang, tgt_lang, sif):

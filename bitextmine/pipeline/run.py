@@ -11,11 +11,11 @@ from typing import Callable, TextIO
 import numpy as np
 
 from .. import __version__
-from ..config import EmbeddingsConfig, EncodeConfig, MineConfig, PipelineConfig
+from ..config import ColumnsConfig, EmbeddingsConfig, EncodeConfig, MineConfig, PipelineConfig
 from ..errors import ConfigError
 from . import dedup, stages
 from .engine import make_engine
-from .plan import plan_side
+from .plan import plan_side, read_chunk_ids
 from .stages import SIDES
 from .workdir import Lock, WorkDir, input_record, load_arrays, verifies
 
@@ -248,8 +248,9 @@ def _pair_in(a: np.ndarray, b: np.ndarray, s: np.ndarray, t: np.ndarray) -> np.n
     return np.isin(s * big + t, a * big + b)
 
 
-def _texts(run: _Run, side: str, rows: np.ndarray, ids: bool) -> tuple[dict, dict]:
-    """{row id: text} and {row id: [1-based line numbers]} for the distinct rows ``rows``."""
+def _texts(run: _Run, side: str, rows: np.ndarray, ids: bool) -> tuple[dict, dict, dict | None]:
+    """{row id: text}, {row id: [1-based line numbers]} for the distinct rows ``rows`` and, for a table
+    planned with an id column, {row id: [the ids of those lines]} (else None)."""
     w, plan, off = run.work, run.plans[side], run.offsets[side]
     want = np.unique(rows)
     first_of = np.empty(len(want), np.int64)
@@ -267,30 +268,98 @@ def _texts(run: _Run, side: str, rows: np.ndarray, ids: bool) -> tuple[dict, dic
             text[row_of[f]] = s
         for f, line in reps:
             lines.setdefault(row_of[f], []).append(line)
-    return text, {r: sorted(v) for r, v in lines.items()}
+    lines = {r: sorted(v) for r, v in lines.items()}
+    return text, lines, _ids(run, side, lines) if ids and plan["input"].get("id_column") else None
+
+
+def _ids(run: _Run, side: str, lines: dict) -> dict:
+    """{row id: [ids]} for {row id: [1-based lines]}: the id column read from the chunks holding them."""
+    plan = run.plans[side]
+    starts = np.array([c["first_line"] for c in plan["chunks"]], np.int64)
+    every = np.array(sorted({n for v in lines.values() for n in v}), np.int64)
+    holding = np.unique(np.searchsorted(starts, every, side="right") - 1)
+    parts = run.stage("ids", read_chunk_ids, [(None, (run.work, plan, int(c))) for c in holding])
+    id_of: dict = {}
+    for c, values in zip(holding.tolist(), parts):
+        a = plan["chunks"][c]["first_line"]
+        for n in every[(every >= a) & (every < a + len(values))].tolist():
+            id_of[n] = values[n - a]
+    return {r: [id_of[n] for n in v] for r, v in lines.items()}
+
+
+DIRECTIONS = ("fwd", "bwd", "both")
 
 
 def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool, rules, langs) -> tuple[int, dict]:
-    from ..filtering.rules import check_pair
-
+    """Write the TSV rows of the pairs the rules keep; the ids columns hold the id column's values when the
+    inputs have one (src[2], tgt[2]), else line numbers. Returns (written, rejected per reason)."""
     rejected: dict[str, int] = {}
     written = 0
-    names = ("fwd", "bwd", "both")
-    for s, t, sc, cos, ms, mt, d, z in zip(*(a.tolist() for a in pairs)):
+    for s, t, sc, cos, ms, mt, d, z in _kept(pairs, src, tgt, rules, langs, rejected):
         a, b = src[0][s], tgt[0][t]
-        if rules is not None:
-            why = check_pair(a, b, rules, *langs)
-            if why:
-                rejected[why] = rejected.get(why, 0) + 1
-                continue
+        _check_tsv(a, b)
         row = f"{sc:.6f}\t{a}\t{b}"
         if ids or explain:
-            row += "\t" + ",".join(map(str, src[1][s])) + "\t" + ",".join(map(str, tgt[1][t]))
+            sid, tid = (src[2] or src[1]), (tgt[2] or tgt[1])
+            row += "\t" + ",".join(map(str, sid[s])) + "\t" + ",".join(map(str, tid[t]))
         if explain:
-            row += f"\t{cos:.6f}\t{ms:.6f}\t{mt:.6f}\t{names[d]}\t{z:.3f}"
+            row += f"\t{cos:.6f}\t{ms:.6f}\t{mt:.6f}\t{DIRECTIONS[d]}\t{z:.3f}"
         out.write(row + "\n")
         written += 1
     return written, rejected
+
+
+def _kept(pairs, src: tuple, tgt: tuple, rules, langs, rejected: dict):
+    """The pairs' rows (src, tgt, score, cos, src mean, tgt mean, direction, z) that pass ``rules``."""
+    from ..filtering.rules import check_pair
+
+    for row in zip(*(a.tolist() for a in pairs)):
+        if rules is not None:
+            why = check_pair(src[0][row[0]], tgt[0][row[1]], rules, *langs)
+            if why:
+                rejected[why] = rejected.get(why, 0) + 1
+                continue
+        yield row
+
+
+def _check_tsv(a: str, b: str) -> None:
+    for text in (a, b):
+        if "\t" in text or "\n" in text or "\r" in text:
+            raise ConfigError(f"a mined text holds a tab or line break, which a TSV line cannot carry ({text[:40]!r}...); "
+                              "write Parquet instead (an output named *.parquet)")
+
+
+def _write_parquet(out, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool, rules, langs) -> tuple[int, dict]:
+    """:func:`_write` as Parquet: score float32, src, tgt string; with ``ids`` or ``explain`` src_lines, tgt_lines
+    list<int64> (1-based) and, with an id column, src_ids, tgt_ids (list<int64> when every id is an integer,
+    else list<string>); with ``explain`` cosine, src_mean, tgt_mean float32, direction string, z float32."""
+    from ..tabular import ParquetRows
+
+    rejected: dict[str, int] = {}
+    rows = list(_kept(pairs, src, tgt, rules, langs, rejected))
+    cols: dict = {"score": [r[2] for r in rows], "src": [src[0][r[0]] for r in rows],
+                  "tgt": [tgt[0][r[1]] for r in rows]}
+    fields = [("score", "float32"), ("src", "string"), ("tgt", "string")]
+    if ids or explain:
+        cols["src_lines"], cols["tgt_lines"] = [src[1][r[0]] for r in rows], [tgt[1][r[1]] for r in rows]
+        fields += [("src_lines", "list<int64>"), ("tgt_lines", "list<int64>")]
+        for name, side, k in (("src_ids", src, 0), ("tgt_ids", tgt, 1)):
+            if side[2] is not None:
+                values = [side[2][r[k]] for r in rows]
+                ints = all(isinstance(v, int) for vs in values for v in vs)
+                cols[name] = values if ints else [[str(v) for v in vs] for vs in values]
+                fields.append((name, "list<int64>" if ints else "list<string>"))
+    if explain:
+        for i, name in ((3, "cosine"), (4, "src_mean"), (5, "tgt_mean")):
+            cols[name] = [r[i] for r in rows]
+            fields.append((name, "float32"))
+        cols["direction"] = [DIRECTIONS[r[6]] for r in rows]
+        cols["z"] = [r[7] for r in rows]
+        fields += [("direction", "string"), ("z", "float32")]
+    sink = ParquetRows(out, fields)
+    sink.add(cols)
+    sink.close()
+    return len(rows), rejected
 
 
 def mine_files(
@@ -311,6 +380,8 @@ def mine_files(
     rules=None,
     src_lang: str | None = None,
     tgt_lang: str | None = None,
+    columns: ColumnsConfig | None = None,
+    output_format: str = "tsv",
     progress: Progress | None = None,
 ):
     """Mine two text files in stages through a work directory and write ``score<TAB>src<TAB>tgt`` lines
@@ -340,13 +411,25 @@ def mine_files(
     "settings": one line saying which settings were used and why, for the user to see; "settings_looked":
     whether per-language settings were looked for).
     :func:`bitextmine.mining.mine.mine_embeddings` uses its config as given (it knows no languages).
+    Parquet and JSONL inputs (:mod:`bitextmine.tabular`) give the rows of ``columns.side(side)``: row i is
+    line i (planned by row group, read in place: :func:`bitextmine.pipeline.plan.plan_side`); with
+    ``columns.id_col`` the ids columns hold the ids of the lines instead of their numbers (and are written
+    without ``ids``). ``output_format`` "parquet": ``out`` is a binary stream receiving Parquet
+    (:func:`_write_parquet`), else TSV, where a text with a tab or line break is a ConfigError.
     ``progress(stage, done, total)`` after each task.
     """
     from ..encoding import side_configs
     from ..search.index import resolve_index
 
+    from ..tabular import table_kind
+
     _check_languages(rules, src_lang, tgt_lang)
     _check_resume(pipeline, (src_path, tgt_path))
+    columns = columns or ColumnsConfig()
+    tables = any(table_kind(p) is not None for p in (src_path, tgt_path))
+    text_cols = {s: columns.side(s) for s in SIDES}
+    id_col = columns.id_col or None
+    ids = ids or bool(id_col)
     temp = not pipeline.work_dir
     work = WorkDir(tempfile.mkdtemp(prefix="bitextmine-") if temp else pipeline.work_dir)
     engine = None
@@ -354,32 +437,39 @@ def mine_files(
     try:
         lock.acquire()  # released in finally
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
-        not_plain = _not_plain(sources, encode_config, marked)
-        choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang), not_plain)
-        if not not_plain and model is not None:
+        choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang),
+                               _not_plain(sources, encode_config, marked), (text_cols["src"], text_cols["tgt"]))
+        if not _not_plain(sources, encode_config, marked) and model is not None:
             from ..mining.calibrated import with_second_stage
 
             choice = with_second_stage(choice, model.second_stage)
         config = choice.config
         calibrated_for = choice.languages if choice.calibrated else None
         inputs = {} if temp else _inputs({"src": src_path, "tgt": tgt_path, "src_emb": src_emb, "tgt_emb": tgt_emb})
-        changed = work.begin(_settings(config, pipeline, vectors, sources), inputs, pipeline.resume, REDO)
+        settings = _settings(config, pipeline, vectors, sources)
+        if tables:  # another column is another input
+            settings["columns"] = {**text_cols, "id": id_col}
+        changed = work.begin(settings, inputs, pipeline.resume, REDO)
         engine = make_engine(pipeline.engine, pipeline.ray_address or None)
         run = _Run(work, engine, progress)
         for side, path in zip(SIDES, (src_path, tgt_path)):
-            run.plans[side] = plan_side(work, side, path, pipeline.chunk_lines)
+            run.plans[side] = plan_side(work, side, path, pipeline.chunk_lines, text_cols[side], id_col)
         _check_rows(run, sources, model, encode_config, marked)
         _dedup(run, pipeline)
         n_rows = {s: int(run.offsets[s][-1]) for s in SIDES}
         kinds = {s: resolve_index(config.index, n_rows[s], config.auto_flat_max) for s in SIDES}
         _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
         written, rejected = 0, {}
+        write = _write_parquet if output_format == "parquet" else _write
         if n_rows["src"] and n_rows["tgt"]:
             _search(run, sources, config, kinds)
             judge = _judge(run, model, choice) if choice.judged else None
             pairs = _select(run, config, sources, explain, judge)
             src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)
-            written, rejected = _write(out, pairs, src, tgt, ids, explain, rules, (src_lang, tgt_lang))
+            written, rejected = write(out, pairs, src, tgt, ids, explain, rules, (src_lang, tgt_lang))
+        elif output_format == "parquet":  # no pairs: a table with its columns and no rows
+            none = tuple(np.zeros(0, np.int64) for _ in range(8))
+            write(out, none, ({}, {}, None), ({}, {}, None), ids, explain, None, (src_lang, tgt_lang))
         sig = (f"bitextmine {__version__}|{vectors}|k:{config.k}|margin:{config.margin}|"
                f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}|min-z:{config.min_z:g}")
         if choice.judged:
@@ -431,21 +521,22 @@ def _inputs(paths: dict) -> dict:
     return {name: None if path is None else input_record(path) for name, path in paths.items()}
 
 
-def _per_language(config: MineConfig, model, paths: tuple[str, str], langs: tuple, not_plain: str):
+def _per_language(config: MineConfig, model, paths: tuple[str, str], langs: tuple, not_plain: str,
+                  columns: tuple[str, str] = ("text", "text")):
     """The run's :class:`bitextmine.mining.calibrated.Choice`: ``config`` with the model's threshold, min_z and
     min_cosine for the two sides' languages, or unchanged with the reason (per_language off, no calibration
     in the model, vectors other than its plain embeddings, ``not_plain`` saying which; no settings for these
     languages). A language not given is the identifier's best guess for the side's first
     ``config.detect_lines`` non-blank lines (:func:`bitextmine.language.side_language`; not for standard
-    input, which is read once)."""
-    from ..corpus import iter_lines
+    input, which is read once; a table's ``columns``)."""
     from ..language import side_language
     from ..mining import calibrated
+    from ..tabular import iter_texts
 
     def detect(side: int) -> str | None:
         if paths[side] == "-":
             return None
-        return side_language(calibrated.first_lines(iter_lines(paths[side]), config.detect_lines))[0]
+        return side_language(calibrated.first_lines(iter_texts(paths[side], columns[side]), config.detect_lines))[0]
 
     section = model.mining if model is not None else None
     return calibrated.choose(config, section, langs, detect, plain=not not_plain, why_not_plain=not_plain)

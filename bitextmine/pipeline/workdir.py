@@ -146,21 +146,26 @@ def verifies(path: str) -> bool:
 def input_record(path: str) -> dict:
     """The fingerprint of an input that a resume compares: {"path": absolute path, "size": bytes, "sha256":
     of every byte} (a directory, such as a chunked encoding: its files' sizes summed and their relative
-    names and bytes hashed in name order); standard input ("-"): {"path": "-"}, which no resume matches.
+    names and bytes hashed in name order; a glob of Parquet or JSONL shards: the files it matches, likewise);
+    standard input ("-"): {"path": "-"}, which no resume matches.
     Reads the whole input, so any change of its bytes, size or place is detected (a file of the same path,
     size and time with other bytes too)."""
     if path == "-":
         return {"path": "-"}
+    from ..tabular import shards, table_kind
+
     path = os.path.abspath(path)
-    if not os.path.isdir(path):
+    if os.path.isdir(path):
+        every = [os.path.join(folder, name) for folder, _, files in sorted(os.walk(path)) for name in sorted(files)]
+        base = path
+    elif not os.path.exists(path) and table_kind(path):  # a glob of Parquet or JSONL shards: the files it matches
+        every, base = [os.path.abspath(f) for f in shards(path)], os.path.dirname(path)
+    else:
         return {"path": path, "size": os.path.getsize(path), "sha256": file_sha256(path)}
     h, size = hashlib.sha256(), 0
-    for folder, dirs, files in sorted(os.walk(path)):
-        dirs.sort()
-        for name in sorted(files):
-            full = os.path.join(folder, name)
-            size += os.path.getsize(full)
-            h.update(f"{os.path.relpath(full, path)}\0{file_sha256(full)}\n".encode("utf-8", "surrogateescape"))
+    for full in every:
+        size += os.path.getsize(full)
+        h.update(f"{os.path.relpath(full, base)}\0{file_sha256(full)}\n".encode("utf-8", "surrogateescape"))
     return {"path": path, "size": size, "sha256": h.hexdigest()}
 
 
