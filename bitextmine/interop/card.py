@@ -79,12 +79,11 @@ def model_card(model) -> str:
 
 def _training_data(t: dict) -> str:
     groups: "OrderedDict[str, list[str]]" = OrderedDict()
-    for c in t.get("corpora", []):
-        first = c.split(" + ")[0].split(" (columns")[0]
-        name, file = os.path.split(first)
-        stem = file.split(".")[0]
-        if stem not in groups.setdefault(name or ".", []):
-            groups[name or "."].append(stem)
+    for c in t.get("corpora", []):  # "folder/a.src + folder/a.tgt" or "folder/a.tsv (columns 0, 1)"
+        name = os.path.dirname(c.split(" + ")[0]) or "."
+        files = " + ".join(os.path.basename(part) for part in c.split(" + "))
+        if files not in groups.setdefault(name, []):
+            groups[name].append(files)
     lines = ["## Training data\n"]
     cleaning = t.get("cleaning") or {}
     if "pairs" in t:
@@ -92,8 +91,8 @@ def _training_data(t: dict) -> str:
         if cleaning:
             dropped = ", ".join(f"{k} {v:,}" for k, v in cleaning.items() if k not in ("read", "kept"))
             line += f" (read {cleaning.get('read', 0):,}, kept {cleaning.get('kept', 0):,}; dropped: {dropped})"
-        lines.append(line + ", from these corpora (folder: files):\n")
-    lines += [f"- {name}: {', '.join(stems)}" for name, stems in groups.items()]
+        lines.append(line + ", from these corpora (folder: source + target files):\n")
+    lines += [f"- {name}: {', '.join(files)}" for name, files in groups.items()]
     if t.get("sts_pairs"):
         lines.append(f"- STS pairs: {', '.join(t['sts_pairs'])}")
     return "\n".join(lines) + "\n"
@@ -125,7 +124,11 @@ def _dev_figures(t: dict) -> str:
     return ("## Dev figures measured during training\n\nMeasured by `bitextmine train` after each epoch on its "
             "dev sets (held-out training pairs: retrieval accuracy %; Tatoeba: accuracy %, both directions; "
             "STS: Pearson r x 100). The model kept is the one with the best selection score "
-            f"({t.get('best_dev_score')}).\n\n" + "\n".join(rows) + "\n")
+            f"({_num(t.get('best_dev_score'))}).\n\n" + "\n".join(rows) + "\n")
+
+
+def _num(x) -> str:
+    return "none" if x is None else f"{x:.2f}"
 
 
 def _short(key: str) -> str:
@@ -141,8 +144,8 @@ def _short(key: str) -> str:
 def _mining(m: dict) -> str:
     rows = [f"| {lang} | {s.get('threshold')} | {s.get('min_z')} | {s.get('min_cosine')} |"
             for lang, s in sorted((m.get("languages") or {}).items())]
-    return ("## Mining settings per language\n\n`bitextmine mine` uses these when the languages are named "
-            f"({m.get('chosen_on', 'calibrated')}).\n\n| language | threshold | min z | min cosine |\n|---|---|---|---|\n"
+    return ("## Mining settings per language\n\n`bitextmine mine` uses these for a run's language pair (named "
+            f"or detected). Chosen by {m.get('chosen_on', 'calibration')}.\n\n| language | threshold | min z | min cosine |\n|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
 
 

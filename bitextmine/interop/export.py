@@ -11,8 +11,11 @@ model2vec: ``normalize: true``). Neither library needs bitextmine or the network
     0_StaticEmbedding/tokenizer.json          tokenizer.json
     0_StaticEmbedding/model.safetensors       README.md
         "embedding.weight" float32 (vocab, dim)
-    1_Normalize/config.json
-    README.md
+    1_Normalize/config.json                   bitextmine.json
+    README.md                                 (and bitextmine.json)
+
+``bitextmine.json`` (format version 1) keeps what only bitextmine reads: the source model's fingerprint,
+languages and calibrated mining settings, so ``--model`` on the export mines as the source model did.
 
 model2vec removes its unknown token from every sentence before averaging, where bitextmine averages
 SentencePiece's ``<unk>`` piece in (one per run of characters outside the vocabulary). So the model2vec
@@ -98,6 +101,7 @@ def _write_st(model, out: str, tokenizer_json: str, table: np.ndarray) -> list[s
         "1_Normalize/config.json": json.dumps({"module_input_name": "sentence_embedding",
                                                "module_output_name": "sentence_embedding"}, indent=2),
         "README.md": _card(model, "sentence-transformers"),
+        "bitextmine.json": bitextmine_json(model),
     }
     _write_texts(out, files)
     save_file({"embedding.weight": table}, os.path.join(out, "0_StaticEmbedding", "model.safetensors"))
@@ -112,10 +116,18 @@ def _write_m2v(model, out: str, tokenizer_json: str, table: np.ndarray) -> list[
            "max_length": None,  # no truncation: bitextmine encodes every piece of a sentence
            "embedding_dtype": "float32"}
     files = {"config.json": json.dumps(cfg, indent=2), "tokenizer.json": tokenizer_json,
-             "README.md": _card(model, "model2vec")}
+             "README.md": _card(model, "model2vec"), "bitextmine.json": bitextmine_json(model)}
     _write_texts(out, files)
     save_file({"embeddings": table}, os.path.join(out, "model.safetensors"))
     return sorted([*files, "model.safetensors"])
+
+
+def bitextmine_json(model) -> str:
+    """The ``bitextmine.json`` of an export (see module docstring)."""
+    from .load import SIDECAR_VERSION
+
+    keep = {k: model.config[k] for k in ("languages", "mining") if model.config.get(k)}
+    return json.dumps({"format_version": SIDECAR_VERSION, "source_fingerprint": model.fingerprint, **keep}, indent=2)
 
 
 def _write_texts(out: str, files: dict[str, str]) -> None:

@@ -12,7 +12,9 @@ model2vec specifics, followed so the ids are the ones that library averages: its
 from every sentence, and with ``max_length`` (config.json; 512 when absent, none when null) a text is first
 cut to ``max_length x`` the median token length in characters and then to ``max_length`` tokens.
 
-Which library a directory belongs to is read from its files (:func:`detect_format`).
+Which library a directory belongs to is read from its files (:func:`detect_format`). A ``bitextmine.json``
+beside them (written by ``bitextmine export``) adds the source model's languages and calibrated mining
+settings.
 """
 
 from __future__ import annotations
@@ -31,23 +33,23 @@ M2V_CONFIG = "config.json"
 M2V_DEFAULT_MAX_LENGTH = 512  # model2vec's DEFAULT_MAX_LENGTH, used when config.json has no max_length
 FORMATS = ("bitextmine", "sentence-transformers", "model2vec")
 SUPPORTED_ST = "a StaticEmbedding module, optionally followed by Normalize"
+SIDECAR = "bitextmine.json"
+SIDECAR_VERSION = 1
 
 
 def detect_format(path: str) -> str:
-    """Which kind of model directory ``path`` is: bitextmine (config.json with ``format_version``),
-    model2vec (config.json with ``model_type`` model2vec, or model.safetensors + tokenizer.json without a
-    modules.json), sentence-transformers (modules.json); bitextmine when none fits, so that its loader
-    reports what is missing."""
+    """Which kind of model directory ``path`` is: bitextmine (config.json with ``format_version``), model2vec
+    (another config.json beside model.safetensors and tokenizer.json; model2vec also writes a modules.json,
+    which sentence-transformers never puts beside a config.json), sentence-transformers (modules.json);
+    bitextmine when none fits, so that its loader reports what is missing."""
     cfg = _json_or_none(os.path.join(path, M2V_CONFIG))
     if isinstance(cfg, dict) and "format_version" in cfg:
         return "bitextmine"
     has = lambda name: os.path.exists(os.path.join(path, name))  # noqa: E731
-    if isinstance(cfg, dict) and cfg.get("model_type") == "model2vec" and has(ST_WEIGHTS) and has(ST_TOKENIZER):
+    if isinstance(cfg, dict) and has(ST_WEIGHTS) and has(ST_TOKENIZER):
         return "model2vec"
     if has(ST_MODULES):
         return "sentence-transformers"
-    if has(ST_WEIGHTS) and has(ST_TOKENIZER) and cfg is not None:
-        return "model2vec"
     return "bitextmine"
 
 
@@ -157,7 +159,24 @@ def _model(path: str, fmt: str, tokenizer, table: np.ndarray, weights_path: str,
     config = {"encoder": "static", "tokenizer": tokenizer.kind, "source_format": fmt, "normalize": normalize,
               "dim": int(table.shape[1]), "emb_dim": int(table.shape[1]), "vocab_size": int(table.shape[0]),
               "dtype": "float32", "fingerprint": compute_fingerprint(tokenizer.proto, table)}
+    config.update(_sidecar(path))
     return Model(tokenizer=tokenizer, embeddings=table, config=config, path=path)
+
+
+def _sidecar(path: str) -> dict:
+    """Languages and mining settings from ``bitextmine.json`` (none when the file is absent)."""
+    from ..model import read_versioned_json
+
+    p = os.path.join(path, SIDECAR)
+    if not os.path.exists(p):
+        return {}
+    data = read_versioned_json(p, version=SIDECAR_VERSION, what="bitextmine.json written by 'bitextmine export'")
+    out = {k: data[k] for k in ("languages", "mining", "source_fingerprint") if k in data}
+    if "mining" in out:
+        from ..mining.calibrated import check_section
+
+        check_section(out["mining"], p)
+    return out
 
 
 def _json_or_none(path: str):
