@@ -27,8 +27,9 @@ class GroupedCommand(click.Command):
         self.option_groups = tuple((heading, tuple(group)) for heading, group in option_groups)
 
     def sections(self, ctx: click.Context) -> list[tuple[str, list[click.Parameter]]]:
-        """[(heading, parameters), ...] in help order; every parameter of the command is in exactly one."""
-        params = self.get_params(ctx)  # the command's own, then --help
+        """[(heading, options), ...] in help order; every option of the command is in exactly one. Arguments
+        are named by the usage line (click 8.5 gives them help records too; they are no options)."""
+        params = [p for p in self.get_params(ctx) if not isinstance(p, click.Argument)]  # the command's own, then --help
         by_name = {p.name: p for p in params}
         grouped = {n for _, group in self.option_groups for n in group}
         return [("Options", [p for p in params if p.name not in grouped])] + [
