@@ -1,4 +1,6 @@
-"""One joint SentencePiece model for all languages (Wieting et al. 2019): training and batched encoding.
+"""One joint SentencePiece model for all languages (Wieting et al. 2019): training and batched encoding;
+also the word / trigram vocabularies and, for sentence-transformers and model2vec models read with
+``--model``, a Hugging Face ``tokenizer.json`` (:class:`JsonTokenizer`).
 
 Encoded batches are *flat*: ``ids`` (int64, total pieces) and ``offsets`` (int64, n) where sentence
 ``i`` is ``ids[offsets[i]:offsets[i+1]]``, the layout ``torch.nn.EmbeddingBag`` takes directly.
