@@ -14,6 +14,7 @@ from .calibrate import calibrate
 from .common import CONTEXT, Group
 from .encode import encode
 from .eval import eval_group
+from .export import export
 from .filter import filter_cmd
 from .mine import mine
 from .score import score
@@ -32,7 +33,7 @@ def main() -> None:
     """
 
 
-for command in (train, encode, mine, score, filter_cmd, calibrate, bench, eval_group):
+for command in (train, encode, mine, score, filter_cmd, calibrate, bench, eval_group, export):
     main.add_command(command)
 
 __all__ = ["main"]

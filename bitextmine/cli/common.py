@@ -111,7 +111,8 @@ def atomic_output(path: str | None, *, binary: bool = False):
 
 def model_option(f):
     return click.option("--model", "model_dir", metavar="DIR", default=None,
-                        help="Model directory from 'bitextmine train'  [default: the bundled model]")(f)
+                        help="Model directory from 'bitextmine train', or a local sentence-transformers StaticEmbedding "
+                             "or model2vec model  [default: the bundled model]")(f)
 
 
 def device_option(default: str):

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import __version__
+from ..interop.card import write_model_card
 from ..config import LOSSES, LR_DECAYS, NEGATIVES, TokenizerConfig, TrainConfig
 from ..corpus import CorpusSpec
 from ..errors import ConfigError
@@ -166,6 +167,9 @@ def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> Tra
     if config.sampling_temperature < 1.0:
         raise ConfigError(f"sampling temperature {config.sampling_temperature}: expected >= 1 (1 = proportional)")
     encoder = init_model.encoder if init_model is not None else config.encoder
+    if init_model is not None and encoder not in ENCODERS:
+        raise ConfigError(f"--init-from {init_model.path}: a {init_model.config.get('source_format', encoder)} "
+                          "model; training starts from bitextmine models only")
     if encoder not in ENCODERS:
         raise ConfigError(f"encoder {encoder!r}: expected one of {', '.join(ENCODERS)}")
     if init_model is not None and init_model.encoder != config.encoder:
@@ -600,3 +604,4 @@ def _save_model(run: _Run, out_dir: str, stopped_early: bool, info: dict, log) -
                           "bitextmine_version": __version__, "sif_a": config.sif_a,
                           "separate_vocab": bool(config.separate_vocab), "training": training})
     model.save(out_dir, dtype="float16" if config.fp16 else "float32")
+    write_model_card(model, out_dir)  # README.md: languages, data, recipe, dev figures (bitextmine.interop.card)

@@ -1,0 +1,209 @@
+"""Read a sentence-transformers StaticEmbedding model or a model2vec model as a bitextmine :class:`Model`.
+
+A sentence is encoded as those libraries encode it: their ``tokenizer.json`` (Hugging Face ``tokenizers``,
+no special tokens, no padding), the mean of the token rows, then (always, in bitextmine) L2 normalisation.
+The token rows are the stored table with a model2vec token ``mapping`` and per-token ``weights`` folded in
+(row ``i`` = ``embeddings[mapping[i]] * weights[i]``, as sentence-transformers folds them). So the vectors
+equal the library's where the library normalises (a ``Normalize`` module; model2vec's ``normalize``), and
+equal the library's divided by their norm where it does not: bitextmine's search and margins need unit
+vectors, and cosine similarities are the same either way.
+
+model2vec specifics, followed so the ids are the ones that library averages: its unknown token is removed
+from every sentence, and with ``max_length`` (config.json; 512 when absent, none when null) a text is first
+cut to ``max_length x`` the median token length in characters and then to ``max_length`` tokens.
+
+Which library a directory belongs to is read from its files (:func:`detect_format`). A ``bitextmine.json``
+beside them (written by ``bitextmine export``) adds the source model's languages and calibrated mining
+settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from ..errors import ModelFormatError
+
+ST_MODULES = "modules.json"
+ST_WEIGHTS = "model.safetensors"
+ST_TOKENIZER = "tokenizer.json"
+M2V_CONFIG = "config.json"
+M2V_DEFAULT_MAX_LENGTH = 512  # model2vec's DEFAULT_MAX_LENGTH, used when config.json has no max_length
+FORMATS = ("bitextmine", "sentence-transformers", "model2vec")
+SUPPORTED_ST = "a StaticEmbedding module, optionally followed by Normalize"
+SIDECAR = "bitextmine.json"
+SIDECAR_VERSION = 1
+
+
+def detect_format(path: str) -> str:
+    """Which kind of model directory ``path`` is: bitextmine (config.json with ``format_version``), model2vec
+    (another config.json beside model.safetensors and tokenizer.json; model2vec also writes a modules.json,
+    which sentence-transformers never puts beside a config.json), sentence-transformers (modules.json);
+    bitextmine when none fits, so that its loader reports what is missing."""
+    cfg = _json_or_none(os.path.join(path, M2V_CONFIG))
+    if isinstance(cfg, dict) and "format_version" in cfg:
+        return "bitextmine"
+    has = lambda name: os.path.exists(os.path.join(path, name))  # noqa: E731
+    if isinstance(cfg, dict) and has(ST_WEIGHTS) and has(ST_TOKENIZER):
+        return "model2vec"
+    if has(ST_MODULES):
+        return "sentence-transformers"
+    return "bitextmine"
+
+
+def load_static_model(path: str, fmt: str | None = None):
+    """A :class:`bitextmine.model.Model` from a sentence-transformers or model2vec directory (``fmt`` None:
+    :func:`detect_format`). Raises ModelFormatError; MissingDependencyError without ``tokenizers``."""
+    fmt = fmt or detect_format(path)
+    if fmt == "sentence-transformers":
+        return load_sentence_transformers(path)
+    if fmt == "model2vec":
+        return load_model2vec(path)
+    raise ModelFormatError(f"{path}: a {fmt} model directory; expected a sentence-transformers or model2vec one")
+
+
+def load_sentence_transformers(path: str):
+    """A sentence-transformers model made of one StaticEmbedding module (and optionally Normalize) as a
+    bitextmine Model; another architecture raises ModelFormatError."""
+    from ..tokenizer import JsonTokenizer
+
+    modules_path = os.path.join(path, ST_MODULES)
+    modules = _json_or_none(modules_path)
+    if not isinstance(modules, list) or not all(isinstance(m, dict) and "type" in m for m in modules):
+        raise ModelFormatError(f"{modules_path}: expected a JSON list of modules with a 'type' each")
+    kinds = [str(m["type"]).rsplit(".", 1)[-1] for m in modules]
+    if not kinds or kinds[0] != "StaticEmbedding" or any(k != "Normalize" for k in kinds[1:]):
+        shown = ", ".join(str(m["type"]) for m in modules) or "no modules"
+        raise ModelFormatError(f"{modules_path}: modules {shown}; bitextmine reads sentence-transformers models "
+                               f"made of {SUPPORTED_ST}")
+    folder = os.path.join(path, str(modules[0].get("path") or ""))
+    tok_path = os.path.join(folder, ST_TOKENIZER)
+    tokenizer = JsonTokenizer(_read_text(tok_path, "the StaticEmbedding's tokenizer.json"), name=tok_path)
+    weights_path = os.path.join(folder, ST_WEIGHTS)
+    tensors = _read_tensors(weights_path, "the StaticEmbedding's weights (pickled pytorch_model.bin is not read)")
+    if "embedding.weight" in tensors:
+        table = tensors["embedding.weight"]
+    elif "embeddings" in tensors:  # a model2vec model saved in place of the module, as sentence-transformers reads it
+        table = fold_model2vec(tensors["embeddings"], tensors.get("mapping"), tensors.get("weights"), weights_path)
+    else:
+        raise ModelFormatError(f"{weights_path}: expected a tensor 'embedding.weight' (or model2vec's 'embeddings')")
+    return _model(path, "sentence-transformers", tokenizer, table, weights_path, normalize=len(kinds) > 1)
+
+
+def load_model2vec(path: str):
+    """A model2vec model directory (config.json, model.safetensors, tokenizer.json) as a bitextmine Model."""
+    from ..tokenizer import JsonTokenizer
+
+    cfg_path = os.path.join(path, M2V_CONFIG)
+    cfg = _json_or_none(cfg_path)
+    if not isinstance(cfg, dict):
+        raise ModelFormatError(f"{cfg_path}: missing or not a JSON object; expected model2vec's config.json")
+    tok_path = os.path.join(path, ST_TOKENIZER)
+    text = _read_text(tok_path, "model2vec's tokenizer.json")
+    max_length = cfg.get("max_length", M2V_DEFAULT_MAX_LENGTH)
+    probe = JsonTokenizer(text, name=tok_path)
+    unk = model2vec_unk_id(probe.tk)
+    max_chars = None if max_length is None else int(max_length) * median_token_length(probe.tk)
+    tokenizer = JsonTokenizer(text, drop_ids=() if unk is None else (unk,), max_tokens=max_length,
+                              max_chars=max_chars, name=tok_path)
+    weights_path = os.path.join(path, ST_WEIGHTS)
+    tensors = _read_tensors(weights_path, "model2vec's embeddings")
+    if "embeddings" not in tensors:
+        raise ModelFormatError(f"{weights_path}: expected a tensor 'embeddings'")
+    table = fold_model2vec(tensors["embeddings"], tensors.get("mapping"), tensors.get("weights"), weights_path)
+    return _model(path, "model2vec", tokenizer, table, weights_path, normalize=bool(cfg.get("normalize", False)))
+
+
+def fold_model2vec(embeddings: np.ndarray, mapping: "np.ndarray | None", weights: "np.ndarray | None",
+                   name: str) -> np.ndarray:
+    """float32 (vocab, dim): row i = ``embeddings[mapping[i]] * weights[i]`` (mapping and weights optional)."""
+    table = np.asarray(embeddings).astype(np.float32)
+    if table.ndim != 2:
+        raise ModelFormatError(f"{name}: embeddings of shape {table.shape}; expected (vocab, dim)")
+    if mapping is not None:
+        mapping = np.asarray(mapping).astype(np.int64)
+        if mapping.ndim != 1 or (mapping.size and (mapping.min() < 0 or mapping.max() >= len(table))):
+            raise ModelFormatError(f"{name}: 'mapping' must be 1-d and index the {len(table)} embedding rows")
+        table = table[mapping]
+    if weights is not None:
+        weights = np.asarray(weights).astype(np.float32)
+        if weights.shape != (len(table),):
+            raise ModelFormatError(f"{name}: 'weights' of shape {weights.shape}; expected ({len(table)},)")
+        table = table * weights[:, None]
+    return np.ascontiguousarray(table)
+
+
+def model2vec_unk_id(tk) -> "int | None":
+    """The token model2vec removes from every sentence: the model's ``unk_token`` (WordPiece, BPE,
+    WordLevel) or the unigram model's ``unk_id``; None if it has none."""
+    model = tk.model
+    if hasattr(model, "unk_token"):
+        return None if model.unk_token is None else tk.token_to_id(model.unk_token)
+    return json.loads(tk.to_str())["model"].get("unk_id")
+
+
+def median_token_length(tk) -> int:
+    """int(median length of the vocabulary's tokens), as model2vec computes it for its character cut."""
+    return int(np.median([len(t) for t in tk.get_vocab()]))
+
+
+def _model(path: str, fmt: str, tokenizer, table: np.ndarray, weights_path: str, *, normalize: bool):
+    from ..model import Model, compute_fingerprint
+
+    if table.ndim != 2 or table.shape[0] < tokenizer.vocab_size:
+        raise ModelFormatError(f"{weights_path}: a table of shape {table.shape}; the tokenizer has "
+                               f"{tokenizer.vocab_size} tokens, so it needs at least that many rows")
+    table = np.ascontiguousarray(table, np.float32)
+    config = {"encoder": "static", "tokenizer": tokenizer.kind, "source_format": fmt, "normalize": normalize,
+              "dim": int(table.shape[1]), "emb_dim": int(table.shape[1]), "vocab_size": int(table.shape[0]),
+              "dtype": "float32", "fingerprint": compute_fingerprint(tokenizer.proto, table)}
+    config.update(_sidecar(path))
+    return Model(tokenizer=tokenizer, embeddings=table, config=config, path=path)
+
+
+def _sidecar(path: str) -> dict:
+    """Languages and mining settings from ``bitextmine.json`` (none when the file is absent)."""
+    from ..model import read_versioned_json
+
+    p = os.path.join(path, SIDECAR)
+    if not os.path.exists(p):
+        return {}
+    data = read_versioned_json(p, version=SIDECAR_VERSION, what="bitextmine.json written by 'bitextmine export'")
+    out = {k: data[k] for k in ("languages", "mining", "source_fingerprint") if k in data}
+    if "mining" in out:
+        from ..mining.calibrated import check_section
+
+        check_section(out["mining"], p)
+    return out
+
+
+def _json_or_none(path: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path}: missing; expected {what}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelFormatError(f"{path}: cannot read {what} ({e})") from None
+
+
+def _read_tensors(path: str, what: str) -> dict:
+    try:
+        from safetensors import SafetensorError
+        from safetensors.numpy import load_file
+
+        return load_file(path)
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path}: missing; expected {what}") from None
+    except (SafetensorError, OSError, ValueError, TypeError) as e:
+        raise ModelFormatError(f"{path}: not a readable safetensors file ({e})") from None
