@@ -261,8 +261,24 @@ def test_load_refuses_another_version_or_vocabulary(tmp_path, table):
     save_table(table, path)
     with pytest.raises(ModelFormatError, match="made for the vocabulary 'abc123', not 'ffff'"):
         load_table(path, fingerprint="ffff")
-    rewrite(path, format_version=2)
-    with pytest.raises(ModelFormatError, match="format_version 2; this bitextmine reads format_version 1"):
+    rewrite(path, format_version=3)
+    with pytest.raises(ModelFormatError, match="format_version 3; this bitextmine reads format_version 1, 2"):
+        load_table(path)
+
+
+def test_compact_tables_round_trip_to_three_digits_and_version_1_refuses_compact_arrays(tmp_path, table):
+    from bitextmine.lexicon import prune
+
+    path = str(tmp_path / "lex.npz")
+    small = prune(table, 0.01)
+    assert len(small) < len(table) and small.prob.min() >= 0.01
+    save_table(small, path, compact=True)
+    back = load_table(path)
+    assert back.keys.dtype == np.int64 and back.prob.dtype == np.float32
+    assert back.keys.tolist() == small.keys.tolist()
+    assert np.allclose(back.prob, small.prob, rtol=1e-3)
+    rewrite(path, format_version=1)
+    with pytest.raises(ModelFormatError, match="keys of dtype uint32; expected int64"):
         load_table(path)
 
 

@@ -40,26 +40,36 @@ def test_pieces_take_gives_each_rows_pieces_in_the_order_asked():
 
 
 
-def test_lexical_features_normalise_by_the_mean_over_both_neighbourhoods(monkeypatch):
-    import bitextmine.judge.features as features
+def test_lexical_features_are_ibm1_scores_and_their_ratio_to_the_null_background():
+    from bitextmine.lexicon import train_ibm1
 
-    fx, _ = pieces(1, list(range(8)))
-    en, _ = pieces(2, list(range(9)))
+    fx, fseq = pieces(1, list(range(8)))
+    en, eseq = pieces(2, list(range(9)))
+    rng = np.random.default_rng(4)
+    pairs_f = [rng.integers(0, 50, rng.integers(1, 6)) for _ in range(40)]
+    pairs_e = [rng.integers(0, 50, rng.integers(1, 6)) for _ in range(40)]
 
-    def fake(tables, fx_, en_, i, j):  # a score that tells pairs apart: 100 i + j, and its negative
-        return np.stack([100.0 * i + j, -(100.0 * i + j)], axis=1)
+    def flat(seqs):
+        lengths = np.array([len(q) for q in seqs])
+        return np.concatenate(seqs).astype(np.int64), np.cumsum(lengths) - lengths
 
-    monkeypatch.setattr(features, "lexical", fake)
-    rng = np.random.default_rng(3)
-    i, j = rng.integers(0, 8, 6), rng.integers(0, 9, 6)
-    nn_fx, nn_en = rng.integers(-1, 9, (6, 3)), rng.integers(-1, 8, (6, 2))
-    got = lexical_features(None, fx, en, i, j, nn_fx, nn_en)
-    for c in range(6):
-        own = 100.0 * i[c] + j[c]
-        a = [100.0 * i[c] + t for t in nn_fx[c] if t >= 0]
-        b = [100.0 * s + j[c] for s in nn_en[c] if s >= 0]
-        norm = own - ((np.mean(a) if a else 0.0) + (np.mean(b) if b else 0.0)) / 2
-        assert got[c].tolist() == pytest.approx([own, -own, norm, -norm])
+    fwd = train_ibm1(*flat(pairs_e), *flat(pairs_f), 50, 50)  # t(foreign | English)
+    bwd = train_ibm1(*flat(pairs_f), *flat(pairs_e), 50, 50)
+    i, j = np.array([0, 3, 3, 7]), np.array([8, 1, 2, 1])
+    got = lexical_features((fwd, bwd), fx, en, i, j)
+
+    def loglik(table, src, tgt):  # the obvious sum over the target's pieces
+        if len(tgt) == 0:
+            return np.log(1e-6)
+        src = list(src) + [table.vocab_src]  # NULL
+        return np.mean([np.log(max(sum(table.lookup(np.array([e]), np.array([f]))[0] for e in src) / len(src), 1e-6))
+                        for f in tgt])
+
+    for c in range(len(i)):
+        f, e = fseq[i[c]], eseq[j[c]]
+        own = [loglik(fwd, e, f), loglik(bwd, f, e)]
+        base = [loglik(fwd, [], f), loglik(bwd, [], e)]
+        assert got[c].tolist() == pytest.approx(own + [own[0] - base[0], own[1] - base[1]], abs=1e-4)
 
 
 def two_classes(n: int, share: float, seed: int):

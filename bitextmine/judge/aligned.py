@@ -28,7 +28,7 @@ def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pie
         return np.zeros(0, np.float32)
     x, y = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y, np.float32)
     both = topk(torch.from_numpy(x), torch.from_numpy(y), k, columns=True)
-    Dxy, Ixy, Dyx, Iyx = (a.numpy() for a in (both.D, both.I, both.Dc, both.Ic))
+    Dxy, Dyx = both.D.numpy(), both.Dc.numpy()
     cos = (x * y).sum(1)
     margin = margin_scores(cos, neighbour_means(Dxy), neighbour_means(Dyx), "ratio")
     rows = np.arange(n, dtype=np.int64)
@@ -41,8 +41,8 @@ def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pie
     ps = Pieces(rows, np.asarray(src_pieces[0], np.int64), np.asarray(src_pieces[1], np.int64))
     pt = Pieces(rows, np.asarray(tgt_pieces[0], np.int64), np.asarray(tgt_pieces[1], np.int64))
     if src_is_english:
-        X = pair_features(stage.tables(lang), pt, ps, r, r, Iyx[r], Ixy[r], margin[r], cos[r], z)
+        X = pair_features(stage.tables(lang), pt, ps, r, r, margin[r], cos[r], z)
     else:
-        X = pair_features(stage.tables(lang), ps, pt, r, r, Ixy[r], Iyx[r], margin[r], cos[r], z)
+        X = pair_features(stage.tables(lang), ps, pt, r, r, margin[r], cos[r], z)
     out[ok] = stage.adjusted(lang, X)
     return out

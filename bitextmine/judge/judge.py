@@ -13,19 +13,16 @@ from .store import SecondStage
 
 # rows int64 (r,) ascending distinct -> Pieces of those rows (a side's texts, tokenised)
 PiecesOf = Callable[[np.ndarray], Pieces]
-# rows int64 (r,) ascending distinct -> int64 (r, k): each row's k nearest rows of the other side (-1: none)
-NeighboursOf = Callable[[np.ndarray], np.ndarray]
 
 
 class Judge:
     """The probability of translation of candidate pairs (src row, tgt row) for ``lang`` paired with English.
 
-    ``src_is_english``: the orientation of the run; ``pieces`` and ``neighbours``: one function per side
-    ("src", "tgt") as the type aliases above say."""
+    ``src_is_english``: the orientation of the run; ``pieces``: one :data:`PiecesOf` per side ("src", "tgt")."""
 
-    def __init__(self, stage: SecondStage, lang: str, src_is_english: bool, pieces: dict, neighbours: dict):
+    def __init__(self, stage: SecondStage, lang: str, src_is_english: bool, pieces: dict):
         self.stage, self.lang, self.swap = stage, lang, src_is_english
-        self.pieces, self.neighbours = pieces, neighbours
+        self.pieces = pieces
 
     @property
     def floor(self) -> float:
@@ -39,15 +36,10 @@ class Judge:
     def features(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray, z: np.ndarray) -> np.ndarray:
         """The features float64 (c, 8) (:data:`bitextmine.judge.features.FEATURES`) of the pairs (s, t) int (c,)."""
         s, t = np.asarray(s, np.int64), np.asarray(t, np.int64)
-        us, ut = np.unique(s), np.unique(t)
-        nn_s, nn_t = self.neighbours["src"](us), self.neighbours["tgt"](ut)
-        ns, nt = nn_s[np.searchsorted(us, s)], nn_t[np.searchsorted(ut, t)]
-        src_rows = np.unique(np.r_[us, nn_t[nn_t >= 0]])
-        tgt_rows = np.unique(np.r_[ut, nn_s[nn_s >= 0]])
-        ps, pt = self.pieces["src"](src_rows), self.pieces["tgt"](tgt_rows)
+        ps, pt = self.pieces["src"](np.unique(s)), self.pieces["tgt"](np.unique(t))
         if self.swap:  # English source: the foreign side is the target
-            return pair_features(self.stage.tables(self.lang), pt, ps, t, s, nt, ns, score, cos, z)
-        return pair_features(self.stage.tables(self.lang), ps, pt, s, t, ns, nt, score, cos, z)
+            return pair_features(self.stage.tables(self.lang), pt, ps, t, s, score, cos, z)
+        return pair_features(self.stage.tables(self.lang), ps, pt, s, t, score, cos, z)
 
     def __call__(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray, z: np.ndarray) -> np.ndarray:
         """P(translation) float32 (c,) of the pairs (s, t) int (c,) with their margin score, cosine and z float (c,):

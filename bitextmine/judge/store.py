@@ -112,17 +112,18 @@ def _check(data, path: str, folder: str) -> None:
                                        f"{lang!r} needs it")
 
 
-def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: str = "") -> str:
+def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: str = "", compact: bool = False) -> str:
     """Write a second stage into ``model_dir``: ``languages`` {code: {"classifier": fit_logistic's dict,
     "min_prob", "floor", "prior", "trained_on"}}, ``tables`` {code: (t(code|en), t(en|code))} (LexicalTable; a code
-    absent keeps the tables already there). Returns the folder."""
+    absent keeps the tables already there; ``compact``: stored compact, :func:`bitextmine.lexicon.save_table`).
+    Returns the folder."""
     from ..lexicon import save_table
 
     folder = os.path.join(model_dir, FOLDER)
     os.makedirs(folder, exist_ok=True)
     for lang, (fwd, bwd) in tables.items():
-        save_table(fwd, os.path.join(folder, table_file("en", lang)))
-        save_table(bwd, os.path.join(folder, table_file(lang, "en")))
+        save_table(fwd, os.path.join(folder, table_file("en", lang)), compact)
+        save_table(bwd, os.path.join(folder, table_file(lang, "en")), compact)
     out = {"format_version": FORMAT_VERSION, "features": list(FEATURES), "chosen_on": chosen_on, "languages": {}}
     for lang, c in sorted(languages.items()):
         clf = c["classifier"]

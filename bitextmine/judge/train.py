@@ -74,8 +74,7 @@ def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang:
     keep = first[sc[first] >= floor]
     s, t, sc, cos = s[keep], t[keep], sc[keep], cos[keep]
     z = pair_standout(cos, s, t, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
-    judge = Judge(stage, lang, False, {"src": _pieces_of(fx, model), "tgt": _pieces_of(en, model)},
-                  {"src": lambda rows: Ixy[rows], "tgt": lambda rows: Iyx[rows]})
+    judge = Judge(stage, lang, False, {"src": _pieces_of(fx, model), "tgt": _pieces_of(en, model)})
     return np.c_[s, t].astype(np.int64), judge.features(s, t, sc, cos, z)
 
 

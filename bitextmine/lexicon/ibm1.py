@@ -22,7 +22,8 @@ each distinct f_j of a target once, in a hash index of the table built on first 
 
 On disk (:func:`save_table`): an ``.npz`` read without pickle, with ``meta`` (UTF-8 JSON as uint8:
 ``format_version``, ``kind`` "ibm1", ``vocab_src``, ``vocab_tgt``, ``null``, ``floor``, ``iters``,
-``fingerprint`` of the vocabulary), ``keys`` int64 (nnz,) sorted and ``prob`` float32 (nnz,).
+``fingerprint`` of the vocabulary), ``keys`` int64 (nnz,) sorted and ``prob`` float32 (nnz,); format 2 may
+store them compact (keys uint32, prob float16, compressed: :func:`save_table`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ import numpy as np
 from ..config import LexiconConfig
 from ..errors import ConfigError, ModelFormatError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE = (1, 2)  # 1: keys int64 and prob float32 on disk; 2: also keys uint32 (when they fit) and prob float16
 KIND = "ibm1"
 
 
@@ -306,15 +308,29 @@ def score_both(forward: LexicalTable, backward: LexicalTable, src, tgt, **option
     return np.stack([score(forward, src, tgt, **options), score(backward, tgt, src, **options)], axis=1)
 
 
-def save_table(table: LexicalTable, path: str) -> None:
-    """Write ``table`` to ``path`` (an ``.npz``; see the module docstring), replacing it atomically."""
+def prune(table: LexicalTable, floor: float) -> LexicalTable:
+    """``table`` without its entries below ``floor`` (not renormalised, as training's own floor)."""
+    keep = table.prob >= floor
+    return LexicalTable(table.keys[keep], table.prob[keep], table.vocab_src, table.vocab_tgt, table.null,
+                        max(float(floor), table.floor), table.iters, table.fingerprint)
+
+
+def save_table(table: LexicalTable, path: str, compact: bool = False) -> None:
+    """Write ``table`` to ``path`` (an ``.npz``; see the module docstring), replacing it atomically. ``compact``:
+    keys as uint32 when they fit and probabilities as float16 (rounded to 3 significant digits; a model
+    directory ships them so), compressed; read back as int64 and float32."""
+    keys, prob = np.ascontiguousarray(table.keys, np.int64), np.ascontiguousarray(table.prob, np.float32)
+    if compact:
+        limit = (table.vocab_src + table.null) * table.vocab_tgt
+        keys = keys.astype(np.uint32) if limit <= np.iinfo(np.uint32).max else keys
+        prob = np.maximum(prob, np.float32(np.finfo(np.float16).tiny)).astype(np.float16)
     meta = {"format_version": FORMAT_VERSION, "kind": KIND, "vocab_src": table.vocab_src,
             "vocab_tgt": table.vocab_tgt, "null": table.null, "floor": table.floor, "iters": table.iters,
             "fingerprint": table.fingerprint}
     tmp = f"{path}.tmp"
     with open(tmp, "wb") as f:
-        np.savez(f, meta=np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8),
-                 keys=np.ascontiguousarray(table.keys, np.int64), prob=np.ascontiguousarray(table.prob, np.float32))
+        (np.savez_compressed if compact else np.savez)(
+            f, meta=np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8), keys=keys, prob=prob)
     os.replace(tmp, path)
 
 
@@ -340,9 +356,16 @@ def load_table(path: str, *, fingerprint: str | None = None) -> LexicalTable:
         meta = None
     if not isinstance(meta, dict) or meta.get("kind") != KIND:
         raise ModelFormatError(f"{path}: not an IBM model 1 lexical table (no readable meta of kind {KIND!r})")
-    if meta.get("format_version") != FORMAT_VERSION:
+    if meta.get("format_version") not in READABLE:
         raise ModelFormatError(f"{path}: lexical table format_version {meta.get('format_version')!r}; this "
-                               f"bitextmine reads format_version {FORMAT_VERSION}: train the table again")
+                               f"bitextmine reads format_version {', '.join(map(str, READABLE))}: train the table again")
+    stored = {"keys": (np.int64,) + ((np.uint32,) if meta["format_version"] >= 2 else ()),
+              "prob": (np.float32,) + ((np.float16,) if meta["format_version"] >= 2 else ())}
+    for name, dtypes in stored.items():
+        if arrays[name].dtype not in dtypes:
+            raise ModelFormatError(f"{path}: lexical table {name} of dtype {arrays[name].dtype}; expected "
+                                   f"{' or '.join(np.dtype(d).name for d in dtypes)}")
+        arrays[name] = arrays[name].astype(dtypes[0])
     if fingerprint is not None and meta.get("fingerprint") != fingerprint:
         raise ModelFormatError(f"{path}: lexical table made for the vocabulary {meta.get('fingerprint')!r}, not "
                                f"{fingerprint!r}: train it again with this model's tokenizer")

@@ -200,8 +200,8 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
 
 
 def _judge(run: _Run, model, choice):
-    """The second stage (:class:`bitextmine.judge.judge.Judge`) of ``choice.judged`` over the run's rows: their
-    texts from the chunks, their neighbours from the reduce stage."""
+    """The second stage (:class:`bitextmine.judge.judge.Judge`) of ``choice.judged`` over the run's rows, their
+    texts read from the chunks."""
     from ..judge.features import Pieces
     from ..judge.judge import Judge
 
@@ -211,11 +211,7 @@ def _judge(run: _Run, model, choice):
             return Pieces.of(rows, [text[r] for r in rows.tolist()], model.tokenizer)
         return of
 
-    def neighbours(side):
-        return lambda rows: stages.gather_nn(run.work, side, run.offsets, rows)
-
-    return Judge(model.second_stage, choice.judged, choice.languages[0] == "en",
-                 {side: pieces(side) for side in SIDES}, {side: neighbours(side) for side in SIDES})
+    return Judge(model.second_stage, choice.judged, choice.languages[0] == "en", {side: pieces(side) for side in SIDES})
 
 
 def _standout(run: _Run, sources: dict):
