@@ -122,10 +122,13 @@ class MineConfig:
     min_z: float = 4.5
     # The second stage (bitextmine/judge/): where the model has one for the sides' languages (English and one of
     # its languages, known as for per_language), each candidate gets a probability of translation from its margin,
-    # cosine, z, length ratio and IBM model 1 scores, and pairs below min_prob are dropped. Its calibrated floors
-    # then replace threshold, min_z and min_cosine (those given keep their values), and its min_prob this one.
+    # cosine, z, length ratio and IBM model 1 scores, and pairs below min_prob are dropped (besides the floors
+    # above); its min_prob calibrated for the language replaces this one unless given.
     second_stage: bool = True
     min_prob: float = 0.5
+    # set by the second stage: candidates are kept from this margin up (those below threshold only to estimate
+    # the share of translations the probabilities adjust to); None: from threshold up
+    judged_floor: float | None = None
     # Use the model's threshold, min_z and min_cosine calibrated for the two sides' languages when it has
     # them (bitextmine/mining/calibrated.py); the languages are given (src_lang/tgt_lang) or detected on
     # the first detect_lines lines of each side. The values above apply to other language pairs.

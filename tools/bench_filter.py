@@ -10,6 +10,7 @@ writing to /dev/null):
      --langid probs, the default with declared languages), and the previous default (--langid pair),
   3. as 2 with --langid off (the script rule only),
   4. as 2 with --langid full (langdetect over all its languages) on the first --langid-lines lines,
+  5. as 2 with --score prob (the model's second stage; the goal: >= 5,000 pairs/s on 2 cores) and --score margin,
 and prints a table with pairs/s and the kept share.
 """
 
@@ -56,6 +57,7 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=200_000)
     ap.add_argument("--langid-lines", type=int, default=20_000)
     ap.add_argument("--lang", default="de")
+    ap.add_argument("--only-prob", action="store_true", help="time the --score prob and margin rows only")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp()
     path = os.path.join(tmp, "noisy.tsv")
@@ -67,18 +69,23 @@ def main() -> None:
     model = load_model(None)
     run(small, model, config=FilterConfig())  # warm-up
     langs = dict(src_lang="en", tgt_lang=args.lang)
-    rows = [
-        ("default rules + cosine", *run(path, model, config=FilterConfig())),
+    runs = [
+        ("default rules + cosine", lambda: run(path, model, config=FilterConfig())),
         (f"+ --src-lang en --tgt-lang {args.lang} (script rule, --langid probs: the default)",
-         *run(path, model, config=FilterConfig(), **langs)),
+         lambda: run(path, model, config=FilterConfig(), **langs)),
         (f"+ --src-lang en --tgt-lang {args.lang} --langid pair --min-script 0.5 (the previous default)",
-         *run(path, model, config=FilterConfig(), rules=RuleConfig(langid="pair", min_script=0.5), **langs)),
+         lambda: run(path, model, config=FilterConfig(), rules=RuleConfig(langid="pair", min_script=0.5), **langs)),
         (f"+ --src-lang en --tgt-lang {args.lang} --langid off (script rule only)",
-         *run(path, model, config=FilterConfig(), rules=RuleConfig(langid="off"), **langs)),
-        (f"+ --src-lang en --tgt-lang {args.lang} --langid full", *run(small, model, config=FilterConfig(),
-                                                                     rules=RuleConfig(langid="full"), **langs)),
-        ("rules only (--score none)", *run(path, None, config=FilterConfig(score="none"))),
+         lambda: run(path, model, config=FilterConfig(), rules=RuleConfig(langid="off"), **langs)),
+        (f"+ --src-lang en --tgt-lang {args.lang} --langid full",
+         lambda: run(small, model, config=FilterConfig(), rules=RuleConfig(langid="full"), **langs)),
+        ("rules only (--score none)", lambda: run(path, None, config=FilterConfig(score="none"))),
+        (f"+ --src-lang en --tgt-lang {args.lang} --score margin",
+         lambda: run(path, model, config=FilterConfig(score="margin"), **langs)),
+        (f"+ --src-lang en --tgt-lang {args.lang} --score prob (the second stage, within 20,000-line chunks)",
+         lambda: run(path, model, config=FilterConfig(score="prob"), **langs)),
     ]
+    rows = [(name, *thunk()) for name, thunk in (runs[-2:] if args.only_prob else runs)]
     print(f"{n} lines of debian_* en-{args.lang}, {os.cpu_count()} cores")
     print("| run | lines | pairs/s | kept |")
     print("|---|---|---|---|")

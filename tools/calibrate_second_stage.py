@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 from sparse_tasks import LANGS, PoolTooSmall, build_task, clean_pool, largest_tasks, read_pairs  # noqa: E402
 
-GRID = np.round(np.r_[np.arange(0.05, 0.95, 0.025), np.arange(0.95, 0.996, 0.005)], 3)
+GRID = np.round(np.r_[0.002, 0.005, 0.01, 0.02, 0.03, 0.04, np.arange(0.05, 0.95, 0.025), np.arange(0.95, 0.996, 0.005)], 3)
 
 
 def task_cells(task, model, stage, lang: str) -> dict:

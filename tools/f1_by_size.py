@@ -174,6 +174,7 @@ def main() -> None:
     ap.add_argument("--distractors", nargs="+", default=[], metavar="NAME",
                     help="draw distractors only from the corpora whose path holds one of these names "
                          "(e.g. tatoeba_anki multi30k wmt_newstest mlqe_pe: sentences, no UI strings)")
+    ap.add_argument("--no-second-stage", action="store_true", help="mine without the model's second stage")
     ap.add_argument("--oracle", action="store_true",
                     help="beside each row, the best F1 any --threshold / --min-z / --min-cosine of the calibration "
                          "grid reaches on the same task (first draw), and those settings")
@@ -182,10 +183,15 @@ def main() -> None:
     given = {k: v for k, v in (("threshold", args.threshold), ("min_z", args.min_z), ("min_cosine", args.min_cosine))
              if v is not None}
     config = MineConfig(**given, per_language=False) if given else MineConfig()
+    if args.no_second_stage:
+        from dataclasses import replace
+
+        config = replace(config, second_stage=False)
     with tempfile.TemporaryDirectory() as tmp:
         data = language_pairs(corpora(os.path.join(DATA, "train"), tmp), args.holdout, tuple(args.distractors))
     print(f"model {model.fingerprint}; " + (" ".join(f"--{k.replace('_', '-')} {v:g}" for k, v in given.items())
                                            or "mine's defaults") + ", other settings default"
+          + ("; no second stage" if args.no_second_stage else "")
           + (f"; distractors from {', '.join(args.distractors)}" if args.distractors else ""))
     extra = (" best F1 of any setting | its settings |", "---|---|") if args.oracle else ("", "")
     print("\n| language | lines a side | gold pairs | precision | recall | F1 | precision on gold lines | printed | "

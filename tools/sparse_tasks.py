@@ -53,6 +53,7 @@ HOLDOUT = os.path.join(HERE, "..", ".bench", "holdout")
 TATOEBA = os.path.join(HERE, "..", "..", "shared", "data", "dev", "tatoeba", "v1")
 LANGS = ["de", "fr", "es", "cs", "ru", "zh", "tr", "ar"]
 ISO3 = {"de": "deu", "fr": "fra", "es": "spa", "cs": "ces", "ru": "rus", "zh": "cmn", "tr": "tur", "ar": "ara"}
+SECOND_STAGE = True  # mine with the model's second stage (--no-second-stage: without)
 NEAR = 0.8  # a near repeat shares at least this share of the word tokens of each line
 
 
@@ -326,7 +327,7 @@ def evaluate(folder: str, task: Task, model) -> dict:
 
     from bitextmine.config import MineConfig
 
-    printed, _, stats = mined(folder, model, MineConfig())
+    printed, _, stats = mined(folder, model, replace(MineConfig(), second_stage=SECOND_STAGE))
     p, r, f = prf(printed, task.gold)
     everything = replace(MineConfig(), threshold=-1e9, min_z=0.0, min_cosine=0.0, per_language=False)
     pairs, scores, _ = mined(folder, model, everything)
@@ -354,7 +355,10 @@ def main() -> None:
     ap.add_argument("--build-only", action="store_true", help="write the tasks, do not mine them")
     ap.add_argument("--wrong", nargs="*", default=["fr", "ru"], metavar="LANG",
                     help="print the wrong pairs at the smallest gold share and size for these languages")
+    ap.add_argument("--no-second-stage", action="store_true", help="mine without the model's second stage")
     args = ap.parse_args()
+    global SECOND_STAGE
+    SECOND_STAGE = not args.no_second_stage
     t0 = time.process_time()
     tasks = build_all(args.out, args.langs, args.sizes, args.shares, args.draws, args.seed, args.near)
     print("\nrepeats dropped (sum over the draws):")
@@ -370,7 +374,8 @@ def main() -> None:
     from bitextmine.model import load_model
 
     model = load_model(args.model)
-    print(f"\nmodel {model.fingerprint}; mine's defaults (per-language settings detected); {args.draws} draws")
+    print(f"\nmodel {model.fingerprint}; mine's defaults (per-language settings detected"
+          f"{', no second stage' if args.no_second_stage else ''}); {args.draws} draws")
     print("| language | gold share | lines a side | gold pairs | precision | recall | F1 | oracle: margin alone | "
           "oracle: threshold with the language's floors | printed |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -34,23 +34,30 @@ def predict(model: dict, X: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-np.clip(z, -500, 500)))
 
 
-def adjust_to_prior(p: np.ndarray, prior: float, iters: int = 200, tol: float = 1e-7) -> tuple[np.ndarray, float]:
+def adjust_to_prior(p: np.ndarray, prior: float, iters: int = 1, tol: float = 1e-7) -> tuple[np.ndarray, float]:
     """Probabilities p float (n,), made under the class prior ``prior`` (the share of positives the classifier
     was trained with), re-estimated for the prior of the set they come from (Saerens, Latinne & Decaestecker
     2002, "Adjusting the outputs of a classifier to new a priori probabilities"): EM alternates the set's prior
     (the mean of the adjusted probabilities) and the probabilities under it. Returns (float64 (n,), the prior
-    found). A set where positives are rare gets lower probabilities than one where they are common."""
+    found). A set where positives are rare gets lower probabilities than one where they are common.
+
+    ``iters`` 1 (the default) takes one step: the set's prior is the mean of p. Run to convergence, EM finds
+    the maximum-likelihood prior, which collapses toward 0 when positives are rare and the classifier is
+    confident about the negatives (on the sparse dev tasks at 1 % translations, Russian F1 12 against 67 with
+    one step: docs/benchmarks.md)."""
     p = np.clip(np.asarray(p, np.float64), 1e-12, 1 - 1e-12)
     if len(p) == 0:
         return p, prior
     q = prior
     for _ in range(iters):
-        a = q / prior * p
-        adjusted = a / (a + (1 - q) / (1 - prior) * (1 - p))
-        new = float(np.clip(adjusted.mean(), 1e-9, 1 - 1e-9))
-        if abs(new - q) < tol:
-            q = new
+        new = float(np.clip(_posterior(p, prior, q).mean(), 1e-9, 1 - 1e-9))
+        done, q = abs(new - q) < tol, new
+        if done:
             break
-        q = new
+    return _posterior(p, prior, q), q
+
+
+def _posterior(p: np.ndarray, prior: float, q: float) -> np.ndarray:
+    """p (made under ``prior``) under the prior q instead."""
     a = q / prior * p
-    return a / (a + (1 - q) / (1 - prior) * (1 - p)), q
+    return a / (a + (1 - q) / (1 - prior) * (1 - p))

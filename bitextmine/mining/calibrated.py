@@ -89,14 +89,12 @@ class Choice:
         sides = "; ".join(f"{side} {lang or '?'} ({how})" for side, lang, how in
                           zip(("source", "target"), self.languages, self.found) if lang or how == "not detected")
         sides = f"; languages: {sides}" if sides else ""
-        if self.judged:
-            return (f"second stage for {self.languages[0]}-{self.languages[1]}: min-prob {c.min_prob:g} over "
-                    f"candidates with {values}{sides}")
+        judged = f"; second stage: min-prob {c.min_prob:g}" if self.judged else ""
         if self.calibrated:
-            return f"settings calibrated for {self.languages[0]}-{self.languages[1]}: {values}{sides}"
+            return f"settings calibrated for {self.languages[0]}-{self.languages[1]}: {values}{judged}{sides}"
         which = "global defaults" if (c.threshold, c.min_z, c.min_cosine) == (d.threshold, d.min_z, d.min_cosine) \
             else "settings given"
-        return f"{which}: {values}, not per language: {self.reason}{sides}"
+        return f"{which}: {values}{judged}, not per language: {self.reason}{sides}"
 
 
 Detect = Callable[[int], "str | None"]  # side 0 (source) or 1 (target) -> its detected language, or None
@@ -131,9 +129,9 @@ def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, st
 def with_second_stage(choice: Choice, stage) -> Choice:
     """``choice`` with the second stage (a :class:`bitextmine.judge.SecondStage`, or None) of the sides'
     languages when config.second_stage is on, both languages are known, one is English, the stage holds the
-    other, and the vectors are the model's plain embeddings (the reason does not say otherwise): its margin
-    floor replaces the threshold, min_z and min_cosine are off (the classifier weighs z and the cosine),
-    and its min_prob replaces config's; those in config.pinned keep their values."""
+    other, and the vectors are the model's plain embeddings (the reason does not say otherwise): its min_prob
+    replaces config's unless given (config.pinned), and its margin floor is where candidates are judged from
+    (config.judged_floor); the threshold, min_z and min_cosine stay as chosen."""
     c, (src, tgt) = choice.config, choice.languages
     if not c.second_stage or stage is None or not src or not tgt or src == tgt or PIVOT not in (src, tgt):
         return choice
@@ -141,9 +139,8 @@ def with_second_stage(choice: Choice, stage) -> Choice:
     if other not in stage.languages or (not choice.calibrated and "embeddings" in choice.reason):
         return choice
     found = stage.languages[other]
-    values = {"threshold": float(found["floor"]), "min_z": 0.0, "min_cosine": 0.0, "min_prob": float(found["min_prob"])}
-    config = replace(c, **{k: v for k, v in values.items() if k not in c.pinned})
-    return replace(choice, config=config, judged=other)
+    min_prob = c.min_prob if "min_prob" in c.pinned else float(found["min_prob"])
+    return replace(choice, config=replace(c, min_prob=min_prob, judged_floor=float(found["floor"])), judged=other)
 
 
 def _why_not(section: dict, src: str | None, tgt: str | None) -> str:

@@ -28,23 +28,22 @@ def finish(f: tuple, b: tuple, config: MineConfig, standout: Standout | None = N
     ascending src) and the backward ones b (one per target row, ascending tgt); int64 / float32 (c,) arrays.
 
     Candidates below config.threshold or config.min_cosine are dropped, then (``standout`` given) each
-    remaining one gets its z, and with config.min_z > 0 those below it are dropped; then (``judge`` given,
-    which needs ``standout``) each remaining one gets its probability of translation and those below
-    config.min_prob are dropped; then config.mode's selection (:func:`select_pairs`). Returns (src, tgt,
+    remaining one gets its z, and with config.min_z > 0 those below it are dropped; then config.mode's
+    selection (:func:`select_pairs`). With ``judge`` (the second stage, which needs ``standout``), every
+    candidate from the judge's own margin floor up is judged first, then those below config.min_prob or a
+    floor are dropped (:func:`_judged_then_floors`). Returns (src, tgt,
     score, cos, origin int8: 0 forward, 1 backward, z float32: NaN without ``standout``, prob float32: NaN
     without ``judge``), sorted by score descending, ties by source, then target row.
     """
-    f, b = _floors(f, config), _floors(b, config)
-    if standout is None:
-        if judge is not None:
-            raise ValueError("the second stage needs the standout z")
-        f, b = (*f, np.full(len(f[0]), np.nan, np.float32)), (*b, np.full(len(b[0]), np.nan, np.float32))
+    if judge is not None:
+        f, b = _judged_then_floors(f, b, config, standout, judge)
     else:
-        f, b = _stand_out(f, b, standout, config.min_z)
-    if judge is None:
+        f, b = _floors(f, config), _floors(b, config)
+        if standout is None:
+            f, b = (*f, np.full(len(f[0]), np.nan, np.float32)), (*b, np.full(len(b[0]), np.nan, np.float32))
+        else:
+            f, b = _stand_out(f, b, standout, config.min_z)
         f, b = (*f, np.full(len(f[0]), np.nan, np.float32)), (*b, np.full(len(b[0]), np.nan, np.float32))
-    else:
-        f, b = _judged(f, b, judge, config.min_prob)
     s, t, sc, cos, z, prob, origin = select_pairs(f, b, config)
     order = np.lexsort((t, s, -sc.astype(np.float64)))
     return s[order], t[order], sc[order], cos[order], origin[order], z[order], prob[order]
@@ -65,6 +64,24 @@ def _stand_out(f: tuple, b: tuple, standout: Standout, min_z: float) -> tuple[tu
     zf, zb = z[: len(f[0])], z[len(f[0]) :]
     keep_f, keep_b = (zf >= min_z, zb >= min_z) if min_z > 0 else (slice(None), slice(None))
     return tuple(a[keep_f] for a in (*f, zf)), tuple(a[keep_b] for a in (*b, zb))
+
+
+def _judged_then_floors(f: tuple, b: tuple, config: MineConfig, standout: Standout | None, judge) -> tuple:
+    """f and b with z and probability appended: every candidate from the judge's margin floor (``judge.floor``)
+    up gets its z and is judged (the share of translations it adjusts to is estimated over all of them), then
+    those below config.min_prob, config.threshold, config.min_cosine or config.min_z are dropped."""
+    if standout is None:
+        raise ValueError("the second stage needs the standout z")
+    floor = getattr(judge, "floor", -np.inf)
+    loose = tuple(tuple(a[c[2] >= floor] for a in c) for c in (f, b))
+    f, b = _judged(*_stand_out(*loose, standout, 0.0), judge, config.min_prob)
+    return tuple(tuple(a[_passes(c, config)] for a in c) for c in (f, b))
+
+
+def _passes(c: tuple, config: MineConfig) -> np.ndarray:
+    """bool (c,): the candidates (src, tgt, score, cos, z, ...) at or above config's three floors."""
+    ok = (c[2] >= config.threshold) & (c[3] >= config.min_cosine)
+    return ok & (c[4] >= config.min_z) if config.min_z > 0 else ok
 
 
 def _judged(f: tuple, b: tuple, judge: Judgement, min_prob: float) -> tuple[tuple, tuple]:

@@ -89,7 +89,7 @@ _INDEX = ("index/*", *_KNN)
 REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed", "ivf_backend"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
         "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": (),
-        "second_stage": (), "min_prob": ()}
+        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS}
 
 
 def _dedup(run: _Run, pconf: PipelineConfig) -> None:
@@ -155,9 +155,11 @@ def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict) -> None:
                    for c in live[side]])
     if config.recall_check:
         run.recall = [_recall(run, side, sources, config) for side in SIDES]
+    # candidates below the threshold are kept only for the second stage's estimate of the share of translations
+    kept_from = config.threshold if config.judged_floor is None else min(config.threshold, config.judged_floor)
     for side in SIDES:
         run.stage("margins", stages.margins_chunk,
-                  [(stages.cand_file(side, c), (w, side, c, off, config.margin, config.threshold)) for c in live[side]])
+                  [(stages.cand_file(side, c), (w, side, c, off, config.margin, kept_from)) for c in live[side]])
     run.live = live
 
 
