@@ -261,3 +261,22 @@ def test_prob_scoring_needs_english_and_a_language_the_stage_holds(toy_stage_dir
         filter_tsv(path, io.BytesIO(), model=model, config=FilterConfig(score="prob"))
     with pytest.raises(ConfigError, match="no second stage for fr-en"):
         filter_tsv(path, io.BytesIO(), model=model, config=FilterConfig(score="prob"), src_lang="fr", tgt_lang="en")
+
+
+def test_train_second_stage_only_builds_a_stage_that_mine_uses(toy_model_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+
+    out = str(tmp_path / "m")
+    shutil.copytree(toy_model_dir, out)
+    src, tgt = toy_corpus(4400, seed=21)
+    de, en = write_lines(tmp_path / "c.de", src), write_lines(tmp_path / "c.en", tgt)
+    r = CliRunner().invoke(main, ["train", "--second-stage-only", "--out", out, "--src", de, "--tgt", en])
+    assert r.exit_code == 0, r.output
+    assert "second stage de-en" in r.output and os.path.isfile(os.path.join(out, "second_stage", "ibm1.en-de.npz"))
+    a, b, _ = sparse_toy_task(tmp_path)
+    r = CliRunner().invoke(main, ["mine", a, b, "--model", out, "--src-lang", "de", "--tgt-lang", "en"])
+    assert r.exit_code == 0 and "second stage: min-prob 0.5" in r.output, r.output
+    r = CliRunner().invoke(main, ["train", "--second-stage-only", "--out", out, "--src", de, "--tgt", de])
+    assert r.exit_code != 0 and "expected two files, one named *.en" in r.output

@@ -7,7 +7,9 @@ then Tatoeba v1: dev data only), its seeds, gold shares 1/3/10/50 %, sizes 1,000
 the pool allows. Each task is mined as `mine` does with the model's second stage for the language (every floor
 off but the stage's margin floor; :func:`bitextmine.judge.train.task_features`), and for each probability floor
 of a grid the candidates reaching it go through mode max's 1:1 selection by margin; P/R/F1 against the gold.
-The floor chosen maximises the mean F1 over every task (each share weighs the same). The table: per language
+The floor chosen maximises the mean F1 over every task (each share weighs the same) among the floors whose F1 at
+the densest share is at most --dense-loss below mining without the second stage (the language's calibrated
+floors alone, which `mine` also applies with it). The table: per language
 and share, F1 (precision / recall) at the chosen floor, and the best F1 of any floor chosen after the fact for
 that share alone. ``--write`` stores the floors in the model's second_stage/second_stage.json.
 """
@@ -31,22 +33,28 @@ GRID = np.round(np.r_[0.002, 0.005, 0.01, 0.02, 0.03, 0.04, np.arange(0.05, 0.95
 
 
 def task_cells(task, model, stage, lang: str) -> dict:
-    """The candidates of one task: margin, probability, gold or not; and the number of gold pairs."""
+    """The candidates of one task: margin, probability, gold or not, whether they pass the language's
+    calibrated floors (threshold, min-z, min-cosine: `mine` applies them with the second stage); and the
+    number of gold pairs."""
     from bitextmine.judge.train import labels, task_features
+    from bitextmine.mining.calibrated import settings_for
 
     floor = float(stage.languages[lang]["floor"])
     cands, X = task_features(task.src, task.tgt, model, stage, lang, floor)
     gold = np.array(sorted(task.gold), np.int64) - 1
     prob = stage.adjusted(lang, X)
-    return {"pairs": cands, "margin": X[:, 0], "prob": prob, "hit": labels(cands, gold),
+    fl = settings_for(model.mining, lang, "en") or {"threshold": 0.0, "min_z": 0.0, "min_cosine": -1.0}
+    floors = (X[:, 0] >= fl["threshold"]) & (X[:, 1] >= fl["min_cosine"]) & (X[:, 2] >= fl["min_z"])
+    return {"pairs": cands, "margin": X[:, 0], "prob": prob, "hit": labels(cands, gold), "floors": floors,
             "n_gold": len(gold)}
 
 
 def prf_at(c: dict, p: float) -> tuple[float, float, float]:
-    """P, R, F1 of the pairs mode max keeps among the candidates whose probability reaches p."""
+    """P, R, F1 of the pairs mode max keeps among the candidates passing the floors whose probability reaches
+    p (p < 0: the floors alone, `mine --no-second-stage`)."""
     from bitextmine.mining.select import greedy_one_to_one
 
-    ok = np.flatnonzero(c["prob"] >= p)
+    ok = np.flatnonzero(c["floors"] & (c["prob"] >= p))
     keep = ok[greedy_one_to_one(c["pairs"][ok, 0], c["pairs"][ok, 1], c["margin"][ok])]
     tp = int(c["hit"][keep].sum())
     prec, rec = tp / max(len(keep), 1), tp / max(c["n_gold"], 1)
@@ -77,6 +85,8 @@ def main() -> None:
     ap.add_argument("--shares", type=float, nargs="+", default=[0.01, 0.03, 0.1, 0.5])
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dense-loss", type=float, default=0.005,
+                    help="the F1 at the densest share may fall at most this much below mining without the stage")
     ap.add_argument("--write", action="store_true", help="store each language's chosen floor in the model")
     ap.add_argument("--json", default="", help="also write the cells here")
     args = ap.parse_args()
@@ -85,22 +95,28 @@ def main() -> None:
     model = load_model(args.model)
     stage = model.second_stage
     chosen, cells = {}, {}
-    print("| language | gold share | tasks | F1 (P / R) at the chosen min-prob | best F1 of any min-prob for the share |")
-    print("|---|---|---|---|---|")
+    print("| language | gold share | tasks | F1 (P / R) at the chosen min-prob | best F1 of any min-prob for the share | "
+          "F1 without the second stage |")
+    print("|---|---|---|---|---|---|")
     for lang in args.langs:
         tasks = [(share, label, task_cells(t, model, stage, lang)) for share, label, t in
                  tasks_of(lang, args.shares, args.draws, args.seed)]
         f1 = {p: np.mean([np.mean([prf_at(c, p)[2] for s, _, c in tasks if s == share]) for share in args.shares])
               for p in GRID}
-        best = max(GRID, key=lambda p: (f1[p], -abs(p - 0.5)))
+        dense = max(args.shares)
+        without = np.mean([prf_at(c, -1.0)[2] for s, _, c in tasks if s == dense])
+        keeps = [p for p in GRID if np.mean([prf_at(c, p)[2] for s, _, c in tasks if s == dense])
+                 >= without - args.dense_loss]
+        best = max(keeps or GRID, key=lambda p: (f1[p], -abs(p - 0.5)))
         chosen[lang] = float(best)
         for share in args.shares:
             mine = [c for s, _, c in tasks if s == share]
             at = np.mean([prf_at(c, best) for c in mine], axis=0)
             oracle = max(np.mean([prf_at(c, p)[2] for c in mine]) for p in GRID)
             cells[f"{lang} {share}"] = {"f1": at[2], "p": at[0], "r": at[1], "oracle": oracle, "min_prob": best}
+            alone = np.mean([prf_at(c, -1.0)[2] for c in mine])
             print(f"| {lang} | {share:.0%} | {len(mine)} | {100 * at[2]:.1f} ({100 * at[0]:.1f} / {100 * at[1]:.1f}) | "
-                  f"{100 * oracle:.1f} |", flush=True)
+                  f"{100 * oracle:.1f} | {100 * alone:.1f} |", flush=True)
         print(f"  {lang}: min-prob {best:g} (mean F1 over the shares {100 * f1[best]:.1f})", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

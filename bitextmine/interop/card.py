@@ -71,6 +71,9 @@ def model_card(model) -> str:
             parts.append(_dev_figures(training))
     if cfg.get("mining"):
         parts.append(_mining(cfg["mining"]))
+    stage = model.second_stage if model.path else None
+    if stage is not None:
+        parts.append(second_stage_section(stage))
     parts.append("## Use\n\n```\nbitextmine encode --model DIR sentences.txt -o sentences.npy\n"
                  "bitextmine mine --model DIR src.txt tgt.txt -o pairs.tsv\n"
                  "bitextmine export DIR OUT --format sentence-transformers   # or model2vec\n```\n")
@@ -147,6 +150,18 @@ def _mining(m: dict) -> str:
     return ("## Mining settings per language\n\n`bitextmine mine` uses these for a run's language pair (named "
             f"or detected). Chosen by {m.get('chosen_on', 'calibration')}.\n\n| language | threshold | min z | min cosine |\n|---|---|---|---|\n"
             + "\n".join(rows) + "\n")
+
+
+def second_stage_section(stage) -> str:
+    """The card's section on a model's second stage (:class:`bitextmine.judge.SecondStage`)."""
+    rows = [f"| {lang} | {c['min_prob']:g} | {c['floor']:g} | {c.get('trained_on', '')} |"
+            for lang, c in sorted(stage.languages.items())]
+    return ("## Second stage\n\n`bitextmine mine` judges each candidate pair of these languages with English by a "
+            "classifier over its margin, cosine, z, length ratio and IBM model 1 scores (`second_stage/`), and keeps "
+            "pairs whose probability of translation, adjusted to the run's share of translations, reaches min-prob; "
+            f"`filter --score prob` and `score --margin prob` give the same judgement. min-prob: "
+            f"{stage.chosen_on or 'not calibrated'}.\n\n| language | min-prob | margin floor | trained on |\n"
+            "|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
 def write_model_card(model, path: str) -> str:
