@@ -79,7 +79,11 @@ class Model:
             from .judge import load_second_stage
             from .lexicon import vocabulary_fingerprint
 
-            fp = vocabulary_fingerprint(self.tokenizer.proto) if hasattr(self.tokenizer, "proto") else None
+            from .tokenizer import Tokenizer
+
+            # the tables name the SentencePiece vocabulary; an export read back (interop) has the same piece ids
+            # in its tokenizer.json, checked when it was written
+            fp = vocabulary_fingerprint(self.tokenizer.proto) if isinstance(self.tokenizer, Tokenizer) else None
             self.__dict__["_second_stage"] = load_second_stage(self.path, fp) if self.path else None
         return self.__dict__["_second_stage"]
 

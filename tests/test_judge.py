@@ -280,3 +280,26 @@ def test_train_second_stage_only_builds_a_stage_that_mine_uses(toy_model_dir, tm
     assert r.exit_code == 0 and "second stage: min-prob 0.5" in r.output, r.output
     r = CliRunner().invoke(main, ["train", "--second-stage-only", "--out", out, "--src", de, "--tgt", de])
     assert r.exit_code != 0 and "expected two files, one named *.en" in r.output
+
+
+def test_an_export_carries_the_second_stage_and_mines_the_same_pairs(toy_stage_dir, tmp_path):
+    from test_interop import need
+
+    from bitextmine.interop.export import export_model
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    need("tokenizers")
+    model = load_model(toy_stage_dir)
+    out = str(tmp_path / "st")
+    result = export_model(model, out, fmt="sentence-transformers")
+    assert "second_stage/second_stage.json" in result.files
+    exported = load_model(out)
+    assert set(exported.second_stage.languages) == {"de"}
+    src, tgt, _ = sparse_toy_task(tmp_path)
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0)
+    a, b = io.StringIO(), io.StringIO()
+    one = mine_files(src, tgt, a, model=model, config=floors_off, ids=True, src_lang="de", tgt_lang="en")
+    two = mine_files(src, tgt, b, model=exported, config=floors_off, ids=True, src_lang="de", tgt_lang="en")
+    assert a.getvalue() == b.getvalue() and a.getvalue()
+    assert "second stage" in one.info["settings"] and "second stage" in two.info["settings"]

@@ -83,8 +83,22 @@ def export_model(model, out_dir: str, *, fmt: str) -> ExportResult:
         if odd:
             notes.append(M2V_UNK_NOTE.format(chars=" ".join(sorted(odd))))
     os.makedirs(out_dir, exist_ok=True)
-    files = write(model, out_dir, tokenizer_json, table)
+    files = write(model, out_dir, tokenizer_json, table) + _second_stage(model, out_dir)
     return ExportResult(path=out_dir, format=fmt, files=files, notes=notes)
+
+
+def _second_stage(model, out: str) -> list[str]:
+    """Copy the model's second stage (``second_stage/``: same piece ids in the export's tokenizer.json), so
+    that ``--model`` on the export mines as the model does; returns the files copied."""
+    import shutil
+
+    from ..judge.store import FOLDER
+
+    src = os.path.join(model.path or "", FOLDER)
+    if not model.path or not os.path.isdir(src):
+        return []
+    shutil.copytree(src, os.path.join(out, FOLDER))
+    return sorted(f"{FOLDER}/{name}" for name in os.listdir(src))
 
 
 def _write_st(model, out: str, tokenizer_json: str, table: np.ndarray) -> list[str]:
