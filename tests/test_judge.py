@@ -303,3 +303,24 @@ def test_an_export_carries_the_second_stage_and_mines_the_same_pairs(toy_stage_d
     two = mine_files(src, tgt, b, model=exported, config=floors_off, ids=True, src_lang="de", tgt_lang="en")
     assert a.getvalue() == b.getvalue() and a.getvalue()
     assert "second stage" in one.info["settings"] and "second stage" in two.info["settings"]
+
+
+def test_a_run_larger_than_the_stage_was_calibrated_on_mines_without_it(toy_stage_dir, tmp_path):
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    small = str(tmp_path / "m")
+    shutil.copytree(toy_stage_dir, small)
+    path = os.path.join(small, "second_stage", "second_stage.json")
+    data = json.load(open(path))
+    data["languages"]["de"]["max_lines"] = 100
+    json.dump(data, open(path, "w"))
+    src, tgt, _ = sparse_toy_task(tmp_path)  # 300 lines a side
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0)
+    a, b = io.StringIO(), io.StringIO()
+    one = mine_files(src, tgt, a, model=load_model(small), config=floors_off, src_lang="de", tgt_lang="en")
+    mine_files(src, tgt, b, model=load_model(small), src_lang="de", tgt_lang="en",
+               config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage=False))
+    assert "second stage not applied: 300 distinct lines on a side, above the 100" in one.info["settings"]
+    assert "second-stage" not in one.signature
+    assert a.getvalue() == b.getvalue()

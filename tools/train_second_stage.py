@@ -89,7 +89,7 @@ def main() -> None:
         stage = SecondStage(os.path.join(out, "second_stage"), {}, "", fp, {lang: tables})
         X, y = training_set(pools, model, stage, lang, cfg)
         languages[lang] = {"classifier": fit(X, y, cfg), "min_prob": cfg.min_prob, "floor": cfg.floor,
-                           "prior": float(y.mean()),
+                           "prior": float(y.mean()), "max_lines": cfg.max_lines,
                            "trained_on": f"../shared/data/train less the held-apart pairs: {len(lexicon):,} pairs for "
                                          f"the tables (pruned below {args.ship_floor:g}), tasks from {len(pools)} "
                                          f"corpora ({sum(map(len, pools.values())):,} pairs)"}

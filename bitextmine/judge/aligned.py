@@ -14,9 +14,24 @@ def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pie
                         lang: str, src_is_english: bool, k: int = 4) -> np.ndarray:
     """P(translation) float32 (n,) of the pairs (x[i], y[i]): x, y float32 (n, d) L2-normalised, ``src_pieces``
     and ``tgt_pieces`` the lines' pieces in the flat layout (ids (total,), offsets (n,)). Each pair's margin
-    (ratio, k nearest neighbours of each side among the other side's rows), cosine, standout z and lexical
-    scores, by ``lang``'s classifier, adjusted to the share of translations among the pairs judged; 0 for a
-    pair below the stage's margin floor (not judged)."""
+    (ratio, k nearest neighbours of each side among the other side's rows of its block), cosine, standout z and
+    lexical scores, by ``lang``'s classifier, adjusted to the share of translations among the pairs judged; 0
+    for a pair below the stage's margin floor (not judged). The rows are judged in equal consecutive blocks of
+    at most the stage's ``max_lines``, the sizes its classifier was trained on."""
+    n = len(x)
+    blocks = max(1, -(-n // int(stage.languages[lang]["max_lines"])))
+    out = np.zeros(n, np.float32)
+    ids = (np.asarray(src_pieces[0], np.int64), np.asarray(tgt_pieces[0], np.int64))
+    offs = (np.asarray(src_pieces[1], np.int64), np.asarray(tgt_pieces[1], np.int64))
+    for a, b in zip(*(lambda e: (e[:-1], e[1:]))(np.linspace(0, n, blocks + 1).astype(np.int64))):
+        cut = [(i[o[a]:o[b] if b < n else len(i)], o[a:b] - o[a]) for i, o in zip(ids, offs)]
+        out[a:b] = _block(x[a:b], y[a:b], cut[0], cut[1], stage, lang, src_is_english, k)
+    return out
+
+
+def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, stage: SecondStage, lang: str,
+           src_is_english: bool, k: int) -> np.ndarray:
+    """:func:`aligned_probability` of one block of rows."""
     import torch
 
     from ..mining.margin import margin_scores, neighbour_means

@@ -66,7 +66,7 @@ def build_second_stage(model_dir: str, specs, config: SecondStageConfig = Second
         X, y = training_set(pools, model, stage, lang, config,
                             (lambda n, lang=lang: progress(lang, n)) if progress else None)
         languages[lang] = {"classifier": fit(X, y, config), "min_prob": config.min_prob, "floor": config.floor,
-                           "prior": float(np.mean(y)),
+                           "prior": float(np.mean(y)), "max_lines": config.max_lines,
                            "trained_on": f"{len(lexicon):,} pairs for the tables, tasks from {len(pools)} corpora"}
         report[lang] = {"pairs": len(lexicon) + sum(map(len, pools.values())), "candidates": len(y),
                         "translations": int(y.sum())}

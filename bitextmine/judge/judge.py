@@ -29,10 +29,6 @@ class Judge:
         """The margin below which a candidate is not judged (a probability of 0)."""
         return float(self.stage.languages[self.lang]["floor"])
 
-    @property
-    def min_prob(self) -> float:
-        return float(self.stage.languages[self.lang]["min_prob"])
-
     def features(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray, z: np.ndarray) -> np.ndarray:
         """The features float64 (c, 8) (:data:`bitextmine.judge.features.FEATURES`) of the pairs (s, t) int (c,)."""
         s, t = np.asarray(s, np.int64), np.asarray(t, np.int64)

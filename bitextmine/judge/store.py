@@ -5,12 +5,14 @@ vocabulary (:mod:`bitextmine.lexicon.ibm1`).
 
     {"format_version": 1, "features": [...], "chosen_on": "...",
      "languages": {"fr": {"mean": [8 numbers], "std": [...], "w": [...], "b": 0.1,
-                          "min_prob": 0.5, "floor": 1.0, "prior": 0.16, "trained_on": "..."}, ...}}
+                          "min_prob": 0.5, "floor": 1.0, "prior": 0.16, "max_lines": 5000,
+                          "trained_on": "..."}, ...}}
 
 ``min_prob``: the probability a pair needs (calibrated on dev data); ``floor``: the margin below which a
 candidate is not judged (dropped), which bounds the cost; ``prior``: the share of translations among the
 training candidates, from which each run's probabilities are adjusted to its own share
-(:func:`bitextmine.judge.logistic.adjust_to_prior`). Checked on load: the format version, the
+(:func:`bitextmine.judge.logistic.adjust_to_prior`); ``max_lines``: the most distinct lines a side may have
+for the stage to apply (the sizes it was trained and calibrated on; larger runs mine without it). Checked on load: the format version, the
 feature names, each language's numbers; a table when first used (its vocabulary fingerprint).
 """
 
@@ -29,7 +31,7 @@ from .logistic import predict
 FORMAT_VERSION = 1
 FOLDER = "second_stage"
 FILE = "second_stage.json"
-NUMBERS = ("min_prob", "floor", "prior", "b")
+NUMBERS = ("min_prob", "floor", "prior", "max_lines", "b")
 VECTORS = ("mean", "std", "w")
 
 
@@ -114,7 +116,7 @@ def _check(data, path: str, folder: str) -> None:
 
 def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: str = "", compact: bool = False) -> str:
     """Write a second stage into ``model_dir``: ``languages`` {code: {"classifier": fit_logistic's dict,
-    "min_prob", "floor", "prior", "trained_on"}}, ``tables`` {code: (t(code|en), t(en|code))} (LexicalTable; a code
+    "min_prob", "floor", "prior", "max_lines", "trained_on"}}, ``tables`` {code: (t(code|en), t(en|code))} (LexicalTable; a code
     absent keeps the tables already there; ``compact``: stored compact, :func:`bitextmine.lexicon.save_table`).
     Returns the folder."""
     from ..lexicon import save_table
@@ -129,7 +131,7 @@ def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: 
         clf = c["classifier"]
         out["languages"][lang] = {**{k: [float(v) for v in clf[k]] for k in VECTORS}, "b": float(clf["b"]),
                                   "min_prob": float(c["min_prob"]), "floor": float(c["floor"]),
-                                  "prior": float(c["prior"]),
+                                  "prior": float(c["prior"]), "max_lines": int(c["max_lines"]),
                                   "trained_on": c.get("trained_on", "")}
     tmp = os.path.join(folder, FILE + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:

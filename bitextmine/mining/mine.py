@@ -51,6 +51,7 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
     These three are config's as given: ``config.per_language`` is not applied here (the rows carry no
     language). :func:`bitextmine.pipeline.run.mine_files` picks a model's per-language settings first
     (:func:`bitextmine.mining.calibrated.choose`); pass its ``choose(...).config`` to get the same pairs.
+    The second stage (:mod:`bitextmine.judge`) reads the lines' texts, so only ``mine_files`` applies it.
     """
     if config.mode not in MODES:
         raise ConfigError(f"mode {config.mode!r}: expected one of {', '.join(MODES)}")

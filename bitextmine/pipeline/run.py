@@ -455,6 +455,10 @@ def mine_files(
         _check_rows(run, sources, model, encode_config, marked)
         _dedup(run, pipeline)
         n_rows = {s: int(run.offsets[s][-1]) for s in SIDES}
+        if choice.judged:
+            from ..mining.calibrated import within_second_stage
+
+            choice = within_second_stage(choice, model.second_stage, max(n_rows.values()))
         kinds = {s: resolve_index(config.index, n_rows[s], config.auto_flat_max) for s in SIDES}
         _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
         written, rejected = 0, {}
