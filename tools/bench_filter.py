@@ -82,7 +82,7 @@ def main() -> None:
         ("rules only (--score none)", lambda: run(path, None, config=FilterConfig(score="none"))),
         (f"+ --src-lang en --tgt-lang {args.lang} --score margin",
          lambda: run(path, model, config=FilterConfig(score="margin"), **langs)),
-        (f"+ --src-lang en --tgt-lang {args.lang} --score prob (the second stage, within 20,000-line chunks)",
+        (f"+ --src-lang en --tgt-lang {args.lang} --score prob (the second stage: blocks of at most 5,000 rows of each 20,000-line chunk)",
          lambda: run(path, model, config=FilterConfig(score="prob"), **langs)),
     ]
     rows = [(name, *thunk()) for name, thunk in (runs[-2:] if args.only_prob else runs)]
