@@ -154,14 +154,14 @@ def _mining(m: dict) -> str:
 
 def second_stage_section(stage) -> str:
     """The card's section on a model's second stage (:class:`bitextmine.judge.SecondStage`)."""
-    rows = [f"| {lang} | {c['min_prob']:g} | {c['floor']:g} | {c.get('trained_on', '')} |"
+    rows = [f"| {lang} | {c['min_prob']:g} | {c['floor']:g} | {int(c['max_lines']):,} | {c.get('trained_on', '')} |"
             for lang, c in sorted(stage.languages.items())]
     return ("## Second stage\n\n`bitextmine mine` judges each candidate pair of these languages with English by a "
             "classifier over its margin, cosine, z, length ratio and IBM model 1 scores (`second_stage/`), and keeps "
             "pairs whose probability of translation, adjusted to the run's share of translations, reaches min-prob; "
             f"`filter --score prob` and `score --margin prob` give the same judgement. min-prob: "
-            f"{stage.chosen_on or 'not calibrated'}.\n\n| language | min-prob | margin floor | trained on |\n"
-            "|---|---|---|---|\n" + "\n".join(rows) + "\n")
+            f"{stage.chosen_on or 'not calibrated'}. Larger runs than max lines a side mine without it.\n\n"
+            "| language | min-prob | margin floor | max lines | trained on |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
 def write_model_card(model, path: str) -> str:
