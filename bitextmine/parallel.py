@@ -75,3 +75,14 @@ def _without_gc(fn: Callable[[Any], Any], item: Any) -> Any:
     """``fn(item)`` with the cyclic garbage collector off (see :func:`ordered_map`)."""
     with gc_paused():
         return fn(item)
+
+
+def numbered_chunks(items: Iterable[Any], n: int) -> Iterator[tuple[list, int]]:
+    """(a list of up to ``n`` consecutive items, the 1-based number of its first item) over ``items``."""
+    it, first = iter(items), 1
+    while True:
+        chunk = list(itertools.islice(it, n))
+        if not chunk:
+            return
+        yield chunk, first
+        first += len(chunk)

@@ -161,29 +161,18 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
     line without the columns, ConfigError when the model has no second stage for the languages."""
     from .filtering.pipeline import judged_language
     from .judge.aligned import aligned_probability
+    from .parallel import numbered_chunks
 
     lang = judged_language(model, score.src_lang or None, score.tgt_lang or None)
     read, scol, tcol = input_lines(path, columns)
     enc = Encoder(model, config)
     name = "<stdin>" if path == "-" else path
-    lines: list[str] = []
-
-    def flush() -> Iterator[tuple[str, float]]:
+    for lines, start in numbered_chunks(read(), score.chunk_lines):
         cols = [parse_tsv_line(line, name=name, lineno=start + i, scol=scol, tcol=tcol) for i, line in enumerate(lines)]
         src, tgt = [c[0] for c in cols], [c[1] for c in cols]
         p = aligned_probability(enc.encode_batch(src), enc.encode_batch(tgt), model.tokenizer.encode(src),
                                 model.tokenizer.encode(tgt), model.second_stage, lang, score.src_lang == "en", score.k)
-        return zip(lines, p.tolist())
-
-    start = 1
-    for line in read():
-        lines.append(line)
-        if len(lines) >= score.chunk_lines:
-            yield from flush()
-            start += len(lines)
-            lines = []
-    if lines:
-        yield from flush()
+        yield from zip(lines, p.tolist())
 
 
 def score_file(path: str, out: TextIO, model: Model, *, config: EncodeConfig = EncodeConfig(),

@@ -59,3 +59,14 @@ def test_items_run_without_the_cyclic_collector_and_the_caller_gets_it_back(n):
     if n > 2:  # in workers
         assert all(frozen and pid != os.getpid() for _, frozen, pid in out)
     assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_numbered_chunks_cover_every_item_once_in_order():
+    from bitextmine.parallel import numbered_chunks
+
+    for n_items in (0, 1, 6, 7, 13):
+        for n in (1, 3, 7):
+            chunks = list(numbered_chunks(iter(range(n_items)), n))
+            assert [x for c, _ in chunks for x in c] == list(range(n_items))
+            assert [first for _, first in chunks] == list(range(1, n_items + 1, n))
+            assert all(len(c) == n for c, _ in chunks[:-1])

@@ -358,18 +358,10 @@ def _table_input(path: str, columns: ColumnsConfig | None, config: FilterConfig)
 
 def _read_table_chunks(path: str, n: int, table) -> Iterator[tuple[list[bytes], int]]:
     """The rows of a tabular input as raw TSV lines (:func:`bitextmine.tabular.tsv_lines`), ``n`` a chunk."""
+    from ..parallel import numbered_chunks
     from ..tabular import tsv_lines
 
-    chunk: list[bytes] = []
-    first = 1
-    for line in tsv_lines(path, *table):
-        chunk.append(line.encode("utf-8", "surrogatepass") + b"\n")
-        if len(chunk) >= n:
-            yield chunk, first
-            first += len(chunk)
-            chunk = []
-    if chunk:
-        yield chunk, first
+    return numbered_chunks((line.encode("utf-8", "surrogatepass") + b"\n" for line in tsv_lines(path, *table)), n)
 
 
 class _ParquetLines:
