@@ -161,6 +161,7 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
     line without the columns, ConfigError when the model has no second stage for the languages."""
     from .filtering.pipeline import judged_language
     from .judge.aligned import aligned_probability
+    from .mining.calibrated import PIVOT
     from .parallel import numbered_chunks
 
     lang = judged_language(model, score.src_lang or None, score.tgt_lang or None)
@@ -171,7 +172,7 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
         cols = [parse_tsv_line(line, name=name, lineno=start + i, scol=scol, tcol=tcol) for i, line in enumerate(lines)]
         src, tgt = [c[0] for c in cols], [c[1] for c in cols]
         p = aligned_probability(enc.encode_batch(src), enc.encode_batch(tgt), model.tokenizer.encode(src),
-                                model.tokenizer.encode(tgt), model.second_stage, lang, score.src_lang == "en", score.k)
+                                model.tokenizer.encode(tgt), model.second_stage, lang, score.src_lang == PIVOT, score.k)
         yield from zip(lines, p.tolist())
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from ..config import ColumnsConfig, FilterConfig, RuleConfig, SCORES
 from ..corpus import DamagedInput, open_binary
 from ..errors import ConfigError, CorpusError
+from ..mining.calibrated import PIVOT
 from ..parallel import ordered_map
 from .rules import Deduplicator, check_pair, check_rules, text_key
 
@@ -125,7 +126,8 @@ def _worker_init(model, rules: RuleConfig, config: FilterConfig, src_lang, tgt_l
         from ..encoding.embed import SentenceEmbedder
 
         embedder = SentenceEmbedder(model, sif=sif, device="cpu")
-    _W.update(model=model, rules=rules, config=config, langs=(src_lang, tgt_lang), embedder=embedder)
+    judged = judged_language(model, src_lang, tgt_lang) if config.score == "prob" else None
+    _W.update(model=model, rules=rules, config=config, langs=(src_lang, tgt_lang), embedder=embedder, judged=judged)
 
 
 def _check_chunk(chunk: _Chunk) -> _Checked:
@@ -180,10 +182,8 @@ def _score(src: list[str], tgt: list[str]) -> np.ndarray:
     if config.score == "prob":
         from ..judge.aligned import aligned_probability
 
-        src_lang, tgt_lang = _W["langs"]
-        lang = tgt_lang if src_lang == "en" else src_lang
         return aligned_probability(x, y, model.tokenizer.encode(src, threads=1), model.tokenizer.encode(tgt, threads=1),
-                                   model.second_stage, lang, src_lang == "en", config.k)
+                                   model.second_stage, _W["judged"], _W["langs"][0] == PIVOT, config.k)
     from ..mining.margin import margin_scores
 
     return margin_scores(cos, _knn_mean(x, y, config.k), _knn_mean(y, x, config.k), "ratio")
@@ -332,10 +332,10 @@ def judged_language(model, src_lang: str | None, tgt_lang: str | None) -> str:
     """The language (with English) whose second stage scores the pairs; ConfigError when the languages are not
     given, neither is English, or the model has no second stage for the other."""
     stage = model.second_stage
-    if not src_lang or not tgt_lang or "en" not in (src_lang, tgt_lang) or src_lang == tgt_lang:
+    if not src_lang or not tgt_lang or PIVOT not in (src_lang, tgt_lang) or src_lang == tgt_lang:
         raise ConfigError("--score prob needs --src-lang and --tgt-lang, English and another language "
                           f"(given: {src_lang or '-'} and {tgt_lang or '-'})")
-    other = tgt_lang if src_lang == "en" else src_lang
+    other = tgt_lang if src_lang == PIVOT else src_lang
     if stage is None or other not in stage.languages:
         held = ", ".join(sorted(stage.languages)) if stage else "none"
         raise ConfigError(f"--score prob: the model {model.path or ''} has no second stage for {other}-en "

@@ -9,10 +9,9 @@ import numpy as np
 
 from ..config import SecondStageConfig
 from ..errors import ConfigError
+from ..mining.calibrated import PIVOT
 from .store import SecondStage, save_second_stage
 from .train import fit, split_pairs, train_tables, training_set
-
-PIVOT = "en"
 
 
 def english_side(spec) -> str | None:

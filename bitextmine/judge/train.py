@@ -60,16 +60,12 @@ def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang:
     but the margin ``floor``) and return the candidates before the 1:1 selection: (foreign row, English row)
     int64 (c, 2) and their features float64 (c, 8), each distinct pair once."""
     from ..encoding import encode
-    from ..mining.margin import best_candidates, candidate_scores, neighbour_means
-    from ..mining.mine import neighbours
+    from ..mining.mine import candidates
     from ..mining.standout import moments_of, pair_standout
 
     x, y = encode(fx, model), encode(en, model)
-    Dxy, Ixy, Dyx, Iyx, _ = neighbours(x, y, config)
-    mx, my = neighbour_means(Dxy), neighbour_means(Dyx)
-    s1, t1, sc1, c1 = best_candidates(Dxy, Ixy, candidate_scores(Dxy, Ixy, mx, my[Ixy], config.margin))
-    t2, s2, sc2, c2 = best_candidates(Dyx, Iyx, candidate_scores(Dyx, Iyx, my, mx[Iyx], config.margin))
-    s, t, sc, cos = (np.concatenate(p) for p in ((s1, s2), (t1, t2), (sc1, sc2), (c1, c2)))
+    f, b, _ = candidates(x, y, config)
+    s, t, sc, cos = (np.concatenate(p) for p in zip(f, b))
     _, first = np.unique(s.astype(np.int64) * (len(en) + 1) + t, return_index=True)
     keep = first[sc[first] >= floor]
     s, t, sc, cos = s[keep], t[keep], sc[keep], cos[keep]

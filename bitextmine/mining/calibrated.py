@@ -130,15 +130,15 @@ def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, st
 
 def with_second_stage(choice: Choice, stage) -> Choice:
     """``choice`` with the second stage (a :class:`bitextmine.judge.SecondStage`, or None) of the sides'
-    languages when config.second_stage is on, both languages are known, one is English, the stage holds the
-    other, and the vectors are the model's plain embeddings (the reason does not say otherwise): its min_prob
+    languages when config.second_stage is on, both languages are known, one is English and the stage holds the
+    other (for the model's plain embeddings only, on which it was trained: the caller's to check): its min_prob
     replaces config's unless given (config.pinned), and its margin floor is where candidates are judged from
     (config.judged_floor); the threshold, min_z and min_cosine stay as chosen."""
     c, (src, tgt) = choice.config, choice.languages
     if not c.second_stage or stage is None or not src or not tgt or src == tgt or PIVOT not in (src, tgt):
         return choice
     other = tgt if src == PIVOT else src
-    if other not in stage.languages or (not choice.calibrated and "embeddings" in choice.reason):
+    if other not in stage.languages:
         return choice
     found = stage.languages[other]
     min_prob = c.min_prob if "min_prob" in c.pinned else float(found["min_prob"])

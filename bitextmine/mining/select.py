@@ -57,11 +57,7 @@ def _floors(c: tuple, config: MineConfig) -> tuple:
 def _stand_out(f: tuple, b: tuple, standout: Standout, min_z: float) -> tuple[tuple, tuple]:
     """f and b with each candidate's z appended, less those below ``min_z`` (> 0). A pair proposed by both
     directions is scored once."""
-    s, t, cos = (np.concatenate([u, v]) for u, v in zip(f[:2] + f[3:4], b[:2] + b[3:4]))
-    key = s.astype(np.int64) * (int(t.max(initial=0)) + 1) + t
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    z = np.asarray(standout(s[first], t[first], cos[first]), np.float32)[inverse.reshape(-1)]
-    zf, zb = z[: len(f[0])], z[len(f[0]) :]
+    zf, zb = _per_distinct_pair(f, b, lambda s, t, score, cos: standout(s, t, cos))
     keep_f, keep_b = (zf >= min_z, zb >= min_z) if min_z > 0 else (slice(None), slice(None))
     return tuple(a[keep_f] for a in (*f, zf)), tuple(a[keep_b] for a in (*b, zb))
 
@@ -87,14 +83,20 @@ def _passes(c: tuple, config: MineConfig) -> np.ndarray:
 def _judged(f: tuple, b: tuple, judge: Judgement, min_prob: float) -> tuple[tuple, tuple]:
     """f and b (src, tgt, score, cos, z) with each candidate's probability appended, less those below
     ``min_prob``. A pair proposed by both directions is judged once."""
+    pf, pb = _per_distinct_pair(f, b, judge)
+    keep_f, keep_b = pf >= min_prob, pb >= min_prob
+    return tuple(a[keep_f] for a in (*f, pf)), tuple(a[keep_b] for a in (*b, pb))
+
+
+def _per_distinct_pair(f: tuple, b: tuple, value: Callable) -> tuple[np.ndarray, np.ndarray]:
+    """``value`` float32 of each candidate of f and of b, tuples of columns (src, tgt, ...) (c,) each; ``value``
+    gets those columns of the distinct pairs only, so a pair proposed by both directions is valued once."""
     cols = [np.concatenate([u, v]) for u, v in zip(f, b)]
     s, t = cols[:2]
     key = s.astype(np.int64) * (int(t.max(initial=0)) + 1) + t
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    p = np.asarray(judge(*(c[first] for c in cols)), np.float32)[inverse.reshape(-1)]
-    pf, pb = p[: len(f[0])], p[len(f[0]) :]
-    keep_f, keep_b = pf >= min_prob, pb >= min_prob
-    return tuple(a[keep_f] for a in (*f, pf)), tuple(a[keep_b] for a in (*b, pb))
+    v = np.asarray(value(*(c[first] for c in cols)), np.float32)[inverse.reshape(-1)]
+    return v[: len(f[0])], v[len(f[0]) :]
 
 
 def select_pairs(f: tuple, b: tuple, config: MineConfig) -> tuple:

@@ -435,9 +435,10 @@ def mine_files(
     try:
         lock.acquire()  # released in finally
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
-        choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang),
-                               _not_plain(sources, encode_config, marked), (text_cols["src"], text_cols["tgt"]))
-        if not _not_plain(sources, encode_config, marked) and model is not None:
+        not_plain = _not_plain(sources, encode_config, marked)
+        choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang), not_plain,
+                               (text_cols["src"], text_cols["tgt"]))
+        if not not_plain and model is not None:
             from ..mining.calibrated import with_second_stage
 
             choice = with_second_stage(choice, model.second_stage)
