@@ -172,7 +172,7 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
         cols = [parse_tsv_line(line, name=name, lineno=start + i, scol=scol, tcol=tcol) for i, line in enumerate(lines)]
         src, tgt = [c[0] for c in cols], [c[1] for c in cols]
         p = aligned_probability(enc.encode_batch(src), enc.encode_batch(tgt), model.tokenizer.encode(src),
-                                model.tokenizer.encode(tgt), model.second_stage, lang, score.src_lang == PIVOT, score.k)
+                                model.tokenizer.encode(tgt), (src, tgt), model.second_stage, lang, score.src_lang == PIVOT, score.k)
         yield from zip(lines, p.tolist())
 
 

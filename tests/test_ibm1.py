@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bitextmine.errors import ConfigError, ModelFormatError
-from bitextmine.lexicon import (LexicalTable, load_table, save_table, score, score_both, train_ibm1,
+from bitextmine.lexicon import (LexicalTable, best_links, load_table, save_table, score, score_both, train_ibm1,
                                 vocabulary_fingerprint)
 from conftest import toy_corpus
 
@@ -129,6 +129,32 @@ def test_score_equals_reference(null):
     for batch in (1, 7, 1 << 20):
         got = score(table, src, tgt, min_prob=1e-6, batch=batch)
         assert got.dtype == np.float32 and got.shape == (30,)
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+
+
+def reference_best_links(t: dict, pairs, thresholds, min_prob: float) -> list[list[float]]:
+    """Each target token's best link max_e t(f|e) over the source (no NULL), one loop per token."""
+    out = []
+    for e, f in pairs:
+        best = [max((t.get((ei, fj), 0.0) for ei in e), default=0.0) for fj in f]
+        if not f:
+            out.append([0.0] * len(thresholds) + [math.log(min_prob)])
+            continue
+        out.append([sum(b >= th for b in best) / len(f) for th in thresholds]
+                   + [sum(math.log(max(b, min_prob)) for b in best) / len(f)])
+    return out
+
+
+@pytest.mark.parametrize("null", [True, False])
+def test_best_links_equal_reference(null):
+    pairs = random_pairs(60, 9, 7, seed=17)
+    table = train(pairs, 9, 7, iters=3, null=null, floor=0.01)
+    test = random_pairs(40, 9, 7, seed=18, max_len=8)  # empty sources and targets among them
+    ref = reference_best_links(as_dict(table), test, (0.05, 0.3), 1e-4)
+    src, tgt = flat([e for e, _ in test]), flat([f for _, f in test])
+    for batch in (1, 9, 1 << 20):
+        got = best_links(table, src, tgt, (0.05, 0.3), min_prob=1e-4, batch=batch)
+        assert got.shape == (40, 3)
         np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
 

@@ -26,7 +26,8 @@ def pieces(seed: int, rows: list[int]) -> tuple[Pieces, dict]:
     seqs = {r: rng.integers(0, 50, rng.integers(0, 6)) for r in rows}
     ids = np.concatenate([seqs[r] for r in rows]) if rows else np.zeros(0, np.int64)
     lengths = np.array([len(seqs[r]) for r in rows])
-    return Pieces(np.array(rows, np.int64), ids.astype(np.int64), np.cumsum(lengths) - lengths), seqs
+    texts = tuple(f"line {r}" for r in rows)
+    return Pieces(np.array(rows, np.int64), ids.astype(np.int64), np.cumsum(lengths) - lengths, texts), seqs
 
 
 def test_pieces_take_gives_each_rows_pieces_in_the_order_asked():
@@ -37,6 +38,31 @@ def test_pieces_take_gives_each_rows_pieces_in_the_order_asked():
     for k, r in enumerate(wanted):
         assert ids[off[k]:ends[k]].tolist() == seqs[r].tolist()
     assert p.lengths(wanted).tolist() == [len(seqs[r]) for r in wanted]
+    assert p.text(wanted) == [f"line {r}" for r in wanted.tolist()]
+
+
+@pytest.mark.parametrize("fx, en, expected", [
+    # numbers in any script's digits (Arabic-Indic, fullwidth), one unmatched (00); words of 3 letters or more
+    # copied across (paris: 1 of 4 and 1 of 3); marks ( ) : differ
+    ("Le vol AF٤٤٧ a décollé à ２２ h (heure de Paris) ?", "Flight AF447 left Paris at 22:00?",
+     (2 / 3, 1, 1 / 4, 1 / 3, 1 + 1 + 1, abs(np.log(48 / 33)))),
+    ("Bonjour", "Hello", (1.0, 0, 0.0, 0.0, 0, abs(np.log(7 / 5)))),  # no numbers: all shared
+    ("", "12 monkeys!", (0.0, 1, 0.0, 0.0, 1, abs(np.log(1 / 11)))),
+])
+def test_surface_features_count_numbers_copied_words_marks_and_characters(fx, en, expected):
+    from bitextmine.judge.surface import SURFACE, surface_features
+
+    got = surface_features([fx, fx], [en, en])
+    assert got.shape == (2, len(SURFACE)) and got.dtype == np.float64
+    assert got[0].tolist() == pytest.approx(list(expected)) and got[1].tolist() == got[0].tolist()
+
+
+def test_surface_features_cap_unmatched_numbers_and_refuse_unequal_sides():
+    from bitextmine.judge.surface import surface_features
+
+    assert surface_features(["1 2 3 4 5 6 7"], ["8"])[0, :2].tolist() == [0.0, 5.0]
+    with pytest.raises(ValueError, match="expected pairs"):
+        surface_features(["a"], [])
 
 
 

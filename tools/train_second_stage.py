@@ -60,6 +60,7 @@ def main() -> None:
     ap.add_argument("--ship-floor", type=float, default=0.01)
     args = ap.parse_args()
     from bitextmine.config import SecondStageConfig
+    from bitextmine.errors import ModelFormatError
     from bitextmine.judge.store import SecondStage, load_second_stage, save_second_stage, table_file
     from bitextmine.judge.train import fit, split_pairs, train_tables, training_set
     from bitextmine.lexicon import load_table, prune, save_table, vocabulary_fingerprint
@@ -69,7 +70,10 @@ def main() -> None:
     out = args.out or model.path or default_model_dir()
     fp = vocabulary_fingerprint(model.tokenizer.proto)
     cfg = SecondStageConfig()
-    old = load_second_stage(out, fp) if os.path.isdir(os.path.join(out, "second_stage")) else None
+    try:
+        old = load_second_stage(out, fp) if os.path.isdir(os.path.join(out, "second_stage")) else None
+    except ModelFormatError:  # of an older format: its languages are trained anew, not kept
+        old = None
     languages = {k: {"classifier": {n: np.array(v[n]) for n in ("mean", "std", "w")} | {"b": v["b"]}, **v}
                  for k, v in (old.languages.items() if old else [])}
     for lang in args.langs:

@@ -183,7 +183,7 @@ def _score(src: list[str], tgt: list[str]) -> np.ndarray:
         from ..judge.aligned import aligned_probability
 
         return aligned_probability(x, y, model.tokenizer.encode(src, threads=1), model.tokenizer.encode(tgt, threads=1),
-                                   model.second_stage, _W["judged"], _W["langs"][0] == PIVOT, config.k)
+                                   (src, tgt), model.second_stage, _W["judged"], _W["langs"][0] == PIVOT, config.k)
     from ..mining.margin import margin_scores
 
     return margin_scores(cos, _knn_mean(x, y, config.k), _knn_mean(y, x, config.k), "ratio")

@@ -10,10 +10,11 @@ from .features import Pieces, pair_features
 from .store import SecondStage
 
 
-def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, stage: SecondStage,
-                        lang: str, src_is_english: bool, k: int = 4) -> np.ndarray:
+def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, texts: tuple,
+                        stage: SecondStage, lang: str, src_is_english: bool, k: int = 4) -> np.ndarray:
     """P(translation) float32 (n,) of the pairs (x[i], y[i]): x, y float32 (n, d) L2-normalised, ``src_pieces``
-    and ``tgt_pieces`` the lines' pieces in the flat layout (ids (total,), offsets (n,)). Each pair's margin
+    and ``tgt_pieces`` the lines' pieces in the flat layout (ids (total,), offsets (n,)), ``texts`` (the n source
+    lines, the n target lines). Each pair's margin
     (ratio, k nearest neighbours of each side among the other side's rows of its block), cosine, standout z and
     lexical scores, by ``lang``'s classifier, adjusted to the share of translations among the pairs judged; 0
     for a pair below the stage's margin floor (not judged). The rows are judged in equal consecutive blocks of
@@ -25,12 +26,13 @@ def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pie
     offs = (np.asarray(src_pieces[1], np.int64), np.asarray(tgt_pieces[1], np.int64))
     for a, b in zip(*(lambda e: (e[:-1], e[1:]))(np.linspace(0, n, blocks + 1).astype(np.int64))):
         cut = [(i[o[a]:o[b] if b < n else len(i)], o[a:b] - o[a]) for i, o in zip(ids, offs)]
-        out[a:b] = _block(x[a:b], y[a:b], cut[0], cut[1], stage, lang, src_is_english, k)
+        lines = (texts[0][a:b], texts[1][a:b])
+        out[a:b] = _block(x[a:b], y[a:b], cut[0], cut[1], lines, stage, lang, src_is_english, k)
     return out
 
 
-def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, stage: SecondStage, lang: str,
-           src_is_english: bool, k: int) -> np.ndarray:
+def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, texts: tuple, stage: SecondStage,
+           lang: str, src_is_english: bool, k: int) -> np.ndarray:
     """:func:`aligned_probability` of one block of rows."""
     import torch
 
@@ -53,8 +55,8 @@ def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, s
         return out
     r = rows[ok]
     z = pair_standout(cos[r], r, r, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
-    ps = Pieces(rows, np.asarray(src_pieces[0], np.int64), np.asarray(src_pieces[1], np.int64))
-    pt = Pieces(rows, np.asarray(tgt_pieces[0], np.int64), np.asarray(tgt_pieces[1], np.int64))
+    ps = Pieces.of(rows, texts[0], None, src_pieces)
+    pt = Pieces.of(rows, texts[1], None, tgt_pieces)
     if src_is_english:
         X = pair_features(stage.tables(lang), pt, ps, r, r, margin[r], cos[r], z)
     else:

@@ -11,6 +11,11 @@
              of common pieces, this ratio does not. (Normalising by the scores of each line's k nearest
              candidates instead, as the margin does, measured no better on the sparse dev tasks and costs
              2k + 1 scorings a pair: docs/benchmarks.md.)
+  cover_fx   the share of the foreign line's pieces whose best link to an English piece (max t(f|e)) reaches
+  strong_fx  0.05, and 0.2, and the mean log of those best links (:func:`bitextmine.lexicon.best_links`): a
+  best_fx    same-topic sentence explains its topic's pieces and leaves the rest unexplained
+  cover_en, strong_en, best_en   the same of the English line's pieces
+  numbers_shared ... chars       what the two texts share on their surface (:mod:`.surface`)
 
 Sides are oriented foreign / English whatever the order of mining, so one classifier per language serves
 both orders. Only the candidate pairs are scored: the cost grows with the lines.
@@ -22,25 +27,36 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..lexicon import score
+from ..lexicon import best_links, score
+from .surface import SURFACE, surface_features
 
-FEATURES = ("margin", "cosine", "z", "length", "ibm_fx", "ibm_en", "llr_fx", "llr_en")
+FEATURES = ("margin", "cosine", "z", "length", "ibm_fx", "ibm_en", "llr_fx", "llr_en",
+            "cover_fx", "strong_fx", "best_fx", "cover_en", "strong_en", "best_en") + SURFACE
+LINK_THRESHOLDS = (0.05, 0.2)  # cover_*, strong_*
 
 
 @dataclass(frozen=True)
 class Pieces:
-    """The piece ids of some rows of one side: ``rows`` int64 (r,) ascending and distinct, their pieces in the
-    flat layout ``ids`` int64 (total,), ``offsets`` int64 (r,) (:mod:`bitextmine.tokenizer`)."""
+    """Some rows of one side: ``rows`` int64 (r,) ascending and distinct, their pieces in the flat layout
+    ``ids`` int64 (total,), ``offsets`` int64 (r,) (:mod:`bitextmine.tokenizer`), and their ``texts`` (r
+    strings, in the order of ``rows``)."""
 
     rows: np.ndarray
     ids: np.ndarray
     offsets: np.ndarray
+    texts: tuple
 
     @classmethod
-    def of(cls, rows: np.ndarray, texts, tokenizer) -> "Pieces":
-        """Tokenise ``texts`` (one per row of ``rows``, ascending distinct int)."""
-        ids, offsets = tokenizer.encode(list(texts))
-        return cls(np.asarray(rows, np.int64), np.asarray(ids, np.int64), np.asarray(offsets, np.int64))
+    def of(cls, rows: np.ndarray, texts, tokenizer, pieces: tuple | None = None) -> "Pieces":
+        """Tokenise ``texts`` (one per row of ``rows``, ascending distinct int), unless their ``pieces`` (ids,
+        offsets) are given."""
+        texts = tuple(texts)
+        ids, offsets = pieces if pieces is not None else tokenizer.encode(list(texts))
+        return cls(np.asarray(rows, np.int64), np.asarray(ids, np.int64), np.asarray(offsets, np.int64), texts)
+
+    def text(self, wanted: np.ndarray) -> list[str]:
+        """The texts of rows ``wanted`` int (q,) (each one of ``rows``), in that order."""
+        return [self.texts[k] for k in np.searchsorted(self.rows, np.asarray(wanted, np.int64)).tolist()]
 
     def take(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The pieces of rows ``wanted`` int (q,) (each one of ``rows``) in the flat layout, in that order."""
@@ -79,11 +95,19 @@ def lexical_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np
     return np.c_[own, own - base]
 
 
+def link_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """(cover_fx, strong_fx, best_fx, cover_en, strong_en, best_en) float64 (c, 6) of the candidates (foreign
+    row i, English row j) int (c,)."""
+    e, f = en.take(j), fx.take(i)
+    return np.c_[best_links(tables[0], e, f, LINK_THRESHOLDS), best_links(tables[1], f, e, LINK_THRESHOLDS)]
+
+
 def pair_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, margin: np.ndarray,
                   cosine: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """The :data:`FEATURES` float64 (c, 8) of the candidates (foreign row i, English row j) int (c,) with their
+    """The :data:`FEATURES` float64 (c, 20) of the candidates (foreign row i, English row j) int (c,) with their
     margin, cosine and z float (c,)."""
     i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
     length = np.abs(np.log(np.maximum(fx.lengths(i), 1) / np.maximum(en.lengths(j), 1)))
     return np.c_[np.asarray(margin, np.float64), np.asarray(cosine, np.float64), np.asarray(z, np.float64),
-                 length, lexical_features(tables, fx, en, i, j)]
+                 length, lexical_features(tables, fx, en, i, j), link_features(tables, fx, en, i, j),
+                 surface_features(fx.text(i), en.text(j))]

@@ -30,7 +30,7 @@ class Judge:
         return float(self.stage.languages[self.lang]["floor"])
 
     def features(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray, z: np.ndarray) -> np.ndarray:
-        """The features float64 (c, 8) (:data:`bitextmine.judge.features.FEATURES`) of the pairs (s, t) int (c,)."""
+        """The features float64 (c, 20) (:data:`bitextmine.judge.features.FEATURES`) of the pairs (s, t) int (c,)."""
         s, t = np.asarray(s, np.int64), np.asarray(t, np.int64)
         ps, pt = self.pieces["src"](np.unique(s)), self.pieces["tgt"](np.unique(t))
         if self.swap:  # English source: the foreign side is the target

@@ -3,8 +3,8 @@ language paired with English, its probability floor and its margin floor) beside
 ``second_stage/ibm1.en-XX.npz`` (t(XX|en)) and ``ibm1.XX-en.npz`` (t(en|XX)), made for the model's
 vocabulary (:mod:`bitextmine.lexicon.ibm1`).
 
-    {"format_version": 1, "features": [...], "chosen_on": "...",
-     "languages": {"fr": {"mean": [8 numbers], "std": [...], "w": [...], "b": 0.1,
+    {"format_version": 2, "features": [...], "chosen_on": "...",
+     "languages": {"fr": {"mean": [20 numbers], "std": [...], "w": [...], "b": 0.1,
                           "min_prob": 0.5, "floor": 1.0, "prior": 0.16, "max_lines": 5000,
                           "trained_on": "..."}, ...}}
 
@@ -28,7 +28,7 @@ from ..errors import ModelFormatError
 from .features import FEATURES
 from .logistic import predict
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: 20 features (1: the first 8)
 FOLDER = "second_stage"
 FILE = "second_stage.json"
 NUMBERS = ("min_prob", "floor", "prior", "max_lines", "b")
@@ -61,7 +61,7 @@ class SecondStage:
         return self._tables[lang]
 
     def probability(self, lang: str, X: np.ndarray) -> np.ndarray:
-        """P(translation) float64 (c,) of the :data:`FEATURES` rows X float (c, 8) under ``lang``'s classifier,
+        """P(translation) float64 (c,) of the :data:`FEATURES` rows X float (c, 20) under ``lang``'s classifier,
         at the share of translations it was trained with."""
         return predict({k: np.asarray(v, np.float64) if k in VECTORS else v
                         for k, v in self.languages[lang].items()}, X)

@@ -286,6 +286,38 @@ def score(table: LexicalTable, src, tgt, *, min_prob: float | None = None, batch
     return out
 
 
+def best_links(table: LexicalTable, src, tgt, thresholds: tuple[float, ...] = (0.05, 0.2), *,
+               min_prob: float = 1e-4, batch: int | None = None) -> np.ndarray:
+    """How much of each target its source explains, token by token: float64 (n, len(thresholds) + 1).
+
+    ``src``, ``tgt`` as :func:`score`. For each target token f_j its best link is max_i t(f_j|e_i) over the
+    source tokens (NULL left out); column k is the share of the target's tokens whose best link reaches
+    ``thresholds[k]``, the last column the mean of log(max(best link, min_prob)). A target of same-topic words
+    around an unexplained rest scores low here where its mean likelihood (:func:`score`) may not. An empty
+    target or source: zeros, then log(min_prob)."""
+    batch = LexiconConfig().batch if batch is None else int(batch)
+    s = _flat(*src, table.vocab_src, "source", ModelFormatError)
+    t = _flat(*tgt, table.vocab_tgt, "target", ModelFormatError)
+    if len(s[1]) != len(t[1]):
+        raise ConfigError(f"{len(s[1])} source sentences and {len(t[1])} target sentences; expected pairs")
+    n = len(t[1])
+    out = np.zeros((n, len(thresholds) + 1))
+    out[:, -1] = np.log(min_prob)
+    for a, b in _ranges(np.maximum(s[2], 1) * t[2], batch):
+        e, f, sizes, _, pair = _cross((s[0], s[1][a:b], s[2][a:b]), (t[0], t[1][a:b], t[2][a:b]), np.arange(b - a), None)
+        p = table.lookup(e, f) if len(e) else np.zeros(0)
+        best = np.zeros(len(sizes))
+        some = sizes > 0
+        if some.any():
+            best[some] = np.maximum.reduceat(p, (np.cumsum(sizes) - sizes)[some])
+        m = np.maximum(t[2][a:b], 1)
+        for k, th in enumerate(thresholds):
+            out[a:b, k] = np.bincount(pair, weights=best >= th, minlength=b - a) / m
+        logs = np.bincount(pair, weights=np.log(np.maximum(best, min_prob)), minlength=b - a) / m
+        out[a:b, -1] = np.where(t[2][a:b] > 0, logs, np.log(min_prob))
+    return out
+
+
 def _distinct(ids: np.ndarray, sent: np.ndarray, n: int):
     """Each sentence's distinct tokens, in order of first occurrence: ``ids`` int64 (g,) the tokens of n
     consecutive sentences, ``sent`` int64 (g,) each token's sentence (non-decreasing). Returns the distinct
