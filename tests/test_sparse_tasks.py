@@ -112,6 +112,23 @@ def test_task_gold_share_partners_and_repeats(share):
     assert sum(big.dropped.values()) > 0  # the planted repeats met the rules
 
 
+def test_a_filled_task_takes_its_gold_from_the_pool_and_its_distractors_from_both():
+    pool, _ = clean_pool(tiny_pool(200, seed=0))
+    filler, _ = clean_pool(tiny_pool(400, seed=1)[:400])
+    pairs, _ = clean_pool(pool + filler)
+    n = sum(1 for p in pairs if p in set(pool))
+    assert pairs[:n] == [p for p in pairs if p in set(pool)]
+    task = build_task(pairs, 300, 0.1, np.random.default_rng(3), gold_from=n)
+    task_checks(task, pairs, 300, 0.1)
+    gold_fx = {task.src[s - 1] for s, _ in task.gold}
+    assert gold_fx <= {f for f, _ in pairs[:n]}
+    from_filler = [f for f in task.src if f not in gold_fx and f in {f for f, _ in pairs[n:]}]
+    from_pool = [f for f in task.src if f not in gold_fx and f in {f for f, _ in pairs[:n]}]
+    assert from_filler and from_pool
+    with pytest.raises(PoolTooSmall):  # gold never comes from the filler
+        build_task(pairs, 400, 0.9, np.random.default_rng(3), gold_from=n)
+
+
 def test_each_repeat_rule_drops_something_over_draws():
     pool, _ = clean_pool(tiny_pool())
     total = dict.fromkeys(build_task(pool, 150, 0.5, np.random.default_rng(0)).dropped, 0)

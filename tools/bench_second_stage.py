@@ -7,7 +7,11 @@ Sides: ``--lines`` French (or ``--lang``) and English lines from the training co
 pairs and the English side of others. Each run mines the two text files with the bundled model (or ``--model``)
 in its own process, with the second stage on and off (``--no-second-stage``: the language's calibrated floors),
 for each ``--precision`` of the exact search, and the table gives the wall time of the whole command (reading,
-encoding, search, selection, writing), the pairs printed, and the ratio of the times. Run it alone: it times.
+encoding, search, selection, writing), the pairs printed, how many of them are the planted translations (line i
+of one side with line i of the other; the other lines come from the same corpora, so some unplanted pairs are
+translations too), and the ratio of the times. ``--max-lines N`` judges larger sides than the model's limit (a
+copy of the model with its max_lines raised), to measure the stage where it does not apply by default. Run it
+alone: it times.
 """
 
 from __future__ import annotations
@@ -50,13 +54,36 @@ def sides(lang: str, lines: int, share: float, seed: int, folder: str) -> tuple[
     return paths
 
 
-def timed(cmd: list[str]) -> tuple[float, int, str]:
+def timed(cmd: list[str], planted: int) -> tuple[float, int, int, str]:
+    """(seconds, pairs printed, how many of them are planted translations (line i with line i, i <= planted),
+    the settings line) of one `mine --ids` command."""
     t0 = time.perf_counter()
     run = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if run.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{run.stderr[-2000:]}")
-    return seconds, len(run.stdout.splitlines()), run.stderr.strip().splitlines()[0] if run.stderr.strip() else ""
+    rows = [line.split("\t") for line in run.stdout.splitlines()]
+    hits = sum(1 for r in rows if r[-2] == r[-1] and int(r[-2].split(",")[0]) <= planted)
+    return seconds, len(rows), hits, run.stderr.strip().splitlines()[0] if run.stderr.strip() else ""
+
+
+def raised(model_dir: str | None, max_lines: int, tmp: str) -> str:
+    """A copy of the model (default: the bundled one) in ``tmp`` whose second stage applies up to ``max_lines``."""
+    import json
+    import shutil
+
+    from bitextmine.model import default_model_dir
+
+    out = os.path.join(tmp, "model")
+    shutil.copytree(model_dir or default_model_dir(), out)
+    path = os.path.join(out, "second_stage", "second_stage.json")
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    for lang in data["languages"].values():
+        lang["max_lines"] = max_lines
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    return out
 
 
 def main() -> None:
@@ -67,24 +94,30 @@ def main() -> None:
     ap.add_argument("--precision", nargs="+", default=["bf16", "fp32"])
     ap.add_argument("--model", default=None)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--max-lines", type=int, default=0,
+                    help="judge up to this many lines a side (a copy of the model with its max_lines raised): the "
+                         "stage's cost where it does not apply by default")
     args = ap.parse_args()
     with open("/proc/cpuinfo") as f:
         flags = sorted(set(re.findall(r"\b(avx512_bf16|amx_bf16|avx2)\b", f.read())))
     with tempfile.TemporaryDirectory(prefix="bench-second-stage-") as tmp:
         src, tgt = sides(args.lang, args.lines, args.share, args.seed, tmp)
-        base = [sys.executable, "-m", "bitextmine", "mine", src, tgt, "--src-lang", args.lang, "--tgt-lang", "en"]
-        base += ["--model", args.model] if args.model else []
+        model = raised(args.model, args.max_lines, tmp) if args.max_lines else args.model
+        base = [sys.executable, "-m", "bitextmine", "mine", src, tgt, "--src-lang", args.lang, "--tgt-lang", "en", "--ids"]
+        base += ["--model", model] if model else []
         print(f"{args.lines:,} x {args.lines:,} lines, {args.lang}-en, {args.share:.0%} translations; CPU flags: "
               f"{' '.join(flags)}; {os.cpu_count()} cores")
-        print("| precision | second stage | seconds | pairs | time with / without |")
-        print("|---|---|---|---|---|")
+        print("| precision | second stage | seconds | pairs | planted translations among them | time with / without |")
+        print("|---|---|---|---|---|---|")
         for precision in args.precision:
             times = {}
             for on in (False, True):
                 cmd = base + ["--precision", precision] + ([] if on else ["--no-second-stage"])
-                times[on], pairs, _ = timed(cmd)
+                times[on], pairs, planted, settings = timed(cmd, int(args.share * args.lines))
                 ratio = f"{times[True] / times[False]:.2f}" if on else ""
-                print(f"| {precision} | {'on' if on else 'off'} | {times[on]:.1f} | {pairs:,} | {ratio} |", flush=True)
+                print(f"| {precision} | {'on' if on else 'off'} | {times[on]:.1f} | {pairs:,} | {planted:,} | {ratio} |",
+                      flush=True)
+                print(f"  {settings}", flush=True)
 
 
 if __name__ == "__main__":

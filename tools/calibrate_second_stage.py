@@ -3,15 +3,16 @@
     python tools/calibrate_second_stage.py --model DIR [--langs fr ru] [--draws 3] [--write]
 
 Tasks: tools/sparse_tasks.py's builder on its dev pools (pairs held apart from the bundled model's training,
-then Tatoeba v1: dev data only), its seeds, gold shares 1/3/10/50 %, sizes 1,000 lines a side and the largest
-the pool allows. Each task is mined as `mine` does with the model's second stage for the language (every floor
+then Tatoeba v1: dev data only), its seeds, gold shares 1/3/10/50 %, sizes (--sizes) 1,000 lines a side, the
+largest the pool allows, and 10,000 and 30,000, whose gold pairs still come from the dev pool and whose
+distractors are filled up from the training corpora (sparse_tasks.draw_tasks). Each task is mined as `mine` does with the model's second stage for the language (every floor
 off but the stage's margin floor; :func:`bitextmine.judge.train.task_features`), and for each probability floor
 of a grid the candidates reaching it go through mode max's 1:1 selection by margin; P/R/F1 against the gold.
 The floor chosen maximises the mean F1 over every task (each share weighs the same) among the floors whose F1 at
 the densest share is at most --dense-loss below mining without the second stage (the language's calibrated
-floors alone, which `mine` also applies with it). The table: per language
-and share, F1 (precision / recall) at the chosen floor, and the best F1 of any floor chosen after the fact for
-that share alone. ``--write`` stores the floors in the model's second_stage/second_stage.json.
+floors alone, which `mine` also applies with it). The table: per language,
+share and size, F1 (precision / recall) at the chosen floor, and the best F1 of any floor chosen after the fact
+for that cell alone. ``--write`` stores the floors in the model's second_stage/second_stage.json.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from sparse_tasks import LANGS, PoolTooSmall, build_task, clean_pool, largest_tasks, read_pairs  # noqa: E402
+from sparse_tasks import LANGS, PoolTooSmall, clean_pool, draw_tasks, read_pairs  # noqa: E402
 
 GRID = np.round(np.r_[0.002, 0.005, 0.01, 0.02, 0.03, 0.04, np.arange(0.05, 0.95, 0.025), np.arange(0.95, 0.996, 0.005)], 3)
 
@@ -46,7 +47,7 @@ def task_cells(task, model, stage, lang: str) -> dict:
     fl = settings_for(model.mining, lang, "en") or {"threshold": 0.0, "min_z": 0.0, "min_cosine": -1.0}
     floors = (X[:, 0] >= fl["threshold"]) & (X[:, 1] >= fl["min_cosine"]) & (X[:, 2] >= fl["min_z"])
     return {"pairs": cands, "margin": X[:, 0], "prob": prob, "hit": labels(cands, gold), "floors": floors,
-            "n_gold": len(gold)}
+            "n_gold": len(gold), "lines": len(task.src)}
 
 
 def prf_at(c: dict, p: float) -> tuple[float, float, float]:
@@ -61,20 +62,20 @@ def prf_at(c: dict, p: float) -> tuple[float, float, float]:
     return prec, rec, 2 * tp / (len(keep) + c["n_gold"]) if tp else 0.0
 
 
-def tasks_of(lang: str, shares, draws: int, seed: int) -> list[tuple[float, str, object]]:
-    """(share, size label, task) for sizes 1,000 and the largest (sparse_tasks.build_all's seeds)."""
+def tasks_of(lang: str, shares, draws: int, seed: int, sizes=("1000", "max")) -> list[tuple[float, str, object]]:
+    """(share, size label, task) for each size label (sparse_tasks.draw_tasks: "max" is the largest the dev pool
+    gives; a size above it takes its distractors from the training corpora too) and share, with
+    sparse_tasks.build_all's seeds."""
     pool, _ = clean_pool(read_pairs(lang))
     out = []
     for share in shares:
-        for d in range(draws):
-            rng = np.random.default_rng([seed, sum(map(ord, lang)), int(share * 1000), d])
-            try:
-                out.append((share, "1000", build_task(pool, 1000, share, rng)))
-            except PoolTooSmall:
-                pass
         seeds = [[seed, sum(map(ord, lang)), int(share * 1000), d] for d in range(draws)]
-        _, big = largest_tasks(pool, share, seeds)
-        out += [(share, "max", t) for t in big]
+        for label in sizes:
+            try:
+                _, drawn, _ = draw_tasks(pool, lang, label, share, seeds)
+            except PoolTooSmall:
+                continue
+            out += [(share, label, t) for t in drawn]
     return out
 
 
@@ -84,6 +85,9 @@ def main() -> None:
     ap.add_argument("--langs", nargs="+", default=LANGS)
     ap.add_argument("--shares", type=float, nargs="+", default=[0.01, 0.03, 0.1, 0.5])
     ap.add_argument("--draws", type=int, default=3)
+    ap.add_argument("--sizes", nargs="+", default=["1000", "max", "10000", "30000"],
+                    help="lines a side (max: the largest the dev pool gives; larger: distractors filled from the "
+                         "training corpora)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dense-loss", type=float, default=0.005,
                     help="the F1 at the densest share may fall at most this much below mining without the stage")
@@ -95,12 +99,12 @@ def main() -> None:
     model = load_model(args.model)
     stage = model.second_stage
     chosen, cells = {}, {}
-    print("| language | gold share | tasks | F1 (P / R) at the chosen min-prob | best F1 of any min-prob for the share | "
-          "F1 without the second stage |")
-    print("|---|---|---|---|---|---|")
+    print("| language | gold share | lines a side | tasks | F1 (P / R) at the chosen min-prob | best F1 of any min-prob "
+          "for the cell | F1 without the second stage |")
+    print("|---|---|---|---|---|---|---|")
     for lang in args.langs:
         tasks = [(share, label, task_cells(t, model, stage, lang)) for share, label, t in
-                 tasks_of(lang, args.shares, args.draws, args.seed)]
+                 tasks_of(lang, args.shares, args.draws, args.seed, args.sizes)]
         f1 = {p: np.mean([np.mean([prf_at(c, p)[2] for s, _, c in tasks if s == share]) for share in args.shares])
               for p in GRID}
         dense = max(args.shares)
@@ -110,13 +114,18 @@ def main() -> None:
         best = max(keeps or GRID, key=lambda p: (f1[p], -abs(p - 0.5)))
         chosen[lang] = float(best)
         for share in args.shares:
-            mine = [c for s, _, c in tasks if s == share]
-            at = np.mean([prf_at(c, best) for c in mine], axis=0)
-            oracle = max(np.mean([prf_at(c, p)[2] for c in mine]) for p in GRID)
-            cells[f"{lang} {share}"] = {"f1": at[2], "p": at[0], "r": at[1], "oracle": oracle, "min_prob": best}
-            alone = np.mean([prf_at(c, -1.0)[2] for c in mine])
-            print(f"| {lang} | {share:.0%} | {len(mine)} | {100 * at[2]:.1f} ({100 * at[0]:.1f} / {100 * at[1]:.1f}) | "
-                  f"{100 * oracle:.1f} | {100 * alone:.1f} |", flush=True)
+            for label in args.sizes:
+                mine = [c for s, lb, c in tasks if s == share and lb == label]
+                if not mine:
+                    continue
+                at = np.mean([prf_at(c, best) for c in mine], axis=0)
+                oracle = max(np.mean([prf_at(c, p)[2] for c in mine]) for p in GRID)
+                cells[f"{lang} {share} {label}"] = {"f1": at[2], "p": at[0], "r": at[1], "oracle": oracle,
+                                                    "min_prob": best, "lines": int(np.mean([c["lines"] for c in mine]))}
+                alone = np.mean([prf_at(c, -1.0)[2] for c in mine])
+                print(f"| {lang} | {share:.0%} | {cells[f'{lang} {share} {label}']['lines']:,} | {len(mine)} | "
+                      f"{100 * at[2]:.1f} ({100 * at[0]:.1f} / {100 * at[1]:.1f}) | {100 * oracle:.1f} | {100 * alone:.1f} |",
+                      flush=True)
         print(f"  {lang}: min-prob {best:g} (mean F1 over the shares {100 * f1[best]:.1f})", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
@@ -128,7 +137,8 @@ def main() -> None:
         for lang, p in chosen.items():
             data["languages"][lang]["min_prob"] = p
         data["chosen_on"] = ("tools/calibrate_second_stage.py on the sparse dev tasks (pairs held apart from the "
-                             f"model's training, Tatoeba v1), shares {args.shares}, {args.draws} draws, seed {args.seed}")
+                             f"model's training, Tatoeba v1), shares {args.shares}, sizes {args.sizes}, {args.draws} draws, "
+                             f"seed {args.seed}")
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)
         os.replace(path + ".tmp", path)

@@ -1,7 +1,7 @@
 """Mining tasks in which translations are rare, built from pairs the bundled model never trained on, and the
 precision, recall and F1 of `bitextmine mine` (the bundled model, its defaults) on them.
 
-    python tools/sparse_tasks.py [--out .bench/sparse] [--sizes 1000 max] [--shares 0.01 0.03 0.1 0.5] [--draws 5]
+    python tools/sparse_tasks.py [--out .bench/sparse] [--sizes 1000 max 10000] [--shares 0.01 0.03 0.1 0.5] [--draws 5]
 
 Pairs (per language L): the pairs held apart from the model's training (tools/train_default.py --holdout:
 .bench/holdout/en-L.en + en-L.L; UI strings, help text, news, everyday sentences) and Tatoeba v1
@@ -19,7 +19,10 @@ languages), nearly repeats any line on the English side, or its text repeats a f
 sides are shuffled; each task is a folder with src.txt (foreign), tgt.txt (English) and gold.tsv (source line,
 target line; from 1), src.en.txt (each foreign line's own English translation, to read the errors with) and
 dropped.json (how many candidates each rule left out). ``max`` as a size: the largest N at which the pool gives
-every draw at that share. The output folder also gets results.json (every task's scores and wrong pairs) and
+every draw at that share. A size N larger than the pool allows (N * (2 - share) > its pairs) still takes its gold
+pairs from the pool, and its distractors from the rest of the pool and then from the training corpora of the
+language (:func:`read_filler`: lines the model trained on, paired there with their own translations, never with
+a line of the task), under the same repeat rules. The output folder also gets results.json (every task's scores and wrong pairs) and
 wrong-L.tsv (the wrong pairs at the smallest share and first size: foreign line, its English, the English line
 it was paired with) for the languages of --wrong.
 
@@ -45,6 +48,7 @@ import time
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -157,14 +161,19 @@ class PoolTooSmall(ValueError):
 
 
 def build_task(pairs: list[tuple[str, str]], size: int, share: float, rng: np.random.Generator,
-               near: float = NEAR) -> Task:
+               near: float = NEAR, gold_from: int | None = None) -> Task:
     """A task of ``size`` lines a side, round(share * size) of them gold pairs (module docstring), drawn from
-    ``pairs`` (a :func:`clean_pool`) with ``rng``. Raises :class:`PoolTooSmall` when the pool runs out."""
+    ``pairs`` (a :func:`clean_pool`) with ``rng``. ``gold_from`` n: the gold pairs come from the first n pairs
+    only (the dev pool), the distractors from the rest of them and the pairs after (filler). Raises
+    :class:`PoolTooSmall` when the pool runs out."""
     g = round(share * size)
-    order = rng.permutation(len(pairs))
+    n = len(pairs) if gold_from is None else gold_from
+    order = rng.permutation(n)
+    if gold_from is not None:
+        order = np.r_[order, n + rng.permutation(len(pairs) - n)].astype(np.int64)
     dropped = dict.fromkeys(DROPPED, 0)
     gold_en, gold_idx, at = Repeats(near=near), [], 0
-    while len(gold_idx) < g and at < len(order):
+    while len(gold_idx) < g and at < n:
         i, at = order[at], at + 1
         if gold_en.find(pairs[i][1]):
             dropped["gold English repeats a gold English"] += 1
@@ -173,7 +182,7 @@ def build_task(pairs: list[tuple[str, str]], size: int, share: float, rng: np.ra
             gold_idx.append(i)
     if len(gold_idx) < g:
         raise PoolTooSmall(f"{len(pairs)} pairs cannot give {g} gold pairs")
-    rest = order[at:]
+    rest = order[at:] if gold_from is None else rng.permutation(order[at:])
     half = len(rest) // 2
     gold_fx = Repeats([pairs[i][0] for i in gold_idx], near)
     en = [pairs[i][1] for i in gold_idx]
@@ -265,6 +274,41 @@ def read_pairs(lang: str, holdout: str = HOLDOUT, tatoeba: str = TATOEBA) -> lis
     return out
 
 
+@lru_cache(maxsize=1)
+def read_filler(lang: str, seed: int = 0) -> list[tuple[str, str]]:
+    """(foreign, English) pairs of ``lang``'s training corpora (../shared/data/train, tools/train_default.py's
+    corpora), shuffled with ``seed``: distractor lines for tasks larger than the dev pool allows (the model
+    trained on these pairs, never on a task's gold pairs)."""
+    import tempfile
+
+    sys.path.insert(0, HERE)
+    from train_default import DATA, corpora, english_first
+
+    pairs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in corpora(os.path.join(DATA, "train"), tmp):
+            if spec.group_name() == lang:
+                a, b = spec.read()
+                pairs += [(y.strip(), x.strip()) if english_first(spec) else (x.strip(), y.strip()) for x, y in zip(a, b)]
+    return [pairs[i] for i in np.random.default_rng(seed).permutation(len(pairs))]
+
+
+def draw_tasks(pool: list[tuple[str, str]], lang: str, label: str, share: float, seeds: list,
+               near: float = NEAR, filler: list | None = None) -> tuple[int, list[Task], bool]:
+    """(lines a side, one task per seed, filled or not) for a size ``label``: "max" (:func:`largest_tasks`), or N
+    lines a side; when the pool cannot give N (N * (2 - share) > its pairs), the gold pairs still come from the
+    pool and the distractors from the rest of it and then from ``filler`` (default: :func:`read_filler`)."""
+    if label == "max":
+        size, drawn = largest_tasks(pool, share, seeds, near)
+        return size, drawn, False
+    size = int(label)
+    if size * (2 - share) <= len(pool):
+        return size, [build_task(pool, size, share, np.random.default_rng(s), near) for s in seeds], False
+    filler = read_filler(lang) if filler is None else filler
+    pairs, _ = clean_pool(pool + filler[:3 * size])  # the pool (clean) first and whole, then filler
+    return size, [build_task(pairs, size, share, np.random.default_rng(s), near, len(pool)) for s in seeds], True
+
+
 def write_task(task: Task, folder: str) -> None:
     os.makedirs(folder, exist_ok=True)
     for name, lines in (("src.txt", task.src), ("tgt.txt", task.tgt), ("src.en.txt", task.src_en)):
@@ -287,11 +331,9 @@ def build_all(out: str, langs, sizes, shares, draws: int, seed: int, near: float
             seeds = [[seed, sum(map(ord, lang)), int(share * 1000), d] for d in range(draws)]
             for label in sizes:
                 try:
-                    if label == "max":
-                        size, drawn = largest_tasks(pool, share, seeds, near)
-                    else:
-                        size = int(label)
-                        drawn = [build_task(pool, size, share, np.random.default_rng(s), near) for s in seeds]
+                    size, drawn, filled = draw_tasks(pool, lang, label, share, seeds, near)
+                    if filled:
+                        print(f"{lang}: {size:,} lines at {share:.0%} gold: distractors filled from the training corpora")
                 except PoolTooSmall:
                     print(f"{lang}: no task of {label} lines at {share:.0%} gold")
                     continue
@@ -321,25 +363,29 @@ def mined(folder: str, model, config) -> tuple[list[tuple[int, int]], np.ndarray
     return pairs, np.array(scores, np.float64), stats
 
 
-def evaluate(folder: str, task: Task, model) -> dict:
-    """P/R/F1 of mine's defaults on one task, both oracles, the settings used and the wrong printed pairs."""
+def evaluate(folder: str, task: Task, model, oracles: bool = True) -> dict:
+    """P/R/F1 of mine's defaults on one task, both oracles (0 when not ``oracles``), the settings used and the
+    wrong printed pairs."""
     from dataclasses import replace
 
     from bitextmine.config import MineConfig
 
     printed, _, stats = mined(folder, model, replace(MineConfig(), second_stage=SECOND_STAGE))
     p, r, f = prf(printed, task.gold)
+    used = ", ".join(x.replace(":", " ") for x in stats.signature.split("|")
+                     if x.split(":")[0] in ("threshold", "min-cosine", "min-z"))
+    wrong = [(task.src[s - 1], task.src_en[s - 1], task.tgt[t - 1]) for s, t in printed if (s, t) not in task.gold]
+    out = {"p": p, "r": r, "f1": f, "printed": len(printed), "oracle_margin": (0.0, 0.0), "oracle_floors": (0.0, 0.0),
+           "settings": used, "calibrated_for": stats.info.get("calibrated_for"), "wrong": wrong}
+    if not oracles:
+        return out
     everything = replace(MineConfig(), threshold=-1e9, min_z=0.0, min_cosine=0.0, per_language=False)
     pairs, scores, _ = mined(folder, model, everything)
     margin_only = best_f1(scores, np.array([q in task.gold for q in pairs], bool), len(task.gold))
     floors = replace(MineConfig(), threshold=-1e9, pinned=("threshold",))
     pairs, scores, _ = mined(folder, model, floors)
     with_floors = best_f1(scores, np.array([q in task.gold for q in pairs], bool), len(task.gold))
-    used = ", ".join(x.replace(":", " ") for x in stats.signature.split("|")
-                     if x.split(":")[0] in ("threshold", "min-cosine", "min-z"))
-    wrong = [(task.src[s - 1], task.src_en[s - 1], task.tgt[t - 1]) for s, t in printed if (s, t) not in task.gold]
-    return {"p": p, "r": r, "f1": f, "printed": len(printed), "oracle_margin": margin_only, "oracle_floors": with_floors,
-            "settings": used, "calibrated_for": stats.info.get("calibrated_for"), "wrong": wrong}
+    return dict(out, oracle_margin=margin_only, oracle_floors=with_floors)
 
 
 def main() -> None:
@@ -356,6 +402,8 @@ def main() -> None:
     ap.add_argument("--wrong", nargs="*", default=["fr", "ru"], metavar="LANG",
                     help="print the wrong pairs at the smallest gold share and size for these languages")
     ap.add_argument("--no-second-stage", action="store_true", help="mine without the model's second stage")
+    ap.add_argument("--no-oracles", action="store_true", help="mine each task once, with the defaults (the oracle "
+                    "columns then read 0)")
     args = ap.parse_args()
     global SECOND_STAGE
     SECOND_STAGE = not args.no_second_stage
@@ -381,7 +429,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     wrong, record, settings = {}, [], {}
     for (lang, share, label), runs in tasks.items():
-        res = [evaluate(folder, task, model) for folder, task in runs]
+        res = [evaluate(folder, task, model, not args.no_oracles) for folder, task in runs]
         record += [dict(x, task=folder, gold=len(task.gold), lines=len(task.src)) for (folder, task), x in zip(runs, res)]
         m = {k: float(np.mean([x[k] for x in res])) for k in ("p", "r", "f1", "printed")}
         om = np.mean([x["oracle_margin"][0] for x in res])

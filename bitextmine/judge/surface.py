@@ -26,6 +26,8 @@ SURFACE = ("numbers_shared", "numbers_unmatched", "copied_fx", "copied_en", "pun
 _NUMBER = re.compile(r"\d+")
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _MARKS = ("?？؟", "!！", ":：", "(（", ")）", "%％٪", "\"“”«»„「」")
+_GROUP = {ch: k for k, group in enumerate(_MARKS) for ch in group}
+_MARK = re.compile("[" + re.escape("".join(_MARKS)) + "]")
 _UNMATCHED_CAP = 5
 
 
@@ -34,7 +36,7 @@ def _line(text: str) -> tuple[frozenset, frozenset, np.ndarray, int]:
     """(numbers, words, counts of each of _MARKS, characters) of one line."""
     numbers = frozenset(int(x) for x in _NUMBER.findall(unicodedata.normalize("NFKC", text)) if len(x) < 19)
     words = frozenset(_WORD.findall(text.casefold()))
-    marks = np.array([sum(text.count(ch) for ch in group) for group in _MARKS], np.int64)
+    marks = np.bincount([_GROUP[ch] for ch in _MARK.findall(text)], minlength=len(_MARKS))
     return numbers, words, marks, len(text)
 
 
