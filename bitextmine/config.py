@@ -353,9 +353,10 @@ class SecondStageConfig:
     shares: tuple[float, ...] = (0.01, 0.03, 0.1, 0.5)  # gold pairs per side: from sparse to dense mining
     draws: int = 1  # tasks per corpus, size and share
     floor: float = 1.0  # margin below which a candidate is not judged (dropped): bounds the cost
-    # the stage applies to runs with at most this many distinct lines a side: about the largest task it was
-    # trained and calibrated on (the margins of larger inputs lie outside what it learned)
-    max_lines: int = 5000
+    # the stage applies to runs with at most this many distinct lines a side: the largest dev tasks its min_prob
+    # was calibrated on (tools/calibrate_second_stage.py); margins fall as the sides grow, and beyond what was
+    # measured the stage may drop translations (docs/benchmarks.md)
+    max_lines: int = 30000
     l2: float = 1.0  # the logistic regression's L2 weight (standardised features)
     min_prob: float = 0.5  # stored with the classifier until calibrated on dev data
     # pairs per corpus set aside for the tasks (at most half of a corpus), left out of the lexical tables, so

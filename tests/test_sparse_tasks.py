@@ -13,6 +13,7 @@ from sparse_tasks import (
     Repeats,
     Task,
     best_f1,
+    build_context_task,
     build_task,
     clean_pool,
     evaluate,
@@ -211,3 +212,26 @@ def test_tokens_make_english_spellings_of_one_sentence_one():
     assert tokens("I can't swim.") == tokens("I cannot swim.") == tokens("I can not swim") != tokens("I can swim.")
     assert tokens("Tom won’t go to the station.") == tokens("Tom will not go to station")
     assert Repeats(["Where's everybody else?"]).find("Where's everyone else?")
+
+
+def test_context_tasks_take_their_distractors_around_the_gold_pairs_in_the_same_test_set():
+    pairs = tiny_pool(600, seed=2)
+    news, _ = clean_pool(pairs)
+    origins = ["a"] * 300 + ["b"] * (len(news) - 300)
+    rng = np.random.default_rng(5)
+    held = sorted(int(i) for i in rng.choice(len(news), 60, replace=False))
+    task = build_context_task(news, origins, held, 80, 0.1, np.random.default_rng(1))
+    task_checks(task, news, 80, 0.1)
+    where_fx = {f: i for i, (f, _) in enumerate(news)}
+    where_en = {e: i for i, (_, e) in enumerate(news)}
+    gold = {where_fx[task.src[s - 1]] for s, _ in task.gold}
+    assert gold <= set(held) and {where_en[task.tgt[t - 1]] for _, t in task.gold} == gold
+    fx = [where_fx[f] for f in task.src if where_fx[f] not in gold]
+    en = [where_en[e] for e in task.tgt if where_en[e] not in gold]
+    assert all(i % 2 == 0 for i in fx) and all(i % 2 == 1 for i in en)  # one side of each line: no partner
+    for i in fx + en:  # near a gold pair of its own test set
+        near = min(abs(i - k) for k in gold if origins[k] == origins[i])
+        assert near <= 80
+    assert np.mean([min(abs(i - k) for k in gold) for i in fx + en]) < 10  # nearest first
+    with pytest.raises(PoolTooSmall):
+        build_context_task(news, origins, held, 80, 0.9, np.random.default_rng(1))

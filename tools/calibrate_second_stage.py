@@ -136,9 +136,9 @@ def main() -> None:
             data = json.load(f)
         for lang, p in chosen.items():
             data["languages"][lang]["min_prob"] = p
-        data["chosen_on"] = ("tools/calibrate_second_stage.py on the sparse dev tasks (pairs held apart from the "
-                             f"model's training, Tatoeba v1), shares {args.shares}, sizes {args.sizes}, {args.draws} draws, "
-                             f"seed {args.seed}")
+        data["chosen_on"] = ("tools/calibrate_second_stage.py on the sparse dev tasks (gold pairs held apart from the "
+                             "model's training or from Tatoeba v1; above the dev pool's size, distractors from the training "
+                             f"corpora), shares {args.shares}, sizes {args.sizes}, {args.draws} draws, seed {args.seed}")
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)
         os.replace(path + ".tmp", path)

@@ -172,8 +172,17 @@ def build_task(pairs: list[tuple[str, str]], size: int, share: float, rng: np.ra
     if gold_from is not None:
         order = np.r_[order, n + rng.permutation(len(pairs) - n)].astype(np.int64)
     dropped = dict.fromkeys(DROPPED, 0)
+    gold_idx, at = take_gold(pairs, order[:n], g, near, dropped)
+    rest = order[at:] if gold_from is None else rng.permutation(order[at:])
+    half = len(rest) // 2
+    return fill_task(pairs, gold_idx, rest[half:], rest[:half], size, rng, near, dropped)
+
+
+def take_gold(pairs, order, g: int, near: float, dropped: dict) -> tuple[list, int]:
+    """(the first ``g`` pairs of ``order`` whose English does not nearly repeat the English of one taken before,
+    how many of ``order`` were looked at); counts the skipped in ``dropped``. :class:`PoolTooSmall` if fewer."""
     gold_en, gold_idx, at = Repeats(near=near), [], 0
-    while len(gold_idx) < g and at < n:
+    while len(gold_idx) < g and at < len(order):
         i, at = order[at], at + 1
         if gold_en.find(pairs[i][1]):
             dropped["gold English repeats a gold English"] += 1
@@ -181,13 +190,22 @@ def build_task(pairs: list[tuple[str, str]], size: int, share: float, rng: np.ra
             gold_en.add(pairs[i][1])
             gold_idx.append(i)
     if len(gold_idx) < g:
-        raise PoolTooSmall(f"{len(pairs)} pairs cannot give {g} gold pairs")
-    rest = order[at:] if gold_from is None else rng.permutation(order[at:])
-    half = len(rest) // 2
+        raise PoolTooSmall(f"{len(order)} pairs cannot give {g} gold pairs")
+    return gold_idx, at
+
+
+def fill_task(pairs, gold_idx: list, english_from, foreign_from, size: int, rng: np.random.Generator, near: float,
+              dropped: dict) -> Task:
+    """The task of the gold pairs ``gold_idx`` (indexes into ``pairs``), the English side filled up to ``size`` with
+    the English texts of the pairs ``english_from`` and the foreign side with the foreign texts of ``foreign_from``
+    (indexes, in the order given; the two must not share a pair), under the repeat rules (module docstring), both
+    sides shuffled with ``rng``. :class:`PoolTooSmall` when either runs out."""
+    g = len(gold_idx)
+    gold_en = Repeats([pairs[i][1] for i in gold_idx], near)
     gold_fx = Repeats([pairs[i][0] for i in gold_idx], near)
     en = [pairs[i][1] for i in gold_idx]
     en_keys = {key(e) for e in en}
-    for i in rest[half:]:
+    for i in english_from:
         if len(en) == size:
             break
         e = pairs[i][1]
@@ -201,7 +219,7 @@ def build_task(pairs: list[tuple[str, str]], size: int, share: float, rng: np.ra
     en_side = Repeats(en, near)
     fx, fx_en = [pairs[i][0] for i in gold_idx], [pairs[i][1] for i in gold_idx]
     fx_keys = {key(f) for f in fx}
-    for i in rest[:half]:
+    for i in foreign_from:
         if len(fx) == size:
             break
         f, e = pairs[i]
@@ -221,6 +239,40 @@ def build_task(pairs: list[tuple[str, str]], size: int, share: float, rng: np.ra
     new_s, new_t = np.argsort(ps), np.argsort(pt)  # new position of each line
     gold = {(int(new_s[i]) + 1, int(new_t[i]) + 1) for i in range(g)}
     return Task([fx[i] for i in ps], [en[i] for i in pt], gold, dropped, [fx_en[i] for i in ps])
+
+
+def build_context_task(news: list[tuple[str, str]], origins: list[str], held: list[int], size: int, share: float,
+                       rng: np.random.Generator, near: float = NEAR) -> Task:
+    """A task whose distractors are the sentences around its gold pairs in their articles (:func:`read_news`): the
+    gold pairs are round(share * size) of the ``held`` positions of ``news`` (pairs in document order, ``origins``
+    naming each line's test set), the English side is filled with the English texts of the lines at odd
+    positions nearest a gold pair, the foreign side with the foreign texts of those at even positions (so no
+    distractor has its partner), both in the same test set as their gold pair, under the repeat rules."""
+    dropped = dict.fromkeys(DROPPED, 0)
+    gold_idx, _ = take_gold(news, rng.permutation(np.asarray(held, np.int64)), round(share * size), near, dropped)
+    around = list(context(gold_idx, origins, size))
+    return fill_task(news, gold_idx, [m for m in around if m % 2], [m for m in around if not m % 2], size, rng,
+                     near, dropped)
+
+
+def context(gold: list[int], origins: list[str], size: int):
+    """Positions nearest the ``gold`` positions (distance 1 first, round the gold pairs in turn), each once, never
+    a gold one, in the same test set as the gold pair, up to 4 * ``size`` of them."""
+    seen, n = set(gold), 0
+    for d in range(1, len(origins)):
+        grew = False
+        for k in gold:
+            for m in (k - d, k + d):
+                if 0 <= m < len(origins) and origins[m] == origins[k]:
+                    grew = True
+                    if m not in seen:
+                        seen.add(m)
+                        n += 1
+                        yield m
+                        if n >= 4 * size:
+                            return
+        if not grew:
+            return
 
 
 def largest_tasks(pairs, share: float, rng_seeds: list, near: float = NEAR) -> tuple[int, list[Task]]:
@@ -293,6 +345,28 @@ def read_filler(lang: str, seed: int = 0) -> list[tuple[str, str]]:
     return [pairs[i] for i in np.random.default_rng(seed).permutation(len(pairs))]
 
 
+NEWS = os.path.join(HERE, "..", "..", "shared", "data", "train", "wmt_newstest")
+
+
+def read_news(lang: str, pool: list[tuple[str, str]], folder: str = NEWS) -> tuple[list, list[str], list[int]]:
+    """(the (foreign, English) pairs of ``lang``'s WMT news test sets in document order, each line's test set, the
+    positions of the pairs of ``pool`` among them): the gold pairs of :func:`build_context_task` are pairs the
+    model never trained on (the held-apart ones), the distractors the sentences of the same articles (which it
+    trained on, each with its own translation, never with a line of the task). Empty when there are none."""
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    from bitextmine.corpus import read_lines
+
+    path = os.path.join(folder, f"en-{lang}")
+    if not os.path.exists(f"{path}.en.gz"):
+        return [], [], []
+    en = [t.strip() for t in read_lines(f"{path}.en.gz")]
+    fx = [t.strip() for t in read_lines(f"{path}.{lang}.gz")]
+    origins = [t.strip() for t in read_lines(f"{path}.origin.gz")]
+    news = list(zip(fx, en))
+    wanted = set(pool)
+    return news, origins, [i for i, p in enumerate(news) if p in wanted]
+
+
 def draw_tasks(pool: list[tuple[str, str]], lang: str, label: str, share: float, seeds: list,
                near: float = NEAR, filler: list | None = None) -> tuple[int, list[Task], bool]:
     """(lines a side, one task per seed, filled or not) for a size ``label``: "max" (:func:`largest_tasks`), or N
@@ -320,25 +394,36 @@ def write_task(task: Task, folder: str) -> None:
         json.dump(task.dropped, f, indent=1)
 
 
-def build_all(out: str, langs, sizes, shares, draws: int, seed: int, near: float) -> dict:
-    """Write every task under ``out``/L/sS-nN-dD; returns {(lang, share, size label): [(folder, task), ...]} and
-    prints the pools' sizes."""
+def build_all(out: str, langs, sizes, shares, draws: int, seed: int, near: float, news: bool = False) -> dict:
+    """Write every task under ``out``/L/sS-nN-dD (``news``: the tasks of :func:`build_context_task` instead, under
+    ``out``/L/news-sS-nN-dD, for the languages with held-apart news pairs); returns {(lang, share, size label):
+    [(folder, task), ...]} and prints the pools' sizes."""
     tasks = {}
     for lang in langs:
         pool, left_out = clean_pool(read_pairs(lang))
         print(f"{lang}: {len(pool)} pairs in the pool ({left_out} left out: a text repeating another pair's)", flush=True)
+        if news:
+            articles = read_news(lang, pool)
+            print(f"{lang}: {len(articles[2])} of them in the news test sets", flush=True)
+            if not articles[2]:
+                continue
         for share in shares:
             seeds = [[seed, sum(map(ord, lang)), int(share * 1000), d] for d in range(draws)]
             for label in sizes:
                 try:
-                    size, drawn, filled = draw_tasks(pool, lang, label, share, seeds, near)
+                    if news:
+                        size, filled = int(label), False
+                        drawn = [build_context_task(*articles, size, share, np.random.default_rng(s), near)
+                                 for s in seeds]
+                    else:
+                        size, drawn, filled = draw_tasks(pool, lang, label, share, seeds, near)
                     if filled:
                         print(f"{lang}: {size:,} lines at {share:.0%} gold: distractors filled from the training corpora")
                 except PoolTooSmall:
                     print(f"{lang}: no task of {label} lines at {share:.0%} gold")
                     continue
                 for d, task in enumerate(drawn):
-                    folder = os.path.join(out, lang, f"s{share:g}-n{size}-d{d}")
+                    folder = os.path.join(out, lang, f"{'news-' if news else ''}s{share:g}-n{size}-d{d}")
                     write_task(task, folder)
                     tasks.setdefault((lang, share, label), []).append((folder, task))
     return tasks
@@ -402,13 +487,15 @@ def main() -> None:
     ap.add_argument("--wrong", nargs="*", default=["fr", "ru"], metavar="LANG",
                     help="print the wrong pairs at the smallest gold share and size for these languages")
     ap.add_argument("--no-second-stage", action="store_true", help="mine without the model's second stage")
+    ap.add_argument("--news", action="store_true", help="tasks whose distractors are the sentences around the gold "
+                    "pairs in their news articles (build_context_task; sizes in lines, no max)")
     ap.add_argument("--no-oracles", action="store_true", help="mine each task once, with the defaults (the oracle "
                     "columns then read 0)")
     args = ap.parse_args()
     global SECOND_STAGE
     SECOND_STAGE = not args.no_second_stage
     t0 = time.process_time()
-    tasks = build_all(args.out, args.langs, args.sizes, args.shares, args.draws, args.seed, args.near)
+    tasks = build_all(args.out, args.langs, args.sizes, args.shares, args.draws, args.seed, args.near, args.news)
     print("\nrepeats dropped (sum over the draws):")
     print("| language | gold share | lines a side | " + " | ".join(DROPPED) + " |")
     print("|---|---|---|" + "---|" * len(DROPPED))

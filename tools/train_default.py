@@ -2,6 +2,7 @@
 
     python tools/train_default.py --out bitextmine/models/default            # the shipped model
     python tools/train_default.py --vocab 20000 --epochs 2 --out /tmp/v20k   # a comparison run
+    python tools/train_default.py --out - --holdout 5000 --holdout-only      # only the held-apart pairs (.bench/holdout)
 
 The shipped model departs from the paper's defaults in two measured or practical ways (see
 docs/benchmarks.md): a 32,000-piece vocabulary for nine languages (better on every dev benchmark
@@ -163,12 +164,17 @@ def main() -> None:
     ap.add_argument("--holdout-dir", default=os.path.join(os.path.dirname(__file__), "..", ".bench", "holdout"))
     ap.add_argument("--holdout-min-corpus", type=int, default=10_000, metavar="PAIRS",
                     help="draw held-apart pairs only from corpora of at least this many pairs")
+    ap.add_argument("--holdout-only", action="store_true",
+                    help="write the held-apart pairs (--holdout, --seed) to --holdout-dir and stop: the dev pools of "
+                         "tools/sparse_tasks.py and tools/f1_by_size.py on a new machine")
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bitextmine-default-")
     specs = corpora(os.path.join(args.data, "train"), tmp)
     if args.holdout:
         specs = hold_apart(specs, args.holdout, args.seed, args.holdout_dir, tmp, args.holdout_min_corpus)
+    if args.holdout_only:
+        return
     tat = os.path.join(args.data, "dev", "tatoeba", "v1")
     dev_tatoeba = [(f"{tat}/tatoeba.{c}-eng.{c}", f"{tat}/tatoeba.{c}-eng.eng") for c in LANGS.values()]
     dev_sts = [os.path.join(args.data, "dev", "stsbenchmark", "sts-dev.csv")]

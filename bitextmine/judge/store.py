@@ -5,7 +5,7 @@ vocabulary (:mod:`bitextmine.lexicon.ibm1`).
 
     {"format_version": 2, "features": [...], "chosen_on": "...",
      "languages": {"fr": {"mean": [20 numbers], "std": [...], "w": [...], "b": 0.1,
-                          "min_prob": 0.5, "floor": 1.0, "prior": 0.16, "max_lines": 5000,
+                          "min_prob": 0.5, "floor": 1.0, "prior": 0.16, "max_lines": 30000,
                           "trained_on": "..."}, ...}}
 
 ``min_prob``: the probability a pair needs (calibrated on dev data); ``floor``: the margin below which a

@@ -147,8 +147,9 @@ def with_second_stage(choice: Choice, stage) -> Choice:
 
 def within_second_stage(choice: Choice, stage, rows: int) -> Choice:
     """``choice`` without its second stage when a side has more distinct lines (``rows``) than the stage was
-    calibrated for (its ``max_lines``): the margins of larger inputs lie outside what its classifier learned
-    (measured: 200,000 lines a side at 5 % translations kept 12 % of them, against 61 % without it)."""
+    calibrated for (its ``max_lines``): margins fall as the sides grow, and beyond the sizes its probability floor
+    was chosen on the stage may drop translations (a stage calibrated up to 3,000 lines kept 12 % of the
+    translations at 200,000 lines a side, against 61 % without it: docs/benchmarks.md)."""
     limit = int(stage.languages[choice.judged]["max_lines"])
     if rows <= limit:
         return choice
