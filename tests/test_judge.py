@@ -350,3 +350,64 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_mines_without_it(toy_stag
     assert "second stage not applied: 300 distinct lines on a side, above the 100" in one.info["settings"]
     assert "second-stage" not in one.signature
     assert a.getvalue() == b.getvalue()
+
+
+def slow_log_odds(trees: dict, x: np.ndarray) -> float:
+    """One row's log-odds, walking each tree node by node: the obvious reference for trees.log_odds."""
+    total = float(trees["baseline"])
+    for root in trees["roots"]:
+        node = int(root)
+        while not trees["leaf"][node]:
+            node = int(trees["left"][node] if x[trees["feature"][node]] <= trees["threshold"][node]
+                       else trees["right"][node])
+        total += float(trees["value"][node])
+    return total
+
+
+def test_trees_equal_the_node_by_node_walk_and_scikit_learn():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from bitextmine.judge.trees import check_trees, export, log_odds, predict_trees
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 5))
+    X[:, 3] = np.round(X[:, 3])  # ties at the thresholds
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=600)) > 0
+    clf = HistGradientBoostingClassifier(max_iter=30, max_leaf_nodes=7, max_depth=4, random_state=0).fit(X, y)
+    trees = export(clf)
+    assert check_trees(trees, 5) is None and int(trees["depth"]) <= 4
+    Q = np.r_[rng.normal(size=(300, 5)), X[:50]]
+    fast = log_odds(trees, Q)
+    assert np.allclose(fast, [slow_log_odds(trees, q) for q in Q], atol=1e-12)
+    assert np.allclose(predict_trees(trees, Q), clf.predict_proba(Q)[:, 1], atol=1e-12)
+    assert check_trees(trees, 3) is not None  # a split reads feature 3 or 4
+    broken = dict(trees, left=np.where(trees["leaf"], 0, len(trees["leaf"]) + 5).astype(np.int32))
+    assert "outside" in check_trees(broken, 5)
+
+
+def test_a_stage_of_trees_is_checked_on_load_and_an_older_logistic_stage_still_reads(toy_stage_dir, tmp_path):
+    from bitextmine.judge.store import trees_file
+
+    stage = load_second_stage(toy_stage_dir)
+    assert stage.languages["de"]["classifier"] == "trees"  # the default
+    X = np.random.default_rng(0).normal(size=(20, 20))
+    p = stage.probability("de", X)
+    assert p.shape == (20,) and ((p > 0) & (p < 1)).all()
+    bad = str(tmp_path / "bad")
+    shutil.copytree(toy_stage_dir, bad)
+    folder = os.path.join(bad, "second_stage")
+    with open(os.path.join(folder, trees_file("de")), "wb") as f:
+        f.write(b"not npz")
+    with pytest.raises(ModelFormatError, match="trees.de.npz: cannot read"):
+        load_second_stage(bad).probability("de", X)
+    os.remove(os.path.join(folder, trees_file("de")))
+    with pytest.raises(ModelFormatError, match="trees.de.npz: missing"):
+        load_second_stage(bad)
+    path = os.path.join(folder, "second_stage.json")
+    data = json.load(open(path))
+    model = fit_logistic(X, X[:, 0] > 0)
+    entry = {k: v for k, v in data["languages"]["de"].items() if k != "classifier"}
+    entry.update({k: [float(v) for v in model[k]] for k in ("mean", "std", "w")}, b=model["b"])
+    json.dump({**data, "format_version": 2, "languages": {"de": entry}}, open(path, "w"))
+    old = load_second_stage(bad)
+    assert np.allclose(old.probability("de", X), predict(model, X))

@@ -9,6 +9,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
 
 from sparse_tasks import (
+    CONTAIN,
+    STOPWORDS,
     PoolTooSmall,
     Repeats,
     Task,
@@ -57,10 +59,13 @@ def tiny_pool(n: int = 400, seed: int = 0) -> list[tuple[str, str]]:
     return pairs
 
 
-def near_repeat(a: str, b: str, near: float = 0.8) -> bool:
+def near_repeat(a: str, b: str, near: float = 0.8, contain: float = CONTAIN) -> bool:
     """The slow, obvious version of :class:`Repeats`."""
     ta, tb = set(tokens(a)), set(tokens(b))
-    return key(a) == key(b) or (bool(ta) and len(ta & tb) >= near * max(len(ta), len(tb)) - 1e-9)
+    ca, cb = ta - STOPWORDS - {"0"}, tb - STOPWORDS - {"0"}
+    small, large = sorted((len(ca), len(cb)))
+    contained = contain > 0 and small >= 4 and 2 * small >= large and len(ca & cb) >= contain * small - 1e-9
+    return key(a) == key(b) or (bool(ta) and len(ta & tb) >= near * max(len(ta), len(tb)) - 1e-9) or contained
 
 
 def test_key_folds_case_punctuation_and_digits():
@@ -69,15 +74,31 @@ def test_key_folds_case_punctuation_and_digits():
     assert tokens("X b, x B") == frozenset({"x", "b"})
 
 
-def test_repeats_equal_the_slow_pairwise_check():
+@pytest.mark.parametrize("contain", [0.0, CONTAIN, 0.5])
+def test_repeats_equal_the_slow_pairwise_check(contain):
     rng = np.random.default_rng(1)
-    vocab = [word(i) for i in range(12)]
-    lines = [" ".join(rng.choice(vocab, rng.integers(1, 7))) for _ in range(300)]
-    queries = [" ".join(rng.choice(vocab, rng.integers(1, 7))) for _ in range(300)] + lines[:20] + ["", "!!"]
-    index = Repeats(lines[:150])
+    vocab = [word(i) for i in range(12)] + ["the", "of", "said", "in"]  # stopwords are no content
+    lines = [" ".join(rng.choice(vocab, rng.integers(1, 9))) for _ in range(300)]
+    queries = [" ".join(rng.choice(vocab, rng.integers(1, 9))) for _ in range(300)] + lines[:20] + ["", "!!"]
+    index = Repeats(lines[:150], contain=contain)
     for q in queries:
-        assert index.find(q) == any(near_repeat(q, x) for x in lines[:150]), q
-    assert sum(index.find(q) for q in queries) > 30  # the check is not vacuous
+        assert index.find(q) == any(near_repeat(q, x, contain=contain) for x in lines[:150]), q
+    found = sum(index.find(q) for q in queries)
+    assert found > 30  # the check is not vacuous
+    if contain:  # and the containment rule finds more than the near rule alone
+        assert found > sum(Repeats(lines[:150], contain=0.0).find(q) for q in queries)
+
+
+def test_containment_catches_a_headline_and_its_lead_but_not_a_same_template_sentence():
+    index = Repeats(["In the US state of Utah, at least 12 people have died as a result of a flood.",
+                     "I could have lost my job."])
+    assert index.find("Flood kills 12 people in Utah.")
+    assert not index.find("I have lost my wallet.")
+    assert not index.find("Floods in Utah are rare.")  # 1 content word of 3 shared, and too few
+    assert not Repeats(["Over 100 million people"]).find(  # a short line is not contained in any long one
+        "In October, the secretary said the pandemic plunged more than 100 million people into poverty.")
+    assert not Repeats(["Police said nine million people voted in Paris region elections"]).find(
+        "Nine million people")  # too few content words
 
 
 def test_clean_pool_keeps_one_pair_per_text():

@@ -5,14 +5,18 @@
 Tasks: tools/sparse_tasks.py's builder on its dev pools (pairs held apart from the bundled model's training,
 then Tatoeba v1: dev data only), its seeds, gold shares 1/3/10/50 %, sizes (--sizes) 1,000 lines a side, the
 largest the pool allows, and 10,000 and 30,000, whose gold pairs still come from the dev pool and whose
-distractors are filled up from the training corpora (sparse_tasks.draw_tasks). Each task is mined as `mine` does with the model's second stage for the language (every floor
-off but the stage's margin floor; :func:`bitextmine.judge.train.task_features`), and for each probability floor
-of a grid the candidates reaching it go through mode max's 1:1 selection by margin; P/R/F1 against the gold.
-The floor chosen maximises the mean F1 over every task (each share weighs the same) among the floors whose F1 at
-the densest share is at most --dense-loss below mining without the second stage (the language's calibrated
-floors alone, which `mine` also applies with it). The table: per language,
-share and size, F1 (precision / recall) at the chosen floor, and the best F1 of any floor chosen after the fact
-for that cell alone. ``--write`` stores the floors in the model's second_stage/second_stage.json.
+distractors are filled up from the training corpora (sparse_tasks.draw_tasks); and, for the languages whose
+held-apart pairs include news (de, fr, cs, ru, zh), news tasks of 1,500 lines at 1, 4 and 10 % (sparse_tasks
+--news: the distractors are the sentences around the gold pairs in their articles). Each task is mined as
+`mine` does with the model's second stage for the language (every floor off but the stage's margin floor;
+:func:`bitextmine.judge.train.task_features`), and for each probability floor of a grid the candidates
+reaching it go through mode max's 1:1 selection by margin; P/R/F1 against the gold. The floor chosen maximises
+the mean F1 over the groups of tasks (each kind and share weighs the same) among the floors whose F1 at the
+densest share is at most --dense-loss below mining without the second stage (the language's calibrated floors
+alone, which `mine` also applies with it). The table: per language, kind, share and size, F1 (precision /
+recall) at the chosen floor, and the best F1 of any floor chosen after the fact for that cell alone.
+``--write`` stores the floors in the model's second_stage/second_stage.json, and as each language's
+``max_lines`` the largest task it was calibrated on (the stage applies up to what was measured).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from sparse_tasks import LANGS, PoolTooSmall, clean_pool, draw_tasks, read_pairs  # noqa: E402
+from sparse_tasks import LANGS, PoolTooSmall, build_context_task, clean_pool, draw_tasks, read_news, read_pairs  # noqa: E402
 
 GRID = np.round(np.r_[0.002, 0.005, 0.01, 0.02, 0.03, 0.04, np.arange(0.05, 0.95, 0.025), np.arange(0.95, 0.996, 0.005)], 3)
 
@@ -62,10 +66,12 @@ def prf_at(c: dict, p: float) -> tuple[float, float, float]:
     return prec, rec, 2 * tp / (len(keep) + c["n_gold"]) if tp else 0.0
 
 
-def tasks_of(lang: str, shares, draws: int, seed: int, sizes=("1000", "max")) -> list[tuple[float, str, object]]:
-    """(share, size label, task) for each size label (sparse_tasks.draw_tasks: "max" is the largest the dev pool
-    gives; a size above it takes its distractors from the training corpora too) and share, with
-    sparse_tasks.build_all's seeds."""
+def tasks_of(lang: str, shares, draws: int, seed: int, sizes=("1000", "max"), news_shares=(), news_size: int = 1500
+             ) -> list[tuple[str, float, str, object]]:
+    """(kind, share, size label, task) for each size label (sparse_tasks.draw_tasks: "max" is the largest the dev pool
+    gives; a size above it takes its distractors from the training corpora too) and share, kind "pool"; and, where
+    the language's held-apart pairs include news, the news tasks (sparse_tasks.build_context_task) of ``news_size``
+    lines at each of ``news_shares``, kind "news"; with sparse_tasks.build_all's seeds."""
     pool, _ = clean_pool(read_pairs(lang))
     out = []
     for share in shares:
@@ -75,8 +81,26 @@ def tasks_of(lang: str, shares, draws: int, seed: int, sizes=("1000", "max")) ->
                 _, drawn, _ = draw_tasks(pool, lang, label, share, seeds)
             except PoolTooSmall:
                 continue
-            out += [(share, label, t) for t in drawn]
+            out += [("pool", share, label, t) for t in drawn]
+    articles = read_news(lang, pool) if news_shares else ([], [], [])
+    for share in news_shares if articles[2] else ():
+        for d in range(draws):
+            try:
+                task = build_context_task(*articles, news_size, share, np.random.default_rng(
+                    [seed, sum(map(ord, lang)), int(share * 1000), d]))
+            except PoolTooSmall:
+                continue
+            out.append(("news", share, str(news_size), task))
     return out
+
+
+def mean_f1(tasks: list, p: float) -> float:
+    """The mean over the (kind, share) groups of ``tasks`` [(kind, share, label, cells)] of their mean F1 at
+    probability floor p: each group weighs the same."""
+    groups: dict = {}
+    for kind, share, _, c in tasks:
+        groups.setdefault((kind, share), []).append(prf_at(c, p)[2])
+    return float(np.mean([np.mean(v) for v in groups.values()]))
 
 
 def main() -> None:
@@ -88,6 +112,9 @@ def main() -> None:
     ap.add_argument("--sizes", nargs="+", default=["1000", "max", "10000", "30000"],
                     help="lines a side (max: the largest the dev pool gives; larger: distractors filled from the "
                          "training corpora)")
+    ap.add_argument("--news-shares", type=float, nargs="*", default=[0.01, 0.04, 0.1],
+                    help="gold shares of the news tasks (sparse_tasks --news; none: no news tasks)")
+    ap.add_argument("--news-size", type=int, default=1500, help="lines a side of the news tasks")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dense-loss", type=float, default=0.005,
                     help="the F1 at the densest share may fall at most this much below mining without the stage")
@@ -98,47 +125,46 @@ def main() -> None:
 
     model = load_model(args.model)
     stage = model.second_stage
-    chosen, cells = {}, {}
-    print("| language | gold share | lines a side | tasks | F1 (P / R) at the chosen min-prob | best F1 of any min-prob "
-          "for the cell | F1 without the second stage |")
-    print("|---|---|---|---|---|---|---|")
+    chosen, cells, largest = {}, {}, {}
+    print("| language | tasks | gold share | lines a side | draws | F1 (P / R) at the chosen min-prob | best F1 of any "
+          "min-prob for the cell | F1 without the second stage |")
+    print("|---|---|---|---|---|---|---|---|")
     for lang in args.langs:
-        tasks = [(share, label, task_cells(t, model, stage, lang)) for share, label, t in
-                 tasks_of(lang, args.shares, args.draws, args.seed, args.sizes)]
-        f1 = {p: np.mean([np.mean([prf_at(c, p)[2] for s, _, c in tasks if s == share]) for share in args.shares])
-              for p in GRID}
-        dense = max(args.shares)
-        without = np.mean([prf_at(c, -1.0)[2] for s, _, c in tasks if s == dense])
-        keeps = [p for p in GRID if np.mean([prf_at(c, p)[2] for s, _, c in tasks if s == dense])
-                 >= without - args.dense_loss]
+        tasks = [(k, share, label, task_cells(t, model, stage, lang)) for k, share, label, t in
+                 tasks_of(lang, args.shares, args.draws, args.seed, args.sizes, args.news_shares, args.news_size)]
+        f1 = {p: mean_f1(tasks, p) for p in GRID}
+        dense = [c for k, s, _, c in tasks if k == "pool" and s == max(args.shares)]
+        without = np.mean([prf_at(c, -1.0)[2] for c in dense])
+        keeps = [p for p in GRID if np.mean([prf_at(c, p)[2] for c in dense]) >= without - args.dense_loss]
         best = max(keeps or GRID, key=lambda p: (f1[p], -abs(p - 0.5)))
         chosen[lang] = float(best)
-        for share in args.shares:
-            for label in args.sizes:
-                mine = [c for s, lb, c in tasks if s == share and lb == label]
-                if not mine:
-                    continue
-                at = np.mean([prf_at(c, best) for c in mine], axis=0)
-                oracle = max(np.mean([prf_at(c, p)[2] for c in mine]) for p in GRID)
-                cells[f"{lang} {share} {label}"] = {"f1": at[2], "p": at[0], "r": at[1], "oracle": oracle,
-                                                    "min_prob": best, "lines": int(np.mean([c["lines"] for c in mine]))}
-                alone = np.mean([prf_at(c, -1.0)[2] for c in mine])
-                print(f"| {lang} | {share:.0%} | {cells[f'{lang} {share} {label}']['lines']:,} | {len(mine)} | "
-                      f"{100 * at[2]:.1f} ({100 * at[0]:.1f} / {100 * at[1]:.1f}) | {100 * oracle:.1f} | {100 * alone:.1f} |",
-                      flush=True)
-        print(f"  {lang}: min-prob {best:g} (mean F1 over the shares {100 * f1[best]:.1f})", flush=True)
+        largest[lang] = max(c["lines"] for _, _, _, c in tasks)
+        for kind, share, label in sorted({(k, s, lb) for k, s, lb, _ in tasks}, key=lambda x: (x[0] != "pool", x[1])):
+            mine = [c for k, s, lb, c in tasks if (k, s, lb) == (kind, share, label)]
+            at = np.mean([prf_at(c, best) for c in mine], axis=0)
+            oracle = max(np.mean([prf_at(c, p)[2] for c in mine]) for p in GRID)
+            name = f"{lang} {kind} {share} {label}"
+            cells[name] = {"f1": at[2], "p": at[0], "r": at[1], "oracle": oracle, "min_prob": best,
+                           "lines": int(np.mean([c["lines"] for c in mine]))}
+            alone = np.mean([prf_at(c, -1.0)[2] for c in mine])
+            print(f"| {lang} | {kind} | {share:.0%} | {cells[name]['lines']:,} | {len(mine)} | "
+                  f"{100 * at[2]:.1f} ({100 * at[0]:.1f} / {100 * at[1]:.1f}) | {100 * oracle:.1f} | {100 * alone:.1f} |",
+                  flush=True)
+        print(f"  {lang}: min-prob {best:g} (mean F1 over the groups {100 * f1[best]:.1f})", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"chosen": chosen, "cells": cells}, f, indent=1)
+            json.dump({"chosen": chosen, "cells": cells, "largest": largest}, f, indent=1)
     if args.write:
         path = os.path.join(stage.folder, "second_stage.json")
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         for lang, p in chosen.items():
             data["languages"][lang]["min_prob"] = p
+            data["languages"][lang]["max_lines"] = largest[lang]  # the stage applies up to what was measured
         data["chosen_on"] = ("tools/calibrate_second_stage.py on the sparse dev tasks (gold pairs held apart from the "
                              "model's training or from Tatoeba v1; above the dev pool's size, distractors from the training "
-                             f"corpora), shares {args.shares}, sizes {args.sizes}, {args.draws} draws, seed {args.seed}")
+                             f"corpora), shares {args.shares}, sizes {args.sizes}, and news tasks of {args.news_size} lines "
+                             f"at shares {args.news_shares} (de, fr, cs, ru, zh), {args.draws} draws, seed {args.seed}")
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)
         os.replace(path + ".tmp", path)

@@ -2,6 +2,7 @@
 precision, recall and F1 of `bitextmine mine` (the bundled model, its defaults) on them.
 
     python tools/sparse_tasks.py [--out .bench/sparse] [--sizes 1000 max 10000] [--shares 0.01 0.03 0.1 0.5] [--draws 5]
+    python tools/sparse_tasks.py --news --sizes 1500 --shares 0.01 0.04 0.1 --draws 3 --langs de fr cs ru zh
 
 Pairs (per language L): the pairs held apart from the model's training (tools/train_default.py --holdout:
 .bench/holdout/en-L.en + en-L.L; UI strings, help text, news, everyday sentences) and Tatoeba v1
@@ -22,7 +23,18 @@ dropped.json (how many candidates each rule left out). ``max`` as a size: the la
 every draw at that share. A size N larger than the pool allows (N * (2 - share) > its pairs) still takes its gold
 pairs from the pool, and its distractors from the rest of the pool and then from the training corpora of the
 language (:func:`read_filler`: lines the model trained on, paired there with their own translations, never with
-a line of the task), under the same repeat rules. The output folder also gets results.json (every task's scores and wrong pairs) and
+a line of the task), under the same repeat rules. A near repeat (:class:`Repeats`): equal up to :func:`key`, 80 %
+of the word tokens of each shared, or (since the news tasks) 75 % of the content words of the line with fewer
+shared with the other, where both have 3 or more (a headline and its lead, two agencies' versions of one item).
+The task core lives in :mod:`bitextmine.judge.tasks`, which also draws the second stage's training tasks.
+
+News tasks (``--news``, :func:`build_context_task`; de, fr, cs, ru, zh: the languages whose held-apart pairs include
+news): the gold pairs are held-apart pairs of the WMT news test sets, the distractors the sentences around them
+in their articles (the test sets' own order; lines the model trained on, each with its own translation, never
+with a line of the task): other sentences of the same story and the stories beside it, as in mining
+comparable news.
+
+The output folder also gets results.json (every task's scores and wrong pairs) and
 wrong-L.tsv (the wrong pairs at the smallest share and first size: foreign line, its English, the English line
 it was paired with) for the languages of --wrong.
 
@@ -40,205 +52,29 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import math
 import os
-import re
 import sys
 import time
-import unicodedata
-from collections import defaultdict
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+from bitextmine.judge.tasks import (  # noqa: E402,F401  (the task core, also what tests import from here)
+    CONTAIN, DROPPED, NEAR, STOPWORDS, PoolTooSmall, Repeats, Task, build_task, clean_pool, content, fill_task, key,
+    take_gold, tokens,
+)
+
 HOLDOUT = os.path.join(HERE, "..", ".bench", "holdout")
 TATOEBA = os.path.join(HERE, "..", "..", "shared", "data", "dev", "tatoeba", "v1")
 LANGS = ["de", "fr", "es", "cs", "ru", "zh", "tr", "ar"]
 ISO3 = {"de": "deu", "fr": "fra", "es": "spa", "cs": "ces", "ru": "rus", "zh": "cmn", "tr": "tur", "ar": "ara"}
 SECOND_STAGE = True  # mine with the model's second stage (--no-second-stage: without)
-NEAR = 0.8  # a near repeat shares at least this share of the word tokens of each line
 
 
 # ---------------------------------------------------------------------------------------------- the core
-
-
-def key(text: str) -> str:
-    """What tells two texts apart for the task: NFKC, case-folded, every run of digits one 0, every run of
-    punctuation, symbols and spaces one space. The bundled model folds case; texts equal up to this key are
-    one text to a reader of mined pairs."""
-    text = re.sub(r"\d+", "0", unicodedata.normalize("NFKC", text).casefold())
-    return " ".join(re.sub(r"[\W_]+", " ", text).split())
-
-
-# English spellings of one word, after contractions are expanded (what're, can't, you've; okay, everybody)
-CONTRACTIONS = {"n't": " not", "'re": " are", "'m": " am", "'ll": " will", "'ve": " have", "'d": " would"}
-VARIANTS = {"ca": "can", "wo": "will", "sha": "shall", "okay": "ok", "everybody": "everyone",
-            "somebody": "someone", "anybody": "anyone", "nobody": "noone"}
-ARTICLES = frozenset({"a", "an", "the"})
-
-
-def tokens(text: str) -> frozenset[str]:
-    """The distinct word tokens of ``text`` (those of :func:`key`) that tell English sentences apart: contractions
-    expanded, a few variant spellings made one, articles left out ("What're you watching?" and "What are you
-    watching?", "Is everybody OK?" and "Is everybody okay?" have the same tokens)."""
-    text = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
-    text = re.sub(r"(n't|'re|'m|'ll|'ve|'d)\b", lambda m: CONTRACTIONS[m.group(1)], text.replace("cannot", "can not"))
-    return frozenset(VARIANTS.get(w, w) for w in key(text).split() if w not in ARTICLES)
-
-
-class Repeats:
-    """Which texts nearly repeat one of ``lines``: equal up to :func:`key`, or sharing at least ``near`` of the
-    :func:`tokens` of each (|A & B| >= near * max(|A|, |B|), A and B the two token sets).
-
-    Candidates come from a prefix filter: a line sharing m of A's tokens holds at least one of any
-    |A| - m + 1 of them, so only the lines holding one of A's rarest |A| - ceil(near |A|) + 1 tokens are
-    compared."""
-
-    def __init__(self, lines=(), near: float = NEAR):
-        self.near = near
-        self.keys: set[str] = set()
-        self.sets: list[frozenset[str]] = []
-        self.postings: dict[str, list[int]] = defaultdict(list)
-        for line in lines:
-            self.add(line)
-
-    def add(self, text: str) -> None:
-        self.keys.add(key(text))
-        toks = tokens(text)
-        for t in toks:
-            self.postings[t].append(len(self.sets))
-        self.sets.append(toks)
-
-    def find(self, text: str) -> bool:
-        """Whether ``text`` nearly repeats a line added so far."""
-        if key(text) in self.keys:
-            return True
-        a = tokens(text)
-        if not a:
-            return False
-        need = math.ceil(self.near * len(a) - 1e-9)
-        rare = sorted(a, key=lambda t: (len(self.postings.get(t, ())), t))[: len(a) - need + 1]
-        seen = {i for t in rare for i in self.postings.get(t, ())}
-        return any(len(a & self.sets[i]) >= self.near * max(len(a), len(self.sets[i])) - 1e-9 for i in seen)
-
-
-def clean_pool(pairs: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], int]:
-    """(the (foreign, English) pairs whose two texts are non-empty up to :func:`key` and repeat no text of an
-    earlier kept pair on the same side (up to the key), how many were left out): each text of the pool then has
-    one partner."""
-    seen_f, seen_e, out = set(), set(), []
-    for f, e in pairs:
-        kf, ke = key(f), key(e)
-        if kf and ke and kf not in seen_f and ke not in seen_e:
-            seen_f.add(kf)
-            seen_e.add(ke)
-            out.append((f, e))
-    return out, len(pairs) - len(out)
-
-
-@dataclass
-class Task:
-    """One mining task: foreign lines ``src``, English lines ``tgt``, ``gold`` {(src line, tgt line)} numbered
-    from 1, ``dropped``: how many candidates each rule left out ({rule: count}), and ``src_en``: each foreign
-    line's own English translation (to read the errors with)."""
-
-    src: list[str]
-    tgt: list[str]
-    gold: set[tuple[int, int]]
-    dropped: dict[str, int] = field(default_factory=dict)
-    src_en: list[str] = field(default_factory=list)
-
-
-DROPPED = ("gold English repeats a gold English", "English distractor repeats a gold text",
-           "English distractor repeats an English line", "foreign distractor's English repeats an English line",
-           "foreign distractor repeats an English line", "foreign distractor repeats a foreign line")
-
-
-class PoolTooSmall(ValueError):
-    """The pool cannot fill a task of the size asked for."""
-
-
-def build_task(pairs: list[tuple[str, str]], size: int, share: float, rng: np.random.Generator,
-               near: float = NEAR, gold_from: int | None = None) -> Task:
-    """A task of ``size`` lines a side, round(share * size) of them gold pairs (module docstring), drawn from
-    ``pairs`` (a :func:`clean_pool`) with ``rng``. ``gold_from`` n: the gold pairs come from the first n pairs
-    only (the dev pool), the distractors from the rest of them and the pairs after (filler). Raises
-    :class:`PoolTooSmall` when the pool runs out."""
-    g = round(share * size)
-    n = len(pairs) if gold_from is None else gold_from
-    order = rng.permutation(n)
-    if gold_from is not None:
-        order = np.r_[order, n + rng.permutation(len(pairs) - n)].astype(np.int64)
-    dropped = dict.fromkeys(DROPPED, 0)
-    gold_idx, at = take_gold(pairs, order[:n], g, near, dropped)
-    rest = order[at:] if gold_from is None else rng.permutation(order[at:])
-    half = len(rest) // 2
-    return fill_task(pairs, gold_idx, rest[half:], rest[:half], size, rng, near, dropped)
-
-
-def take_gold(pairs, order, g: int, near: float, dropped: dict) -> tuple[list, int]:
-    """(the first ``g`` pairs of ``order`` whose English does not nearly repeat the English of one taken before,
-    how many of ``order`` were looked at); counts the skipped in ``dropped``. :class:`PoolTooSmall` if fewer."""
-    gold_en, gold_idx, at = Repeats(near=near), [], 0
-    while len(gold_idx) < g and at < len(order):
-        i, at = order[at], at + 1
-        if gold_en.find(pairs[i][1]):
-            dropped["gold English repeats a gold English"] += 1
-        else:
-            gold_en.add(pairs[i][1])
-            gold_idx.append(i)
-    if len(gold_idx) < g:
-        raise PoolTooSmall(f"{len(order)} pairs cannot give {g} gold pairs")
-    return gold_idx, at
-
-
-def fill_task(pairs, gold_idx: list, english_from, foreign_from, size: int, rng: np.random.Generator, near: float,
-              dropped: dict) -> Task:
-    """The task of the gold pairs ``gold_idx`` (indexes into ``pairs``), the English side filled up to ``size`` with
-    the English texts of the pairs ``english_from`` and the foreign side with the foreign texts of ``foreign_from``
-    (indexes, in the order given; the two must not share a pair), under the repeat rules (module docstring), both
-    sides shuffled with ``rng``. :class:`PoolTooSmall` when either runs out."""
-    g = len(gold_idx)
-    gold_en = Repeats([pairs[i][1] for i in gold_idx], near)
-    gold_fx = Repeats([pairs[i][0] for i in gold_idx], near)
-    en = [pairs[i][1] for i in gold_idx]
-    en_keys = {key(e) for e in en}
-    for i in english_from:
-        if len(en) == size:
-            break
-        e = pairs[i][1]
-        if key(e) in en_keys:
-            dropped["English distractor repeats an English line"] += 1
-        elif gold_en.find(e) or gold_fx.find(e):
-            dropped["English distractor repeats a gold text"] += 1
-        else:
-            en.append(e)
-            en_keys.add(key(e))
-    en_side = Repeats(en, near)
-    fx, fx_en = [pairs[i][0] for i in gold_idx], [pairs[i][1] for i in gold_idx]
-    fx_keys = {key(f) for f in fx}
-    for i in foreign_from:
-        if len(fx) == size:
-            break
-        f, e = pairs[i]
-        if key(f) in fx_keys:
-            dropped["foreign distractor repeats a foreign line"] += 1
-        elif en_side.find(e):
-            dropped["foreign distractor's English repeats an English line"] += 1
-        elif en_side.find(f):
-            dropped["foreign distractor repeats an English line"] += 1
-        else:
-            fx.append(f)
-            fx_en.append(e)
-            fx_keys.add(key(f))
-    if len(en) < size or len(fx) < size:
-        raise PoolTooSmall(f"{len(pairs)} pairs filled {len(fx)} foreign and {len(en)} English lines of {size}")
-    ps, pt = rng.permutation(size), rng.permutation(size)
-    new_s, new_t = np.argsort(ps), np.argsort(pt)  # new position of each line
-    gold = {(int(new_s[i]) + 1, int(new_t[i]) + 1) for i in range(g)}
-    return Task([fx[i] for i in ps], [en[i] for i in pt], gold, dropped, [fx_en[i] for i in ps])
 
 
 def build_context_task(news: list[tuple[str, str]], origins: list[str], held: list[int], size: int, share: float,
@@ -353,7 +189,6 @@ def read_news(lang: str, pool: list[tuple[str, str]], folder: str = NEWS) -> tup
     positions of the pairs of ``pool`` among them): the gold pairs of :func:`build_context_task` are pairs the
     model never trained on (the held-apart ones), the distractors the sentences of the same articles (which it
     trained on, each with its own translation, never with a line of the task). Empty when there are none."""
-    sys.path.insert(0, os.path.join(HERE, ".."))
     from bitextmine.corpus import read_lines
 
     path = os.path.join(folder, f"en-{lang}")
@@ -434,7 +269,6 @@ def build_all(out: str, langs, sizes, shares, draws: int, seed: int, near: float
 
 def mined(folder: str, model, config) -> tuple[list[tuple[int, int]], np.ndarray, object]:
     """(printed pairs (src line, tgt line) from 1, their scores: float (n,), stats) of mine_files on a task."""
-    sys.path.insert(0, os.path.join(HERE, ".."))
     from bitextmine.pipeline import mine_files
 
     out = io.StringIO()
@@ -474,6 +308,7 @@ def evaluate(folder: str, task: Task, model, oracles: bool = True) -> dict:
 
 
 def main() -> None:
+    global SECOND_STAGE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(HERE, "..", ".bench", "sparse"), help="where the tasks are written")
     ap.add_argument("--model", default=None, help="model directory (default: the bundled model)")
@@ -492,7 +327,6 @@ def main() -> None:
     ap.add_argument("--no-oracles", action="store_true", help="mine each task once, with the defaults (the oracle "
                     "columns then read 0)")
     args = ap.parse_args()
-    global SECOND_STAGE
     SECOND_STAGE = not args.no_second_stage
     t0 = time.process_time()
     tasks = build_all(args.out, args.langs, args.sizes, args.shares, args.draws, args.seed, args.near, args.news)
@@ -505,7 +339,6 @@ def main() -> None:
     print(f"built in {time.process_time() - t0:.0f} s of CPU", flush=True)
     if args.build_only:
         return
-    sys.path.insert(0, os.path.join(HERE, ".."))
     from bitextmine.model import load_model
 
     model = load_model(args.model)

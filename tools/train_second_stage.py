@@ -49,6 +49,16 @@ def corpora_of(lang: str, holdout: str) -> dict[str, list]:
     return out
 
 
+def classifier_of(stage, lang: str) -> dict:
+    """The classifier of ``lang`` in a loaded second stage, as save_second_stage takes it."""
+    from bitextmine.judge.store import kind
+
+    v = stage.languages[lang]
+    if kind(v) == "trees":
+        return stage.trees(lang)
+    return {n: np.array(v[n]) for n in ("mean", "std", "w")} | {"b": v["b"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None, help="model directory (default: the bundled model)")
@@ -74,8 +84,7 @@ def main() -> None:
         old = load_second_stage(out, fp) if os.path.isdir(os.path.join(out, "second_stage")) else None
     except ModelFormatError:  # of an older format: its languages are trained anew, not kept
         old = None
-    languages = {k: {"classifier": {n: np.array(v[n]) for n in ("mean", "std", "w")} | {"b": v["b"]}, **v}
-                 for k, v in (old.languages.items() if old else [])}
+    languages = {k: {**v, "classifier": classifier_of(old, k)} for k, v in (old.languages.items() if old else [])}
     for lang in args.langs:
         t0 = time.perf_counter()
         lexicon, pools = split_pairs(corpora_of(lang, args.holdout), cfg.task_pairs, cfg.seed)

@@ -3,17 +3,22 @@ language paired with English, its probability floor and its margin floor) beside
 ``second_stage/ibm1.en-XX.npz`` (t(XX|en)) and ``ibm1.XX-en.npz`` (t(en|XX)), made for the model's
 vocabulary (:mod:`bitextmine.lexicon.ibm1`).
 
-    {"format_version": 2, "features": [...], "chosen_on": "...",
-     "languages": {"fr": {"mean": [20 numbers], "std": [...], "w": [...], "b": 0.1,
-                          "min_prob": 0.5, "floor": 1.0, "prior": 0.16, "max_lines": 30000,
-                          "trained_on": "..."}, ...}}
+    {"format_version": 3, "features": [...], "chosen_on": "...",
+     "languages": {"fr": {"classifier": "trees", "min_prob": 0.5, "floor": 1.0, "prior": 0.16,
+                          "max_lines": 30000, "trained_on": "..."},
+                   "de": {"classifier": "logistic", "mean": [20 numbers], "std": [...], "w": [...], "b": 0.1,
+                          ...}, ...}}
 
+``classifier``: "trees", gradient-boosted trees in ``second_stage/trees.XX.npz`` (:mod:`bitextmine.judge.trees`),
+or "logistic", the logistic regression's numbers in the JSON (:mod:`bitextmine.judge.logistic`; format 2, still
+read, had only these, without the key).
 ``min_prob``: the probability a pair needs (calibrated on dev data); ``floor``: the margin below which a
 candidate is not judged (dropped), which bounds the cost; ``prior``: the share of translations among the
 training candidates, from which each run's probabilities are adjusted to its own share
 (:func:`bitextmine.judge.logistic.adjust_to_prior`); ``max_lines``: the most distinct lines a side may have
-for the stage to apply (the sizes it was trained and calibrated on; larger runs mine without it). Checked on load: the format version, the
-feature names, each language's numbers; a table when first used (its vocabulary fingerprint).
+for the stage to apply (the sizes it was trained and calibrated on; larger runs mine without it). Checked on
+load: the format version, the feature names, each language's numbers, that its files are there; a table and
+the trees when first used (the table's vocabulary fingerprint, the trees' arrays).
 """
 
 from __future__ import annotations
@@ -28,16 +33,29 @@ from ..errors import ModelFormatError
 from .features import FEATURES
 from .logistic import predict
 
-FORMAT_VERSION = 2  # 2: 20 features (1: the first 8)
+FORMAT_VERSION = 3  # 3: gradient-boosted trees or a logistic regression (2: a logistic regression; 1: 8 features)
+READS = (2, 3)
 FOLDER = "second_stage"
 FILE = "second_stage.json"
-NUMBERS = ("min_prob", "floor", "prior", "max_lines", "b")
+NUMBERS = ("min_prob", "floor", "prior", "max_lines")
+LOGISTIC = ("b",)  # and VECTORS
 VECTORS = ("mean", "std", "w")
+CLASSIFIERS = ("trees", "logistic")
 
 
 def table_file(src: str, tgt: str) -> str:
     """The IBM1 table t(tgt|src) of a second-stage folder."""
     return f"ibm1.{src}-{tgt}.npz"
+
+
+def trees_file(lang: str) -> str:
+    """The trees of ``lang``'s classifier in a second-stage folder."""
+    return f"trees.{lang}.npz"
+
+
+def kind(c: dict) -> str:
+    """The classifier of a language's entry: "trees" or "logistic" (format 2 had no key)."""
+    return c.get("classifier", "logistic")
 
 
 @dataclass
@@ -60,11 +78,33 @@ class SecondStage:
                                        for a, b in (("en", lang), (lang, "en")))
         return self._tables[lang]
 
+    def trees(self, lang: str) -> dict:
+        """``lang``'s trees (:mod:`bitextmine.judge.trees`); ModelFormatError if missing or damaged."""
+        from .trees import check_trees
+
+        key = ("trees", lang)
+        if key not in self._tables:
+            path = os.path.join(self.folder, trees_file(lang))
+            try:
+                with np.load(path, allow_pickle=False) as z:
+                    arrays = {k: z[k] for k in z.files}
+            except (OSError, ValueError) as e:
+                raise ModelFormatError(f"{path}: cannot read the second stage's trees ({e})") from None
+            problem = check_trees(arrays, len(FEATURES))
+            if problem:
+                raise ModelFormatError(f"{path}: damaged trees: {problem}")
+            self._tables[key] = arrays
+        return self._tables[key]
+
     def probability(self, lang: str, X: np.ndarray) -> np.ndarray:
         """P(translation) float64 (c,) of the :data:`FEATURES` rows X float (c, 20) under ``lang``'s classifier,
         at the share of translations it was trained with."""
-        return predict({k: np.asarray(v, np.float64) if k in VECTORS else v
-                        for k, v in self.languages[lang].items()}, X)
+        c = self.languages[lang]
+        if kind(c) == "trees":
+            from .trees import predict_trees
+
+            return predict_trees(self.trees(lang), X)
+        return predict({k: np.asarray(v, np.float64) if k in VECTORS else v for k, v in c.items()}, X)
 
     def adjusted(self, lang: str, X: np.ndarray) -> np.ndarray:
         """:meth:`probability` adjusted to the share of translations among the candidates X themselves (all the
@@ -93,29 +133,39 @@ def load_second_stage(model_dir: str, fingerprint: str | None = None) -> SecondS
 
 
 def _check(data, path: str, folder: str) -> None:
-    if not isinstance(data, dict) or data.get("format_version") != FORMAT_VERSION:
+    if not isinstance(data, dict) or data.get("format_version") not in READS:
         found = data.get("format_version") if isinstance(data, dict) else None
-        raise ModelFormatError(f"{path}: second stage format_version {found!r}; this bitextmine reads {FORMAT_VERSION}")
+        raise ModelFormatError(f"{path}: second stage format_version {found!r}; this bitextmine reads "
+                               f"{' and '.join(map(str, READS))}")
     if data.get("features") != list(FEATURES):
         raise ModelFormatError(f"{path}: features {data.get('features')!r}; expected {list(FEATURES)}")
     langs = data.get("languages")
     if not isinstance(langs, dict):
         raise ModelFormatError(f"{path}: no \"languages\" object")
     for lang, c in langs.items():
-        ok = isinstance(c, dict) and all(isinstance(c.get(k), (int, float)) for k in NUMBERS) and all(
-            isinstance(c.get(k), list) and len(c[k]) == len(FEATURES)
-            and all(isinstance(v, (int, float)) for v in c[k]) for k in VECTORS)
-        if not ok:
-            raise ModelFormatError(f"{path}: language {lang!r}: expected numbers {', '.join(NUMBERS)} and "
-                                   f"{len(FEATURES)} numbers each for {', '.join(VECTORS)}")
-        for a, b in (("en", lang), (lang, "en")):
-            if not os.path.isfile(os.path.join(folder, table_file(a, b))):
-                raise ModelFormatError(f"{os.path.join(folder, table_file(a, b))}: missing; the second stage of "
-                                       f"{lang!r} needs it")
+        _check_language(lang, c, path, folder)
+
+
+def _check_language(lang: str, c, path: str, folder: str) -> None:
+    if not isinstance(c, dict) or kind(c) not in CLASSIFIERS:
+        raise ModelFormatError(f"{path}: language {lang!r}: expected an object with \"classifier\" one of "
+                               f"{', '.join(CLASSIFIERS)}")
+    logistic = kind(c) == "logistic"
+    numbers = NUMBERS + (LOGISTIC if logistic else ())
+    ok = all(isinstance(c.get(k), (int, float)) for k in numbers) and (not logistic or all(
+        isinstance(c.get(k), list) and len(c[k]) == len(FEATURES) and all(isinstance(v, (int, float)) for v in c[k])
+        for k in VECTORS))
+    if not ok:
+        vectors = f" and {len(FEATURES)} numbers each for {', '.join(VECTORS)}" if logistic else ""
+        raise ModelFormatError(f"{path}: language {lang!r}: expected numbers {', '.join(numbers)}{vectors}")
+    files = [table_file(a, b) for a, b in (("en", lang), (lang, "en"))] + ([] if logistic else [trees_file(lang)])
+    for name in files:
+        if not os.path.isfile(os.path.join(folder, name)):
+            raise ModelFormatError(f"{os.path.join(folder, name)}: missing; the second stage of {lang!r} needs it")
 
 
 def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: str = "", compact: bool = False) -> str:
-    """Write a second stage into ``model_dir``: ``languages`` {code: {"classifier": fit_logistic's dict,
+    """Write a second stage into ``model_dir``: ``languages`` {code: {"classifier": fit_trees's or fit_logistic's dict,
     "min_prob", "floor", "prior", "max_lines", "trained_on"}}, ``tables`` {code: (t(code|en), t(en|code))} (LexicalTable; a code
     absent keeps the tables already there; ``compact``: stored compact, :func:`bitextmine.lexicon.save_table`).
     Returns the folder."""
@@ -129,12 +179,23 @@ def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: 
     out = {"format_version": FORMAT_VERSION, "features": list(FEATURES), "chosen_on": chosen_on, "languages": {}}
     for lang, c in sorted(languages.items()):
         clf = c["classifier"]
-        out["languages"][lang] = {**{k: [float(v) for v in clf[k]] for k in VECTORS}, "b": float(clf["b"]),
-                                  "min_prob": float(c["min_prob"]), "floor": float(c["floor"]),
-                                  "prior": float(c["prior"]), "max_lines": int(c["max_lines"]),
-                                  "trained_on": c.get("trained_on", "")}
+        entry = {"min_prob": float(c["min_prob"]), "floor": float(c["floor"]), "prior": float(c["prior"]),
+                 "max_lines": int(c["max_lines"]), "trained_on": c.get("trained_on", "")}
+        if "roots" in clf:  # trees (bitextmine.judge.trees)
+            _save_arrays(clf, os.path.join(folder, trees_file(lang)))
+            entry["classifier"] = "trees"
+        else:
+            entry.update({k: [float(v) for v in clf[k]] for k in VECTORS}, b=float(clf["b"]), classifier="logistic")
+        out["languages"][lang] = entry
     tmp = os.path.join(folder, FILE + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1, sort_keys=True)
     os.replace(tmp, os.path.join(folder, FILE))
     return folder
+
+
+def _save_arrays(arrays: dict, path: str) -> None:
+    """``arrays`` {name: array} into the npz file ``path``, atomically."""
+    tmp = path + ".tmp.npz"
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, path)

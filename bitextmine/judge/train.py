@@ -1,18 +1,18 @@
 """Training the second stage for a model and the parallel pairs of one language with English.
 
-Tasks are drawn from the pairs as mining meets them: ``size`` lines a side, a ``share`` of them gold pairs,
-the rest the foreign side of some pairs and the English side of others (so no distractor has a partner;
-a distractor whose text repeats a line of the other side, compared case- and punctuation-blind, is skipped).
-Each task is mined with the model (every floor off but the second stage's margin floor) and each candidate
-pair, before the 1:1 selection, is labelled gold or not: the negatives are the model's own nearest
-non-translations. A logistic regression over their :data:`bitextmine.judge.features.FEATURES` gives the
-probability of translation.
+Tasks are drawn from the pairs as mining meets them (:func:`bitextmine.judge.tasks.build_task`): ``size``
+lines a side, a ``share`` of them gold pairs, the rest the foreign side of some pairs and the English side of
+others, so no distractor has a partner, and none nearly repeats a line it could be a translation of (a
+paraphrase labelled a non-translation would teach the classifier to reject translations). Each task is mined
+with the model (every floor off but the second stage's margin floor) and each candidate pair, before the 1:1
+selection, is labelled gold or not: the negatives are the model's own nearest non-translations. Gradient-boosted
+trees (:mod:`.trees`; or a logistic regression, :mod:`.logistic`) over their
+:data:`bitextmine.judge.features.FEATURES` give the probability of translation.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -21,37 +21,7 @@ from .features import Pieces
 from .judge import Judge
 from .logistic import fit_logistic
 from .store import SecondStage
-
-_KEY = re.compile(r"\W+")
-
-
-def key(text: str) -> str:
-    """A line compared case- and punctuation-blind."""
-    return _KEY.sub(" ", text.lower()).strip()
-
-
-def draw_task(pairs: Sequence[tuple[str, str]], size: int, share: float, rng: np.random.Generator):
-    """(foreign lines, English lines, gold (foreign row, English row) int64 (g, 2)) of a task drawn from
-    ``pairs`` [(foreign, English)] (module docstring); sides shuffled. Fewer lines when the pairs run out."""
-    order = rng.permutation(len(pairs))
-    g = round(share * size)
-    gold = [pairs[i] for i in order[:g]]
-    fx, en = [p[0] for p in gold], [p[1] for p in gold]
-    seen = {key(t) for t in fx + en}
-    rest = order[g:]
-    half = len(rest) // 2
-    for side, start in ((en, half), (fx, 0)):
-        for i in rest[start:]:
-            if len(side) == size:
-                break
-            text = pairs[i][1] if side is en else pairs[i][0]
-            other = pairs[i][0] if side is en else pairs[i][1]
-            if key(text) not in seen and key(other) not in seen:
-                side.append(text)
-                seen.add(key(text))
-    pf, pe = rng.permutation(len(fx)), rng.permutation(len(en))
-    gold_rows = np.c_[np.argsort(pf)[:g], np.argsort(pe)[:g]].astype(np.int64)
-    return [fx[i] for i in pf], [en[i] for i in pe], gold_rows
+from .tasks import PoolTooSmall, build_task, clean_pool
 
 
 def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang: str, floor: float,
@@ -104,20 +74,24 @@ def training_set(pools: dict[str, list], model, stage: SecondStage, lang: str,
                  config: SecondStageConfig = SecondStageConfig(), progress: Callable[[int], None] | None = None):
     """Features float64 (n, 20) and labels bool (n,) of the candidates of config's tasks (sizes x shares x
     draws, seeded) drawn from each pool of ``pools`` {corpus: [(foreign, English)]} on its own (a task's lines
-    share its corpus's domain, as in mining), at the sizes its pairs allow (twice the size at least). progress
-    gets 1 per task."""
+    share its corpus's domain, as in mining), at the sizes its pairs allow (twice the size at least, and what the
+    repeat rules leave). progress gets 1 per task."""
     X, y = [], []
     for name, pairs in sorted(pools.items()):
+        pairs = clean_pool(pairs)[0]
         for size in config.sizes:
             if len(pairs) < 2 * size:
                 continue
             for share in config.shares:
                 for d in range(config.draws):
                     rng = np.random.default_rng([config.seed, *name.encode(), size, int(share * 1000), d])
-                    fx, en, gold = draw_task(pairs, size, share, rng)
-                    cands, feats = task_features(fx, en, model, stage, lang, config.floor)
+                    try:
+                        task = build_task(pairs, size, share, rng)
+                    except PoolTooSmall:  # the repeat rules left too few lines: a smaller size may still fit
+                        continue
+                    cands, feats = task_features(task.src, task.tgt, model, stage, lang, config.floor)
                     X.append(feats)
-                    y.append(labels(cands, gold))
+                    y.append(labels(cands, np.array(sorted(task.gold), np.int64).reshape(-1, 2) - 1))
                     if progress:
                         progress(1)
     if not X:
@@ -143,10 +117,15 @@ def train_tables(pairs: list, tokenizer, lexicon_config=None) -> tuple:
 
 
 def fit(X: np.ndarray, y: np.ndarray, config: SecondStageConfig = SecondStageConfig()) -> dict:
-    """The classifier of :func:`bitextmine.judge.logistic.fit_logistic` on a :func:`training_set`."""
+    """The classifier of config (``classifier``: "trees", :func:`bitextmine.judge.trees.fit_trees`; "logistic",
+    :func:`bitextmine.judge.logistic.fit_logistic`) on a :func:`training_set`."""
     if not y.any() or y.all():
         from ..errors import ConfigError
 
         raise ConfigError("the second stage's training tasks gave no translations or no non-translations among "
                           "the candidates; expected both (more pairs, or a lower floor)")
+    if config.classifier == "trees":
+        from .trees import fit_trees
+
+        return fit_trees(X, y, config.trees, config.leaves, config.depth, config.rate, config.l2, config.seed)
     return fit_logistic(X, y, l2=config.l2)
