@@ -126,6 +126,10 @@ class MineConfig:
     # above); its min_prob calibrated for the language replaces this one unless given.
     second_stage: bool = True
     min_prob: float = 0.5
+    # ... from this many distinct lines a side: below, the share of translations its probabilities adjust to is
+    # guessed from a few dozen candidates, and the floors alone measured as well (dense dev tasks of 30 lines: the
+    # stage lost a translation in fr and cs, gained one in de, tr and ar; from 300 lines it gains: benchmarks.md)
+    second_stage_min_lines: int = 100
     # set by the second stage: candidates are kept from this margin up (those below threshold only to estimate
     # the share of translations the probabilities adjust to); None: from threshold up
     judged_floor: float | None = None

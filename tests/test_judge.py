@@ -411,3 +411,24 @@ def test_a_stage_of_trees_is_checked_on_load_and_an_older_logistic_stage_still_r
     json.dump({**data, "format_version": 2, "languages": {"de": entry}}, open(path, "w"))
     old = load_second_stage(bad)
     assert np.allclose(old.probability("de", X), predict(model, X))
+
+
+def test_a_run_smaller_than_the_stage_applies_from_mines_without_it(toy_stage_dir, tmp_path):
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    src, tgt, _ = sparse_toy_task(tmp_path, n=60, gold=10)
+    model = load_model(toy_stage_dir)
+    runs = {}
+    for min_lines in (100, 10):
+        out = io.StringIO()
+        config = MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage_min_lines=min_lines)
+        stats = mine_files(src, tgt, out, model=model, config=config, ids=True, src_lang="de", tgt_lang="en")
+        runs[min_lines] = (stats, out.getvalue())
+    small, judged = runs[100][0], runs[10][0]
+    assert "second stage not applied: 60 distinct lines on a side, below the 100" in small.info["settings"]
+    assert "second-stage" not in small.signature and "second-stage:de" in judged.signature
+    plain = io.StringIO()
+    mine_files(src, tgt, plain, model=model, ids=True, src_lang="de", tgt_lang="en",
+               config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage=False))
+    assert runs[100][1] == plain.getvalue()  # the same pairs as without the stage

@@ -145,15 +145,19 @@ def with_second_stage(choice: Choice, stage) -> Choice:
     return replace(choice, config=replace(c, min_prob=min_prob, judged_floor=float(found["floor"])), judged=other)
 
 
-def within_second_stage(choice: Choice, stage, rows: int) -> Choice:
-    """``choice`` without its second stage when a side has more distinct lines (``rows``) than the stage was
-    calibrated for (its ``max_lines``): margins fall as the sides grow, and beyond the sizes its probability floor
-    was chosen on the stage may drop translations (a stage calibrated up to 3,000 lines kept 12 % of the
-    translations at 200,000 lines a side, against 61 % without it: docs/benchmarks.md)."""
+def within_second_stage(choice: Choice, stage, rows: tuple[int, int], min_lines: int) -> Choice:
+    """``choice`` without its second stage when a side has more distinct lines (``rows``: both sides) than the
+    stage was calibrated for (its ``max_lines``): margins fall as the sides grow, and beyond the sizes its
+    probability floor was chosen on the stage may drop translations (a stage calibrated up to 3,000 lines kept
+    12 % of the translations at 200,000 lines a side, against 61 % without it: docs/benchmarks.md); or when a side
+    has fewer than ``min_lines`` (MineConfig.second_stage_min_lines)."""
     limit = int(stage.languages[choice.judged]["max_lines"])
-    if rows <= limit:
+    if max(rows) > limit:
+        why = f"{max(rows):,} distinct lines on a side, above the {limit:,} it was trained and calibrated on"
+    elif min(rows) < min_lines:
+        why = f"{min(rows):,} distinct lines on a side, below the {min_lines:,} it applies from"
+    else:
         return choice
-    why = f"{rows:,} distinct lines on a side, above the {limit:,} it was trained and calibrated on"
     return replace(choice, judged=None, not_judged=why)
 
 

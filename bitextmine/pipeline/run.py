@@ -459,7 +459,8 @@ def mine_files(
         if choice.judged:
             from ..mining.calibrated import within_second_stage
 
-            choice = within_second_stage(choice, model.second_stage, max(n_rows.values()))
+            choice = within_second_stage(choice, model.second_stage, tuple(n_rows.values()),
+                                         config.second_stage_min_lines)
         kinds = {s: resolve_index(config.index, n_rows[s], config.auto_flat_max) for s in SIDES}
         _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
         written, rejected = 0, {}
