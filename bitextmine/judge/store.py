@@ -68,6 +68,7 @@ class SecondStage:
     chosen_on: str = ""
     fingerprint: str | None = None
     _tables: dict = field(default_factory=dict, repr=False)
+    _trees: dict = field(default_factory=dict, repr=False)
 
     def tables(self, lang: str) -> tuple:
         """(t(lang|en), t(en|lang)) for ``lang``; ModelFormatError if missing, damaged or for another vocabulary."""
@@ -82,8 +83,7 @@ class SecondStage:
         """``lang``'s trees (:mod:`bitextmine.judge.trees`); ModelFormatError if missing or damaged."""
         from .trees import check_trees
 
-        key = ("trees", lang)
-        if key not in self._tables:
+        if lang not in self._trees:
             path = os.path.join(self.folder, trees_file(lang))
             try:
                 with np.load(path, allow_pickle=False) as z:
@@ -93,8 +93,8 @@ class SecondStage:
             problem = check_trees(arrays, len(FEATURES))
             if problem:
                 raise ModelFormatError(f"{path}: damaged trees: {problem}")
-            self._tables[key] = arrays
-        return self._tables[key]
+            self._trees[lang] = arrays
+        return self._trees[lang]
 
     def probability(self, lang: str, X: np.ndarray) -> np.ndarray:
         """P(translation) float64 (c,) of the :data:`FEATURES` rows X float (c, 20) under ``lang``'s classifier,
