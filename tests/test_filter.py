@@ -601,3 +601,12 @@ def test_mine_refuses_a_malformed_language_limit_before_any_work(tmp_path):
                                   "--langid-max-prob", "de=x"])
     assert r.exit_code != 0 and "--langid-max-prob" in r.output and "LANG=P" in r.output
     assert "Traceback" not in r.output
+
+
+def test_the_column_count_reads_past_a_small_first_chunk(tmp_path):
+    # clean, missing, missing, clean, clean: most lines have two columns, though the first chunk of 3 has one
+    kinds = ["clean", "missing", "missing", "clean", "clean"]
+    src, tgt = toy_corpus(len(kinds), seed=0)
+    data = b"\n".join(DAMAGE[k](s, t, 0) for k, s, t in zip(kinds, src, tgt))
+    out, rej, stats = run_filter(data, tmp_path, config=FilterConfig(score="none", chunk_lines=3))
+    assert stats.lines_in == 5 and stats.kept + stats.rejected == 5 and stats.rejected >= 2

@@ -16,6 +16,7 @@ same scores.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter, deque
 from dataclasses import asdict, dataclass, field, replace
@@ -204,11 +205,14 @@ BINARY_MIN_LINES = 8  # an input is refused as binary when at least this many of
 # and more than half of them, are not UTF-8 text (NUL bytes or invalid UTF-8); fewer damaged lines are rejected one by one
 
 
+HEAD_LINES = 1000  # the first lines that fix a tab-separated input's column count
+
+
 def _expected_columns(lines: list[bytes], name: str, need: int) -> int:
-    """The column count of most of the first 1,000 lines that decode cleanly (a stray tab on one line,
+    """The column count of most of the first HEAD_LINES lines that decode cleanly (a stray tab on one line,
     the first included, makes that line the odd one out; ties: the count seen first); a one-line error
     when the input is binary (see BINARY_MIN_LINES) or that count is too few for source and target."""
-    head = lines[:1000]
+    head = lines[:HEAD_LINES]
     damaged, counts, first_with = 0, Counter(), {}
     for i, raw in enumerate(head):
         text, damage = _decode(raw, i == 0)
@@ -295,10 +299,14 @@ def filter_tsv(
         _read_chunks(input_path, config.chunk_lines, name)
 
     def chunks() -> Iterator[_Chunk]:
-        columns = None
-        for lines, first in read:
-            if columns is None:
-                columns = len(names) if table else _expected_columns(lines, name, need)
+        head, ahead = [], iter(read)
+        if not table:  # the column count looks at the first HEAD_LINES lines, whatever the chunk size
+            for item in ahead:
+                head.append(item)
+                if sum(len(lines) for lines, _ in head) >= HEAD_LINES:
+                    break
+        columns = len(names) if table else _expected_columns([x for lines, _ in head for x in lines], name, need)
+        for lines, first in itertools.chain(head, ahead):
             yield _Chunk(lines, first, columns, first == 1)
 
     sinks: list = []
