@@ -192,6 +192,10 @@ class EmbeddingsConfig:
 
 # filter and score --margin prob: pairs per chunk, the neighbourhood of a pair's margin
 PAIR_CHUNK_LINES = 20_000
+# filter --score prob and score --margin prob: pairs per block the second stage judges together (a pair's margin
+# among its block's other pairs); within the sizes the stage was trained on, and its search costs a quarter of
+# a 20,000-line chunk's per pair (docs/benchmarks.md, "The filter's search")
+JUDGE_LINES = 5_000
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,7 @@ class ScoreConfig:
     margin: str = "none"
     k: int = MineConfig.k  # neighbours per side, as in mining (LASER: 4)
     chunk_lines: int = PAIR_CHUNK_LINES
+    judge_lines: int = JUDGE_LINES  # prob: pairs judged together (at most the stage's max_lines), within a chunk
     src_lang: str = ""
     tgt_lang: str = ""
 
@@ -264,6 +269,7 @@ class FilterConfig:
     min_score: float | None = None  # keep lines scoring at least this; None = keep all, append the score
     chunk_lines: int = PAIR_CHUNK_LINES  # lines per chunk: memory bound, unit of parallel work, margin neighbourhood
     k: int = 4  # margin: neighbours of each side among the other side of the chunk
+    judge_lines: int = JUDGE_LINES  # prob: pairs judged together (at most the stage's max_lines), within a chunk
     workers: int = 0  # worker processes (0 = one per core); output is identical for any number
     scol: int = 1  # source column (1-based)
     tcol: int = 2  # target column (1-based)

@@ -68,8 +68,7 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
     anything is yielded), ConfigError for a margin other than ratio or distance.
     """
     from .device import resolve_device
-    from .mining.margin import margin_scores, neighbour_means
-    from .search.exact import knn_both
+    from .mining.margin import both_neighbour_means, margin_scores
 
     if score.margin not in SCORE_MARGINS[1:]:
         raise ConfigError(f"margin {score.margin!r}: expected {' or '.join(SCORE_MARGINS[1:])} (or none: the cosine)")
@@ -83,11 +82,10 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
         if len(cos) == 0:
             return
         x, y = np.load(xs_path, mmap_mode="r"), np.load(xt_path, mmap_mode="r")
-        Dxy, _, Dyx, _, _ = knn_both(x, y, score.k, candidates=mine.candidates, block_rows=mine.block_size,
-                                     device=resolve_device(config.device))
+        mean_x, mean_y = both_neighbour_means(x, y, score.k, candidates=mine.candidates, block_rows=mine.block_size,
+                                              device=resolve_device(config.device))
         del x, y
-        scores = margin_scores(cos, neighbour_means(Dxy), neighbour_means(Dyx), score.margin).tolist()
-        del Dxy, Dyx
+        scores = margin_scores(cos, mean_x, mean_y, score.margin).tolist()
         yield from zip(lines() if spool is None else _spooled(spool), scores)
 
 
@@ -172,7 +170,8 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
         cols = [parse_tsv_line(line, name=name, lineno=start + i, scol=scol, tcol=tcol) for i, line in enumerate(lines)]
         src, tgt = [c[0] for c in cols], [c[1] for c in cols]
         p = aligned_probability(enc.encode_batch(src), enc.encode_batch(tgt), model.tokenizer.encode(src),
-                                model.tokenizer.encode(tgt), (src, tgt), model.second_stage, lang, score.src_lang == PIVOT, score.k)
+                                model.tokenizer.encode(tgt), (src, tgt), model.second_stage, lang, score.src_lang == PIVOT, score.k,
+                                score.judge_lines)
         yield from zip(lines, p.tolist())
 
 

@@ -275,6 +275,28 @@ def test_filter_and_score_give_the_same_probabilities_and_tell_translations_apar
     assert len(kept.getvalue().decode().splitlines()) == int((p_filter >= 0.5).sum())
 
 
+def test_filter_judges_blocks_of_judge_lines_each_on_its_own(toy_stage_dir, tmp_path):
+    from bitextmine.config import FilterConfig, RuleConfig
+    from bitextmine.filtering.pipeline import filter_tsv
+    from bitextmine.model import load_model
+
+    path, _ = noisy_toy_tsv(tmp_path)  # 240 pairs
+    model = load_model(toy_stage_dir)
+    rules = RuleConfig(script=False, langid="off", digits=False, max_ratio=100.0)
+
+    def probs(src: str, judge_lines: int) -> list[float]:
+        out = io.BytesIO()
+        filter_tsv(src, out, model=model, rules=rules, src_lang="de", tgt_lang="en",
+                   config=FilterConfig(score="prob", workers=1, judge_lines=judge_lines))
+        return [float(r.split("\t")[-1]) for r in out.getvalue().decode().splitlines()]
+
+    whole, blocks = probs(path, 240), probs(path, 80)
+    assert whole != blocks  # the margins' neighbourhoods differ
+    lines = open(path, encoding="utf-8").read().splitlines()
+    parts = [write_lines(tmp_path / f"part{i}.tsv", lines[80 * i: 80 * (i + 1)]) for i in range(3)]
+    assert blocks == [p for part in parts for p in probs(part, 240)]
+
+
 def test_prob_scoring_needs_english_and_a_language_the_stage_holds(toy_stage_dir, tmp_path):
     from bitextmine.config import FilterConfig
     from bitextmine.errors import ConfigError

@@ -10,7 +10,8 @@ writing to /dev/null):
      --langid probs, the default with declared languages), and the previous default (--langid pair),
   3. as 2 with --langid off (the script rule only),
   4. as 2 with --langid full (langdetect over all its languages) on the first --langid-lines lines,
-  5. as 2 with --score prob (the model's second stage; the goal: >= 5,000 pairs/s on 2 cores) and --score margin,
+  5. as 2 with --score margin, with --score prob (the model's second stage; the goal: >= 5,000 pairs/s on 2
+     cores), and --score prob with --langid off,
 and prints a table with pairs/s and the kept share.
 """
 
@@ -57,7 +58,7 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=200_000)
     ap.add_argument("--langid-lines", type=int, default=20_000)
     ap.add_argument("--lang", default="de")
-    ap.add_argument("--only-prob", action="store_true", help="time the --score prob and margin rows only")
+    ap.add_argument("--only-prob", action="store_true", help="time the --score margin and prob rows only")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp()
     path = os.path.join(tmp, "noisy.tsv")
@@ -82,10 +83,13 @@ def main() -> None:
         ("rules only (--score none)", lambda: run(path, None, config=FilterConfig(score="none"))),
         (f"+ --src-lang en --tgt-lang {args.lang} --score margin",
          lambda: run(path, model, config=FilterConfig(score="margin"), **langs)),
-        (f"+ --src-lang en --tgt-lang {args.lang} --score prob (the second stage: blocks of at most 5,000 rows of each 20,000-line chunk)",
+        (f"+ --src-lang en --tgt-lang {args.lang} --score prob (the second stage, blocks of --judge-lines "
+         f"{FilterConfig.judge_lines:,} pairs of each {FilterConfig.chunk_lines:,}-line chunk)",
          lambda: run(path, model, config=FilterConfig(score="prob"), **langs)),
+        (f"+ --src-lang en --tgt-lang {args.lang} --score prob --langid off (script rule only)",
+         lambda: run(path, model, config=FilterConfig(score="prob"), rules=RuleConfig(langid="off"), **langs)),
     ]
-    rows = [(name, *thunk()) for name, thunk in (runs[-2:] if args.only_prob else runs)]
+    rows = [(name, *thunk()) for name, thunk in (runs[-3:] if args.only_prob else runs)]
     print(f"{n} lines of debian_* en-{args.lang}, {os.cpu_count()} cores")
     print("| run | lines | pairs/s | kept |")
     print("|---|---|---|---|")

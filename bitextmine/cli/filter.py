@@ -12,7 +12,7 @@ from .help import GroupedCommand
 F = FilterConfig
 OPTION_GROUPS = (
     ("Input", ("scol", "tcol", "src_col", "tgt_col", "id_col")),
-    ("Scoring", ("score_column", "k", "sif")),
+    ("Scoring", ("score_column", "k", "judge_lines", "sif")),
     ("Parallel work", ("chunk_lines", "workers")),
     ("Rules", RULE_NAMES),
 )
@@ -44,6 +44,9 @@ OPTION_GROUPS = (
 @click.option("--k", type=click.IntRange(1), default=F.k, show_default=True, help="Neighbours for --score margin.")
 @click.option("--chunk-lines", type=click.IntRange(1), default=F.chunk_lines, show_default=True,
               help="Lines per chunk: bounds memory; the unit of parallel work and of margin neighbourhoods.")
+@click.option("--judge-lines", type=click.IntRange(1), default=F.judge_lines, show_default=True,
+              help="--score prob: pairs the second stage judges together, each pair's margin taken among them (within "
+                   "a chunk, at most the stage's max_lines).")
 @click.option("--workers", type=click.IntRange(0), default=F.workers, show_default=True,
               help="Worker processes (0 = one per core); the output is the same for any number.")
 @lang_options("switches on this side's script rule and language-identifier check (--script, --langid).")
@@ -52,7 +55,7 @@ OPTION_GROUPS = (
 @sif_option
 @quiet_option
 def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, min_score, score_column, k, chunk_lines,
-               workers, src_lang, tgt_lang, model_dir, sif, quiet, **rule_kw):
+               judge_lines, workers, src_lang, tgt_lang, model_dir, sif, quiet, **rule_kw):
     """Filter a noisy parallel TSV (stdin or INPUT; .gz/.xz/.zst read transparently).
 
     A Parquet or JSONL INPUT (.parquet, .jsonl[.gz], a folder or glob of shards) gives the lines
@@ -79,8 +82,8 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
         check_output(path, option)
     rules = rules_from(rule_kw)
     columns = columns_from(rule_kw)
-    config = FilterConfig(score=score, min_score=min_score, chunk_lines=chunk_lines, k=k, workers=workers, scol=scol,
-                          tcol=tcol)
+    config = FilterConfig(score=score, min_score=min_score, chunk_lines=chunk_lines, judge_lines=judge_lines, k=k,
+                          workers=workers, scol=scol, tcol=tcol)
     model = load_model(model_dir) if score != "none" else None
     bar = progress_bar(quiet, unit="line", desc="filter")
     try:

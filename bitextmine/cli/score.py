@@ -27,6 +27,9 @@ E = EncodeConfig
                    "prob' (needs --src-lang/--tgt-lang).")
 @click.option("--chunk-lines", type=click.IntRange(1), default=ScoreConfig.chunk_lines, show_default=True,
               help="--margin prob: lines per chunk, the neighbourhood of each pair's margin.")
+@click.option("--judge-lines", type=click.IntRange(1), default=ScoreConfig.judge_lines, show_default=True,
+              help="--margin prob: pairs the second stage judges together, each pair's margin taken among them (within "
+                   "a chunk, at most the stage's max_lines).")
 @click.option("--src-lang", default="", help="--margin prob: the source column's language (ISO 639-1).")
 @click.option("--tgt-lang", default="", help="--margin prob: the target column's language (ISO 639-1).")
 @click.option("-k", "--k", type=click.IntRange(1), default=ScoreConfig.k, show_default=True,
@@ -35,7 +38,8 @@ E = EncodeConfig
 @column_options("src_col", "tgt_col", "id_col")
 @device_option(E.device)
 @quiet_option
-def score(file, output, model_dir, batch_size, margin, k, chunk_lines, src_lang, tgt_lang, sif, device, quiet, **kw):
+def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lines, src_lang, tgt_lang, sif, device, quiet,
+          **kw):
     """Append the cosine similarity (or --margin score) of src<TAB>tgt to each line (FILE or '-' = stdin).
 
     A Parquet or JSONL FILE (.parquet, .jsonl[.gz], a folder or glob of shards) gives pairs from its
@@ -55,7 +59,8 @@ def score(file, output, model_dir, batch_size, margin, k, chunk_lines, src_lang,
     bar = progress_bar(quiet, unit="line", desc="score")
     with atomic_output(output) as out:
         n = score_file(file, out, model, config=replace(EncodeConfig(), batch_size=batch_size, device=device, sif=sif),
-                       score=ScoreConfig(margin=margin, k=k, chunk_lines=chunk_lines, src_lang=src_lang,
-                                         tgt_lang=tgt_lang), columns=columns_from(kw), progress=bar.update)
+                       score=ScoreConfig(margin=margin, k=k, chunk_lines=chunk_lines, judge_lines=judge_lines,
+                                         src_lang=src_lang, tgt_lang=tgt_lang), columns=columns_from(kw),
+                       progress=bar.update)
     bar.close()
     info(quiet, f"scored {n} lines")

@@ -175,30 +175,19 @@ def _check_chunk(chunk: _Chunk) -> _Checked:
 def _score(src: list[str], tgt: list[str]) -> np.ndarray:
     """Cosine, or ratio margin within these pairs, of each pair: float32 (n,)."""
     model, embedder, config = _W["model"], _W["embedder"], _W["config"]
-    x = embedder(*model.tokenizer.encode(src, threads=1))
-    y = embedder(*model.tokenizer.encode(tgt, threads=1))
+    src_pieces, tgt_pieces = model.tokenizer.encode(src, threads=1), model.tokenizer.encode(tgt, threads=1)
+    x, y = embedder(*src_pieces), embedder(*tgt_pieces)
     cos = (x * y).sum(1)
     if config.score == "cosine":
         return cos
     if config.score == "prob":
         from ..judge.aligned import aligned_probability
 
-        return aligned_probability(x, y, model.tokenizer.encode(src, threads=1), model.tokenizer.encode(tgt, threads=1),
-                                   (src, tgt), model.second_stage, _W["judged"], _W["langs"][0] == PIVOT, config.k)
-    from ..mining.margin import margin_scores
+        return aligned_probability(x, y, src_pieces, tgt_pieces, (src, tgt), model.second_stage, _W["judged"],
+                                   _W["langs"][0] == PIVOT, config.k, config.judge_lines)
+    from ..mining.margin import both_neighbour_means, margin_scores
 
-    return margin_scores(cos, _knn_mean(x, y, config.k), _knn_mean(y, x, config.k), "ratio")
-
-
-def _knn_mean(q: np.ndarray, d: np.ndarray, k: int, block: int = 2048) -> np.ndarray:
-    """Mean cosine of each row of q float32 (n, dim) with its k nearest rows of d float32 (m, dim) (exact;
-    torch products in blocks of ``block`` rows, :func:`bitextmine.search.topk.topk`): float32 (n,)."""
-    import torch
-
-    from ..mining.margin import neighbour_means
-    from ..search.topk import topk
-
-    return neighbour_means(topk(torch.from_numpy(q), torch.from_numpy(d), k, block=block).D.numpy())
+    return margin_scores(cos, *both_neighbour_means(x, y, config.k), "ratio")
 
 
 BINARY_MIN_LINES = 8  # an input is refused as binary when at least this many of its first 1,000 lines,

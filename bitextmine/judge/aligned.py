@@ -11,16 +11,19 @@ from .store import SecondStage
 
 
 def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, texts: tuple,
-                        stage: SecondStage, lang: str, src_is_english: bool, k: int = 4) -> np.ndarray:
+                        stage: SecondStage, lang: str, src_is_english: bool, k: int = 4,
+                        block_lines: int = 0) -> np.ndarray:
     """P(translation) float32 (n,) of the pairs (x[i], y[i]): x, y float32 (n, d) L2-normalised, ``src_pieces``
     and ``tgt_pieces`` the lines' pieces in the flat layout (ids (total,), offsets (n,)), ``texts`` (the n source
     lines, the n target lines). Each pair's margin
     (ratio, k nearest neighbours of each side among the other side's rows of its block), cosine, standout z and
     lexical scores, by ``lang``'s classifier, adjusted to the share of translations among the pairs judged; 0
     for a pair below the stage's margin floor (not judged). The rows are judged in equal consecutive blocks of
-    at most the stage's ``max_lines``, the sizes its classifier was trained on."""
+    at most ``block_lines`` (0: no limit) and at most the stage's ``max_lines``, the sizes its classifier was
+    trained on."""
     n = len(x)
-    blocks = max(1, -(-n // int(stage.languages[lang]["max_lines"])))
+    most = int(stage.languages[lang]["max_lines"])
+    blocks = max(1, -(-n // (min(most, block_lines) if block_lines > 0 else most)))
     out = np.zeros(n, np.float32)
     ids = (np.asarray(src_pieces[0], np.int64), np.asarray(tgt_pieces[0], np.int64))
     offs = (np.asarray(src_pieces[1], np.int64), np.asarray(tgt_pieces[1], np.int64))
@@ -34,20 +37,15 @@ def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pie
 def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, texts: tuple, stage: SecondStage,
            lang: str, src_is_english: bool, k: int) -> np.ndarray:
     """:func:`aligned_probability` of one block of rows."""
-    import torch
-
-    from ..mining.margin import margin_scores, neighbour_means
+    from ..mining.margin import both_neighbour_means, margin_scores
     from ..mining.standout import moments_of, pair_standout
-    from ..search.topk import topk
 
     n = len(x)
     if n == 0:
         return np.zeros(0, np.float32)
     x, y = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y, np.float32)
-    both = topk(torch.from_numpy(x), torch.from_numpy(y), k, columns=True)
-    Dxy, Dyx = both.D.numpy(), both.Dc.numpy()
     cos = (x * y).sum(1)
-    margin = margin_scores(cos, neighbour_means(Dxy), neighbour_means(Dyx), "ratio")
+    margin = margin_scores(cos, *both_neighbour_means(x, y, k), "ratio")
     rows = np.arange(n, dtype=np.int64)
     out = np.zeros(n, np.float32)
     ok = margin >= float(stage.languages[lang]["floor"])

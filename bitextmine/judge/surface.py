@@ -15,6 +15,7 @@ sentence shares the topic's words and loses the rest.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from functools import lru_cache
@@ -32,12 +33,15 @@ _UNMATCHED_CAP = 5
 
 
 @lru_cache(maxsize=65536)
-def _line(text: str) -> tuple[frozenset, frozenset, np.ndarray, int]:
-    """(numbers, words, counts of each of _MARKS, characters) of one line."""
+def _line(text: str) -> tuple[frozenset, frozenset, tuple, int]:
+    """(numbers, words, counts of each of _MARKS, characters) of one line (plain Python: a numpy call per line
+    cost more than the counting)."""
     numbers = frozenset(int(x) for x in _NUMBER.findall(unicodedata.normalize("NFKC", text)) if len(x) < 19)
     words = frozenset(_WORD.findall(text.casefold()))
-    marks = np.bincount([_GROUP[ch] for ch in _MARK.findall(text)], minlength=len(_MARKS))
-    return numbers, words, marks, len(text)
+    marks = [0] * len(_MARKS)
+    for ch in _MARK.findall(text):
+        marks[_GROUP[ch]] += 1
+    return numbers, words, tuple(marks), len(text)
 
 
 def pair_surface(fx: str, en: str) -> tuple[float, ...]:
@@ -47,8 +51,8 @@ def pair_surface(fx: str, en: str) -> tuple[float, ...]:
     union = len(na | nb)
     shared = len(wa & wb)
     return (len(na & nb) / union if union else 1.0, float(min(len(na ^ nb), _UNMATCHED_CAP)),
-            shared / max(len(wa), 1), shared / max(len(wb), 1), float(np.abs(ma - mb).sum()),
-            abs(float(np.log(max(ca, 1) / max(cb, 1)))))
+            shared / max(len(wa), 1), shared / max(len(wb), 1), float(sum(abs(a - b) for a, b in zip(ma, mb))),
+            abs(math.log(max(ca, 1) / max(cb, 1))))
 
 
 def surface_features(fx: list[str], en: list[str]) -> np.ndarray:

@@ -33,6 +33,17 @@ def neighbour_means(D: np.ndarray) -> np.ndarray:
         return (np.where(found, D, 0).sum(1) / found.sum(1).astype(np.float32)).astype(np.float32)
 
 
+def both_neighbour_means(x: np.ndarray, y: np.ndarray, k: int, **search) -> tuple[np.ndarray, np.ndarray]:
+    """(mean_x float32 (n,), mean_y float32 (m,)): the neighbour mean of each row of x (n, d) among y's rows
+    (m, d) and of each row of y among x's, from one exact pass over x @ y.T
+    (:func:`bitextmine.search.exact.knn_both`: bf16 tiles where this device multiplies them fast, float32
+    results). ``search``: knn_both's options (candidates, block_rows, device, ...)."""
+    from ..search.exact import knn_both
+
+    Dxy, _, Dyx, _, _ = knn_both(x, y, k, **search)
+    return neighbour_means(Dxy), neighbour_means(Dyx)
+
+
 def margin_scores(cos: np.ndarray, mean_x: np.ndarray, mean_y: np.ndarray, kind: str = "ratio") -> np.ndarray:
     """Element-wise margin score; all arguments broadcast together. Returns float32 of the broadcast shape.
     A NaN mean (a sentence without neighbours) leaves the other sentence's mean alone in the margin."""
