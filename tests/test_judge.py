@@ -353,7 +353,9 @@ def test_an_export_carries_the_second_stage_and_mines_the_same_pairs(toy_stage_d
     assert "second stage" in one.info["settings"] and "second stage" in two.info["settings"]
 
 
-def test_a_run_larger_than_the_stage_was_calibrated_on_mines_without_it(toy_stage_dir, tmp_path):
+def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_samples(toy_stage_dir, tmp_path):
+    from bitextmine.encoding.embed import SentenceEmbedder
+    from bitextmine.mining.reference import sample_rows
     from bitextmine.model import load_model
     from bitextmine.pipeline import mine_files
 
@@ -363,15 +365,57 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_mines_without_it(toy_stag
     data = json.load(open(path))
     data["languages"]["de"]["max_lines"] = 100
     json.dump(data, open(path, "w"))
-    src, tgt, _ = sparse_toy_task(tmp_path)  # 300 lines a side
-    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0)
-    a, b = io.StringIO(), io.StringIO()
-    one = mine_files(src, tgt, a, model=load_model(small), config=floors_off, src_lang="de", tgt_lang="en")
-    mine_files(src, tgt, b, model=load_model(small), src_lang="de", tgt_lang="en",
-               config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage=False))
-    assert "second stage not applied: 300 distinct lines on a side, above the 100" in one.info["settings"]
-    assert "second-stage" not in one.signature
-    assert a.getvalue() == b.getvalue()
+    src, tgt, truth = sparse_toy_task(tmp_path)  # 300 distinct lines a side
+    model = load_model(small)
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",))
+    out = io.StringIO()
+    stats = mine_files(src, tgt, out, model=model, config=floors_off, ids=True, src_lang="de", tgt_lang="en")
+    assert ("margins against samples of 100 lines a side (a side has 300 distinct lines"
+            in stats.info["settings"]) and "second-stage:de" in stats.signature
+    rows = [r.split("\t") for r in out.getvalue().splitlines()]
+    assert len({(int(r[-2]), int(r[-1])) for r in rows} & truth) >= 0.8 * len(truth)
+    # each printed score is the margin among 100 sampled lines of each side and the pair's partner, brute force
+    emb = SentenceEmbedder(model, device="cpu")
+    a, b = (open(f, encoding="utf-8").read().splitlines() for f in (src, tgt))
+    x, y = emb(*model.tokenizer.encode(a)), emb(*model.tokenizer.encode(b))
+    sx, sy = sample_rows(300, 100, 2 * MineConfig.seed + 2), sample_rows(300, 100, 2 * MineConfig.seed + 1)
+
+    def mean(q: np.ndarray, side: np.ndarray, sample: np.ndarray, partner: int) -> float:
+        others = [float(q @ side[j]) for j in sample if j != partner] + [float(q @ side[partner])]
+        return float(np.mean(sorted(others, reverse=True)[:MineConfig.k]))
+
+    for r in rows[:40]:
+        i, j = int(r[-2]) - 1, int(r[-1]) - 1  # lines are distinct: line - 1 is the row
+        c = float(x[i] @ y[j])
+        expected = c / ((mean(x[i], y, sy, j) + mean(y[j], x, sx, i)) / 2)
+        assert float(r[0]) == pytest.approx(expected, abs=2e-5)
+
+
+def test_partner_means_and_reference_margins_against_the_obvious_computation():
+    from bitextmine.mining.margin import margin_scores
+    from bitextmine.mining.reference import partner_means, reference_margins, sample_rows
+
+    rng = np.random.default_rng(3)
+    D = -np.sort(-rng.random((6, 3)), axis=1).astype(np.float32)
+    I = np.array([[4, 1, 2], [0, 3, 5], [7, 8, 9], [1, 2, 3], [5, 6, 7], [2, 0, 1]])
+    partner, pc = np.array([1, 9, 7, 0, 6, 1]), rng.random(6).astype(np.float32)
+    D[4, 2], I[4, 2] = -np.inf, 0  # a slot the search left empty
+    for r in range(6):
+        vals = [float(v) for v, i in zip(D[r], I[r]) if i != partner[r] and np.isfinite(v)] + [float(pc[r])]
+        assert partner_means(D, I, partner, pc, 2)[r] == pytest.approx(np.mean(sorted(vals, reverse=True)[:2]))
+    assert sample_rows(5, 10, 0).tolist() == [0, 1, 2, 3, 4]
+    assert len(set(sample_rows(1000, 50, 1).tolist())) == 50
+    # samples as large as the sides: the run's own margins
+    x = rng.standard_normal((40, 8)).astype(np.float32)
+    y = rng.standard_normal((30, 8)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    s, t = rng.integers(0, 40, 25), rng.integers(0, 30, 25)
+    cos = (x[s] * y[t]).sum(1)
+    S = x @ y.T
+    full = margin_scores(cos, -np.sort(-S, axis=1)[:, :4].mean(1)[s], -np.sort(-S.T, axis=1)[:, :4].mean(1)[t])
+    got = reference_margins(s, t, cos, {"src": lambda r: x[r], "tgt": lambda r: y[r]}, {"src": 40, "tgt": 30}, 40, 4, 0)
+    assert got == pytest.approx(full, abs=1e-5)
 
 
 def slow_log_odds(trees: dict, x: np.ndarray) -> float:

@@ -81,6 +81,8 @@ class Choice:
     looked: bool = True
     judged: str | None = None  # the language (with English) whose second stage judges the candidates, or None
     not_judged: str = ""  # why a second stage the model has for the languages was not applied ("": it was, or none)
+    reference_lines: int = 0  # > 0: the stage gets margins as sides of this many lines give them (mining/reference.py)
+    side_lines: int = 0  # with reference_lines: the run's larger side, distinct lines
 
     def describe(self) -> str:
         """One line: the settings, which they are (calibrated for a pair, the global defaults, or given) and
@@ -90,7 +92,9 @@ class Choice:
         sides = "; ".join(f"{side} {lang or '?'} ({how})" for side, lang, how in
                           zip(("source", "target"), self.languages, self.found) if lang or how == "not detected")
         sides = f"; languages: {sides}" if sides else ""
-        judged = f"; second stage: min-prob {c.min_prob:g}" if self.judged else (
+        sampled = (f", margins against samples of {self.reference_lines:,} lines a side (a side has "
+                   f"{self.side_lines:,} distinct lines, more than the stage was calibrated on)") if self.reference_lines else ""
+        judged = f"; second stage: min-prob {c.min_prob:g}{sampled}" if self.judged else (
             f"; second stage not applied: {self.not_judged}" if self.not_judged else "")
         if self.calibrated:
             return f"settings calibrated for {self.languages[0]}-{self.languages[1]}: {values}{judged}{sides}"
@@ -146,19 +150,19 @@ def with_second_stage(choice: Choice, stage) -> Choice:
 
 
 def within_second_stage(choice: Choice, stage, rows: tuple[int, int], min_lines: int) -> Choice:
-    """``choice`` without its second stage when a side has more distinct lines (``rows``: both sides) than the
-    stage was calibrated for (its ``max_lines``): margins fall as the sides grow, and beyond the sizes its
-    probability floor was chosen on the stage may drop translations (a stage calibrated up to 3,000 lines kept
-    12 % of the translations at 200,000 lines a side, against 61 % without it: docs/benchmarks.md); or when a side
-    has fewer than ``min_lines`` (MineConfig.second_stage_min_lines)."""
+    """``choice`` without its second stage when a side has fewer distinct lines (``rows``: both sides) than
+    ``min_lines`` (MineConfig.second_stage_min_lines); with ``reference_lines`` set to the stage's ``max_lines``
+    when a side has more than it: margins fall as the sides grow, and beyond the sizes its probability floor was
+    chosen on, the stage given a run's own margins drops translations (a stage calibrated up to 3,000 lines kept
+    12 % of the translations at 200,000 lines a side, against 61 % without it: docs/benchmarks.md), so it is
+    given margins as sides of ``max_lines`` give them (:mod:`bitextmine.mining.reference`)."""
     limit = int(stage.languages[choice.judged]["max_lines"])
     if max(rows) > limit:
-        why = f"{max(rows):,} distinct lines on a side, above the {limit:,} it was trained and calibrated on"
-    elif min(rows) < min_lines:
+        return replace(choice, reference_lines=limit, side_lines=max(rows))
+    if min(rows) < min_lines:
         why = f"{min(rows):,} distinct lines on a side, below the {min_lines:,} it applies from"
-    else:
-        return choice
-    return replace(choice, judged=None, not_judged=why)
+        return replace(choice, judged=None, not_judged=why)
+    return choice
 
 
 def _why_not(section: dict, src: str | None, tgt: str | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, TextIO
 
 import numpy as np
@@ -182,12 +182,16 @@ def _candidates(run: _Run, side: str) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in keys}
 
 
-def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=None):
+def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=None, reference: int = 0):
     """The pairs config keeps of both sides' candidates (:func:`bitextmine.mining.select.finish`: every floor,
-    the second stage ``judge`` when given, then the mode), best first, with what ``explain`` prints of them."""
+    the second stage ``judge`` when given, then the mode), best first, with what ``explain`` prints of them.
+    ``reference`` > 0: the candidates' margins are taken as sides of that many lines give them
+    (:func:`_reference`)."""
     from ..mining.select import finish
 
     fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
+    if reference:
+        fc, bc = _reference(run, sources, config, reference, fc, bc)
     f = (fc["row"], fc["other"], fc["score"], fc["cos"])
     b = (bc["other"], bc["row"], bc["score"], bc["cos"])
     standout = _standout(run, sources) if config.min_z > 0 or explain or judge else None
@@ -199,6 +203,24 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
     in_b = _pair_in(bc["other"], bc["row"], s, t)
     direction = np.where(in_f & in_b, 2, origin)
     return s, t, sc, cos, mean_s, mean_t, direction, z
+
+
+def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dict, bc: dict) -> tuple[dict, dict]:
+    """fc and bc with each candidate's score replaced by its reference margin
+    (:func:`bitextmine.mining.reference.reference_margins`, samples of ``lines`` rows a side, config.seed)."""
+    from ..device import resolve_device
+    from ..mining.reference import reference_margins
+
+    def fetch(side):
+        return lambda ids: stages.gather_rows(run.work, side, run.plans, run.offsets, sources, ids)
+
+    s, t = np.concatenate([fc["row"], bc["other"]]), np.concatenate([fc["other"], bc["row"]])
+    cos = np.concatenate([fc["cos"], bc["cos"]])
+    sizes = {side: int(run.offsets[side][-1]) for side in SIDES}
+    score = reference_margins(s, t, cos, {side: fetch(side) for side in SIDES}, sizes, lines, config.k, config.seed,
+                              config.margin, device=resolve_device(config.device))
+    n = len(fc["row"])
+    return {**fc, "score": score[:n]}, {**bc, "score": score[n:]}
 
 
 def _judge(run: _Run, model, choice):
@@ -461,6 +483,8 @@ def mine_files(
 
             choice = within_second_stage(choice, model.second_stage, tuple(n_rows.values()),
                                          config.second_stage_min_lines)
+            if choice.reference_lines:  # every row's candidate is kept: the stage's floor applies to reference margins
+                config = replace(config, judged_floor=-float("inf"))
         kinds = {s: resolve_index(config.index, n_rows[s], config.auto_flat_max) for s in SIDES}
         _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
         written, rejected = 0, {}
@@ -468,7 +492,7 @@ def mine_files(
         if n_rows["src"] and n_rows["tgt"]:
             _search(run, sources, config, kinds)
             judge = _judge(run, model, choice) if choice.judged else None
-            pairs = _select(run, config, sources, explain, judge)
+            pairs = _select(run, config, sources, explain, judge, choice.reference_lines)
             src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)
             written, rejected = write(out, pairs, src, tgt, ids, explain, rules, (src_lang, tgt_lang))
         elif output_format == "parquet":  # no pairs: a table with its columns and no rows

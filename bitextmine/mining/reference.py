@@ -1,0 +1,73 @@
+"""Margins as a side of a given size would give them: the second stage above the sizes it was calibrated on.
+
+A margin divides a pair's cosine by its sentences' neighbour means, and those means rise as the sides grow:
+at 200,000 lines a side a translation's margin is lower than at 3,000, and a second stage whose probability
+floor was chosen on tasks of up to R lines a side (its ``max_lines``) drops translations of larger runs. So a
+run with a side of more than R distinct lines gives the stage (its margin feature, its margin floor and the
+run's margin floors) the *reference margin* of each candidate pair (x, y):
+
+    m_x = the mean of the k best cosines of x among R rows of the other side drawn at random (seeded) and y,
+          y counted once (y is a line of the run: a task of R lines holding the pair holds y)
+    m_y = the same of y among R rows of x's side and x
+    reference margin = cos(x, y) / ((m_x + m_y) / 2)      (ratio; distance: cos - (m_x + m_y) / 2)
+
+which is the margin the pair has in a run of R + 1 lines a side drawn from the same sides. Cost: one search of
+every candidate's lines among R rows, (n + m) x R products, against n x m for the run's own search.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .margin import margin_scores, neighbour_means
+
+# rows int64 (r,) -> their embeddings float32 (r, d)
+RowsOf = Callable[[np.ndarray], np.ndarray]
+QUERY_BLOCK = 65_536  # candidate lines searched at a time (memory: QUERY_BLOCK x d floats)
+
+
+def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
+    """``size`` distinct rows of 0..n-1 drawn at random (``seed``), ascending int64; all n rows when n <= size."""
+    if n <= size:
+        return np.arange(n, dtype=np.int64)
+    return np.sort(np.random.default_rng(seed).choice(n, size, replace=False)).astype(np.int64)
+
+
+def partner_means(D: np.ndarray, I: np.ndarray, partner: np.ndarray, partner_cos: np.ndarray, k: int) -> np.ndarray:
+    """float32 (c,): for each row, the mean of the k best among its found cosines D float (c, j) (rows ids I int
+    (c, j); -inf where none) other than its partner's, and its partner's cosine ``partner_cos`` float (c,)
+    (``partner`` int (c,): the partner's row id)."""
+    V = np.where(np.asarray(I) == np.asarray(partner)[:, None], -np.inf, np.asarray(D, np.float32))
+    V = np.concatenate([V, np.asarray(partner_cos, np.float32)[:, None]], 1)
+    return neighbour_means(-np.sort(-V, axis=1)[:, :k])
+
+
+def _side_means(q: np.ndarray, partner: np.ndarray, cos: np.ndarray, rows_of: RowsOf, sample: np.ndarray,
+                Y: np.ndarray, k: int, search: dict) -> np.ndarray:
+    """:func:`partner_means` of each candidate's line ``q`` int (c,) among the sample rows Y (ids ``sample``)."""
+    from ..search.exact import knn_both
+
+    lines, at = np.unique(q, return_inverse=True)
+    D = np.full((len(lines), k + 1), -np.inf, np.float32)
+    I = np.full((len(lines), k + 1), -1, np.int64)
+    for a in range(0, len(lines), QUERY_BLOCK):
+        Da, Ia, _, _, _ = knn_both(rows_of(lines[a:a + QUERY_BLOCK]), Y, k + 1, direction="xy", **search)
+        D[a:a + len(Da), :Da.shape[1]], I[a:a + len(Da), :Da.shape[1]] = Da, sample[Ia]
+    return partner_means(D[at.reshape(-1)], I[at.reshape(-1)], partner, cos, k)
+
+
+def reference_margins(s: np.ndarray, t: np.ndarray, cos: np.ndarray, rows_of: dict, sizes: dict, lines: int, k: int,
+                      seed: int, kind: str = "ratio", **search) -> np.ndarray:
+    """The reference margin float32 (c,) (module doc) of the candidate pairs (s[i], t[i]) int (c,) with cosine
+    cos float (c,): ``rows_of`` {"src", "tgt": :data:`RowsOf`}, ``sizes`` {"src", "tgt": rows of the side},
+    ``lines`` R, ``seed`` the samples' seed, ``search`` :func:`bitextmine.search.exact.knn_both`'s options."""
+    s, t, cos = np.asarray(s, np.int64), np.asarray(t, np.int64), np.asarray(cos, np.float32)
+    means = []
+    for side, other, q, p, salt in (("src", "tgt", s, t, 1), ("tgt", "src", t, s, 2)):
+        sample = sample_rows(sizes[other], lines, seed * 2 + salt)
+        Y = rows_of[other](sample) if len(q) else None
+        means.append(_side_means(q, p, cos, rows_of[side], sample, Y, k, search) if len(q) else
+                     np.zeros(0, np.float32))
+    return margin_scores(cos, means[0], means[1], kind)
