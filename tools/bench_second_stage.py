@@ -9,8 +9,9 @@ in its own process, with the second stage on and off (``--no-second-stage``: the
 for each ``--precision`` of the exact search, and the table gives the wall time of the whole command (reading,
 encoding, search, selection, writing), the pairs printed, how many of them are the planted translations (line i
 of one side with line i of the other; the other lines come from the same corpora, so some unplanted pairs are
-translations too), and the ratio of the times. ``--max-lines N`` judges larger sides than the model's limit (a
-copy of the model with its max_lines raised), to measure the stage where it does not apply by default. Run it
+translations too), and the ratio of the times. Above the stage's ``max_lines`` the stage is given reference margins
+(:mod:`bitextmine.mining.reference`: one more search of the candidates' lines among max_lines rows a side);
+``--max-lines N`` raises the limit (a copy of the model), so that the stage judges the run's own margins. Run it
 alone: it times.
 """
 
@@ -95,8 +96,8 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-lines", type=int, default=0,
-                    help="judge up to this many lines a side (a copy of the model with its max_lines raised): the "
-                         "stage's cost where it does not apply by default")
+                    help="a copy of the model with its max_lines raised to this: the stage judges the run's own margins "
+                         "up to this many lines a side, without reference margins")
     args = ap.parse_args()
     with open("/proc/cpuinfo") as f:
         flags = sorted(set(re.findall(r"\b(avx512_bf16|amx_bf16|avx2)\b", f.read())))

@@ -16,7 +16,8 @@ densest share is at most --dense-loss below mining without the second stage (the
 alone, which `mine` also applies with it). The table: per language, kind, share and size, F1 (precision /
 recall) at the chosen floor, and the best F1 of any floor chosen after the fact for that cell alone.
 ``--write`` stores the floors in the model's second_stage/second_stage.json, and as each language's
-``max_lines`` the largest task it was calibrated on (the stage applies up to what was measured).
+``max_lines`` the largest task it was calibrated on (the stage judges a run's own margins up to what was measured,
+reference margins above it).
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def main() -> None:
             data = json.load(f)
         for lang, p in chosen.items():
             data["languages"][lang]["min_prob"] = p
-            data["languages"][lang]["max_lines"] = largest[lang]  # the stage applies up to what was measured
+            data["languages"][lang]["max_lines"] = largest[lang]  # own margins up to what was measured
         data["chosen_on"] = ("tools/calibrate_second_stage.py on the sparse dev tasks (gold pairs held apart from the "
                              "model's training or from Tatoeba v1; above the dev pool's size, distractors from the training "
                              f"corpora), shares {args.shares}, sizes {args.sizes}, and news tasks of {args.news_size} lines "

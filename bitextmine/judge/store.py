@@ -15,8 +15,9 @@ read, had only these, without the key).
 ``min_prob``: the probability a pair needs (calibrated on dev data); ``floor``: the margin below which a
 candidate is not judged (dropped), which bounds the cost; ``prior``: the share of translations among the
 training candidates, from which each run's probabilities are adjusted to its own share
-(:func:`bitextmine.judge.logistic.adjust_to_prior`); ``max_lines``: the most distinct lines a side may have
-for the stage to apply (the sizes it was trained and calibrated on; larger runs mine without it). Checked on
+(:func:`bitextmine.judge.logistic.adjust_to_prior`); ``max_lines``: the largest side, in distinct lines,
+whose own margins the stage judges (the sizes it was calibrated on); a larger run gives it margins as sides of
+max_lines lines give them (:mod:`bitextmine.mining.reference`). Checked on
 load: the format version, the feature names, each language's numbers, that its files are there; a table and
 the trees when first used (the table's vocabulary fingerprint, the trees' arrays).
 """

@@ -218,7 +218,7 @@ def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dic
     cos = np.concatenate([fc["cos"], bc["cos"]])
     sizes = {side: int(run.offsets[side][-1]) for side in SIDES}
     score = reference_margins(s, t, cos, {side: fetch(side) for side in SIDES}, sizes, lines, config.k, config.seed,
-                              config.margin, device=resolve_device(config.device))
+                              config.margin, device=resolve_device(config.device), precision=config.precision)
     n = len(fc["row"])
     return {**fc, "score": score[:n]}, {**bc, "score": score[n:]}
 
