@@ -363,9 +363,9 @@ class SecondStageConfig:
     shares: tuple[float, ...] = (0.01, 0.03, 0.1, 0.5)  # gold pairs per side: from sparse to dense mining
     draws: int = 1  # tasks per corpus, size and share
     floor: float = 1.0  # margin below which a candidate is not judged (dropped): bounds the cost
-    # the stage applies to runs with at most this many distinct lines a side: the largest dev tasks its min_prob
-    # was calibrated on (tools/calibrate_second_stage.py); margins fall as the sides grow, and beyond what was
-    # measured the stage may drop translations (docs/benchmarks.md)
+    # the stage judges a run's own margins up to this many distinct lines a side: the largest dev tasks its min_prob
+    # was calibrated on (tools/calibrate_second_stage.py); margins fall as the sides grow, so a larger run gives it
+    # margins as sides of this many lines give them (bitextmine/mining/reference.py)
     max_lines: int = 30000
     # the classifier: "trees" (gradient-boosted, scikit-learn to train, numpy to apply) or "logistic"; measured on
     # the sparse dev tasks: trees trained on tasks free of repeats, French news at 4 % translations F1 80.9 -> 89.7

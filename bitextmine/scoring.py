@@ -169,9 +169,9 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
     for lines, start in numbered_chunks(read(), score.chunk_lines):
         cols = [parse_tsv_line(line, name=name, lineno=start + i, scol=scol, tcol=tcol) for i, line in enumerate(lines)]
         src, tgt = [c[0] for c in cols], [c[1] for c in cols]
-        p = aligned_probability(enc.encode_batch(src), enc.encode_batch(tgt), model.tokenizer.encode(src),
-                                model.tokenizer.encode(tgt), (src, tgt), model.second_stage, lang, score.src_lang == PIVOT, score.k,
-                                score.judge_lines)
+        pieces = [model.tokenizer.encode(side, threads=config.threads) for side in (src, tgt)]
+        p = aligned_probability(enc.embed_flat(*pieces[0]), enc.embed_flat(*pieces[1]), *pieces, (src, tgt),
+                                model.second_stage, lang, score.src_lang == PIVOT, score.k, score.judge_lines)
         yield from zip(lines, p.tolist())
 
 

@@ -38,8 +38,8 @@ E = EncodeConfig
 @column_options("src_col", "tgt_col", "id_col")
 @device_option(E.device)
 @quiet_option
-def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lines, src_lang, tgt_lang, sif, device, quiet,
-          **kw):
+def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lines, src_lang, tgt_lang, sif, device,
+          quiet, **kw):
     """Append the cosine similarity (or --margin score) of src<TAB>tgt to each line (FILE or '-' = stdin).
 
     A Parquet or JSONL FILE (.parquet, .jsonl[.gz], a folder or glob of shards) gives pairs from its

@@ -160,8 +160,8 @@ def second_stage_section(stage) -> str:
             "classifier over its margin, cosine, z, length ratio and IBM model 1 scores (`second_stage/`), and keeps "
             "pairs whose probability of translation, adjusted to the run's share of translations, reaches min-prob; "
             f"`filter --score prob` and `score --margin prob` give the same judgement. min-prob: "
-            f"{stage.chosen_on or 'not calibrated'}. In a run with a side of more than max lines, the stage gets margins as sides of max lines give them "
-            "(neighbour means among that many lines drawn at random).\n\n"
+            f"{stage.chosen_on or 'not calibrated'}. In a run with a side of more than max lines, the stage gets "
+            "margins as sides of max lines give them (neighbour means among that many lines drawn at random).\n\n"
             "| language | min-prob | margin floor | max lines | trained on |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 

@@ -92,8 +92,9 @@ class Choice:
         sides = "; ".join(f"{side} {lang or '?'} ({how})" for side, lang, how in
                           zip(("source", "target"), self.languages, self.found) if lang or how == "not detected")
         sides = f"; languages: {sides}" if sides else ""
-        sampled = (f", margins against samples of {self.reference_lines:,} lines a side (a side has "
-                   f"{self.side_lines:,} distinct lines, more than the stage was calibrated on)") if self.reference_lines else ""
+        sampled = "" if not self.reference_lines else (
+            f", margins against samples of {self.reference_lines:,} lines a side (a side has {self.side_lines:,} "
+            "distinct lines, more than the stage was calibrated on)")
         judged = f"; second stage: min-prob {c.min_prob:g}{sampled}" if self.judged else (
             f"; second stage not applied: {self.not_judged}" if self.not_judged else "")
         if self.calibrated:

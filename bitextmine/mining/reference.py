@@ -64,10 +64,10 @@ def reference_margins(s: np.ndarray, t: np.ndarray, cos: np.ndarray, rows_of: di
     cos float (c,): ``rows_of`` {"src", "tgt": :data:`RowsOf`}, ``sizes`` {"src", "tgt": rows of the side},
     ``lines`` R, ``seed`` the samples' seed, ``search`` :func:`bitextmine.search.exact.knn_both`'s options."""
     s, t, cos = np.asarray(s, np.int64), np.asarray(t, np.int64), np.asarray(cos, np.float32)
+    if len(s) == 0:
+        return np.zeros(0, np.float32)
     means = []
     for side, other, q, p, salt in (("src", "tgt", s, t, 1), ("tgt", "src", t, s, 2)):
         sample = sample_rows(sizes[other], lines, seed * 2 + salt)
-        Y = rows_of[other](sample) if len(q) else None
-        means.append(_side_means(q, p, cos, rows_of[side], sample, Y, k, search) if len(q) else
-                     np.zeros(0, np.float32))
+        means.append(_side_means(q, p, cos, rows_of[side], sample, rows_of[other](sample), k, search))
     return margin_scores(cos, means[0], means[1], kind)

@@ -211,13 +211,10 @@ def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dic
     from ..device import resolve_device
     from ..mining.reference import reference_margins
 
-    def fetch(side):
-        return lambda ids: stages.gather_rows(run.work, side, run.plans, run.offsets, sources, ids)
-
     s, t = np.concatenate([fc["row"], bc["other"]]), np.concatenate([fc["other"], bc["row"]])
     cos = np.concatenate([fc["cos"], bc["cos"]])
     sizes = {side: int(run.offsets[side][-1]) for side in SIDES}
-    score = reference_margins(s, t, cos, {side: fetch(side) for side in SIDES}, sizes, lines, config.k, config.seed,
+    score = reference_margins(s, t, cos, {side: _rows_of(run, sources, side) for side in SIDES}, sizes, lines, config.k, config.seed,
                               config.margin, device=resolve_device(config.device), precision=config.precision)
     n = len(fc["row"])
     return {**fc, "score": score[:n]}, {**bc, "score": score[n:]}
@@ -247,14 +244,18 @@ def _standout(run: _Run, sources: dict):
     run.stage("moments", stages.side_moments,
               [(stages.moments_file(side), (w, side, run.plans, run.offsets, sources)) for side in SIDES])
 
-    def fetch(side):
-        def rows(ids: np.ndarray) -> np.ndarray:
-            u, inv = np.unique(ids, return_inverse=True)
-            return stages.gather_rows(w, side, run.plans, run.offsets, sources, u)[inv]
-        return rows
-
     moments = stages.load_moments(w, "src"), stages.load_moments(w, "tgt")
-    return lambda s, t, cos: pair_standout(cos, s, t, fetch("src"), fetch("tgt"), *moments)
+    return lambda s, t, cos: pair_standout(cos, s, t, _rows_of(run, sources, "src"), _rows_of(run, sources, "tgt"),
+                                           *moments)
+
+
+def _rows_of(run: _Run, sources: dict, side: str) -> Callable[[np.ndarray], np.ndarray]:
+    """A function giving ``side``'s embeddings float32 (r, d) of row ids int (r,), in that order (any order,
+    repeats allowed)."""
+    def rows(ids: np.ndarray) -> np.ndarray:
+        u, inv = np.unique(ids, return_inverse=True)
+        return stages.gather_rows(run.work, side, run.plans, run.offsets, sources, u)[inv.reshape(-1)]
+    return rows
 
 
 def _lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
