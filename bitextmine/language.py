@@ -266,8 +266,17 @@ def identifier_languages(model: str) -> frozenset[str]:
 
 
 def known_codes() -> frozenset[str]:
-    """Every code some check here knows: the identifiers' and the script rule's."""
-    return identifier_languages("ensemble") | identifier_languages("langdetect") | script_languages()
+    """Every code some check here knows: the installed identifiers' and the script rule's (an identifier that is
+    not installed knows none; a run that uses it says so when it loads it)."""
+    from .errors import MissingDependencyError
+
+    codes = script_languages()
+    for model in ("fasttext", "py3langid", "langdetect"):
+        try:
+            codes |= identifier_languages(model)
+        except MissingDependencyError:
+            pass
+    return codes
 
 
 def check_codes(declared: dict[str, str | None], known: frozenset[str], by: str) -> None:

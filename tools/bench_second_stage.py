@@ -1,11 +1,13 @@
 """What the second stage adds to `mine`'s end-to-end time, on real sentences of one language pair.
 
     python tools/bench_second_stage.py --lang fr --lines 200000 [--share 0.05] [--precision bf16 fp32]
+    python tools/bench_second_stage.py --lang fr --lines 200000 --write-sides gpu_data/fr200k   # where ../shared is
+    python tools/bench_second_stage.py --lang fr --lines 200000 --sides gpu_data/fr200k --device cuda  # elsewhere
 
 Sides: ``--lines`` French (or ``--lang``) and English lines from the training corpora of ../shared/data/train
 (shuffled with a seed): a ``--share`` of them translations of each other, the rest the foreign side of some
 pairs and the English side of others. Each run mines the two text files with the bundled model (or ``--model``)
-in its own process, with the second stage on and off (``--no-second-stage``: the language's calibrated floors),
+in its own process (on ``--device``), with the second stage on and off (``--no-second-stage``: the language's calibrated floors),
 for each ``--precision`` of the exact search, and the table gives the wall time of the whole command (reading,
 encoding, search, selection, writing), the pairs printed, how many of them are the planted translations (line i
 of one side with line i of the other; the other lines come from the same corpora, so some unplanted pairs are
@@ -18,6 +20,7 @@ alone: it times.
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import re
 import subprocess
@@ -48,11 +51,16 @@ def sides(lang: str, lines: int, share: float, seed: int, folder: str) -> tuple[
         raise SystemExit(f"{lang}: {len(pairs):,} pairs; {2 * lines - g:,} needed")
     fx = [pairs[i][0] for i in order[:g]] + [pairs[i][0] for i in order[g:lines]]
     en = [pairs[i][1] for i in order[:g]] + [pairs[i][1] for i in order[lines:2 * lines - g]]
-    paths = os.path.join(folder, f"src.{lang}"), os.path.join(folder, "tgt.en")
+    paths = side_paths(folder, lang)
+    os.makedirs(folder, exist_ok=True)
     for path, side in zip(paths, (fx, en)):
-        with open(path, "w", encoding="utf-8") as f:
+        with gzip.open(path, "wt", encoding="utf-8") as f:
             f.writelines(" ".join(t.split()) + "\n" for t in side)
     return paths
+
+
+def side_paths(folder: str, lang: str) -> tuple[str, str]:
+    return os.path.join(folder, f"src.{lang}.gz"), os.path.join(folder, "tgt.en.gz")
 
 
 def timed(cmd: list[str], planted: int) -> tuple[float, int, int, str]:
@@ -95,19 +103,28 @@ def main() -> None:
     ap.add_argument("--precision", nargs="+", default=["bf16", "fp32"])
     ap.add_argument("--model", default=None)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="auto", help="mine's --device")
+    ap.add_argument("--write-sides", default="", help="write the two sides (gzip) into this folder and stop")
+    ap.add_argument("--sides", default="", help="a folder from --write-sides (same --lang, --lines, --share) instead "
+                                                "of ../shared/data")
     ap.add_argument("--max-lines", type=int, default=0,
                     help="a copy of the model with its max_lines raised to this: the stage judges the run's own margins "
                          "up to this many lines a side, without reference margins")
     args = ap.parse_args()
     with open("/proc/cpuinfo") as f:
         flags = sorted(set(re.findall(r"\b(avx512_bf16|amx_bf16|avx2)\b", f.read())))
+    if args.write_sides:
+        sides(args.lang, args.lines, args.share, args.seed, args.write_sides)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-second-stage-") as tmp:
-        src, tgt = sides(args.lang, args.lines, args.share, args.seed, tmp)
+        src, tgt = side_paths(args.sides, args.lang) if args.sides else sides(args.lang, args.lines, args.share,
+                                                                              args.seed, tmp)
         model = raised(args.model, args.max_lines, tmp) if args.max_lines else args.model
-        base = [sys.executable, "-m", "bitextmine", "mine", src, tgt, "--src-lang", args.lang, "--tgt-lang", "en", "--ids"]
+        base = [sys.executable, "-m", "bitextmine", "mine", src, tgt, "--src-lang", args.lang, "--tgt-lang", "en", "--ids",
+                "--device", args.device]
         base += ["--model", model] if model else []
         print(f"{args.lines:,} x {args.lines:,} lines, {args.lang}-en, {args.share:.0%} translations; CPU flags: "
-              f"{' '.join(flags)}; {os.cpu_count()} cores")
+              f"{' '.join(flags)}; {os.cpu_count()} cores; --device {args.device}")
         print("| precision | second stage | seconds | pairs | planted translations among them | time with / without |")
         print("|---|---|---|---|---|---|")
         for precision in args.precision:

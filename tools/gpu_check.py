@@ -7,7 +7,8 @@
 Checks (device result vs the CPU result): encode at fp32 / fp16 / bf16 piece tables (max abs diff of rows);
 a few training steps of each encoder with amp off and bf16 (loss curves, max relative diff); exact knn_both
 and the one-direction flat k-NN (indices equal to the CPU's); IVF recall (FAISS, or torch where FAISS has no GPU);
-checkpoint resume (max_steps then --resume equals an uninterrupted run). Figures: encode sentences/s end to
+checkpoint resume (max_steps then --resume equals an uninterrupted run); the second stage in `mine` (own and reference
+margins) and `score --margin prob` (same pairs, close scores). Figures: encode sentences/s end to
 end from a file (the CLI), exact mining of N x N random unit float16 embeddings, training pairs/s.
 Exit status 1 when a check fails.
 """
@@ -178,6 +179,59 @@ def check_search(t: Table, device: str, n: int) -> None:
           f"{recall:.4f}", ">= 0.999")
 
 
+def _mine_rows(src: str, tgt: str, device: str, precision: str, model: str | None) -> dict[tuple[str, str], float]:
+    """{(src id, tgt id): score} that `bitextmine mine --ids` prints (de-en, the defaults, the second stage)."""
+    cmd = [sys.executable, "-m", "bitextmine", "mine", src, tgt, "--src-lang", "de", "--tgt-lang", "en", "--ids",
+           "--device", device, "--precision", precision] + (["--model", model] if model else [])
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: {run.stderr[-1500:]}")
+    rows = [line.split("\t") for line in run.stdout.splitlines()]
+    return {(r[-2], r[-1]): float(r[0]) for r in rows}
+
+
+def _compare(t: Table, what: str, ref: dict, got: dict, tol: float) -> None:
+    same = ref.keys() & got.keys()
+    diff = max((abs(ref[p] - got[p]) for p in same), default=0.0)
+    ok = ref.keys() == got.keys() and diff <= tol
+    t.add(what, _status(ok), f"{len(same)} of {len(ref)} CPU / {len(got)} device pairs shared, max score diff "
+          f"{diff:.1e}", f"same pairs, <= {tol:g}")
+
+
+def check_stage(t: Table, device: str, data: str, tmp: str, n: int) -> None:
+    """The second stage on the device vs the CPU: `mine` (the run's own margins, and reference margins through a copy
+    of the model whose max_lines is below the sides' size) and `score --margin prob`."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_second_stage import raised
+
+    de, en = _lines(os.path.join(data, "train.de"), 2 * n), _lines(os.path.join(data, "train.en"), 2 * n)
+    g = n // 10  # 10 % of the lines have their translation on the other side
+    src, tgt, pairs = (os.path.join(tmp, f"stage.{x}") for x in ("de", "en", "tsv"))
+    for path, side in ((src, de[:n]), (tgt, en[:g] + en[n:2 * n - g])):
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in side)
+    for model, regime in ((None, "own margins"), (raised(None, n // 3, os.path.join(tmp, "low")), "reference margins")):
+        ref = _mine_rows(src, tgt, "cpu", "fp32", model)
+        _compare(t, f"mine, second stage ({regime}), {n} x {n}, fp32: device vs CPU", ref,
+                 _mine_rows(src, tgt, device, "fp32", model), 1e-4)
+        got = _mine_rows(src, tgt, device, "auto", model)
+        shared = len(ref.keys() & got.keys())
+        t.add(f"mine, second stage ({regime}), device's default precision vs CPU fp32", "info",
+              f"{shared} shared, {len(ref) - shared} only CPU, {len(got) - shared} only device")
+    with open(pairs, "w", encoding="utf-8") as f:  # aligned pairs, every fifth target moved by one line
+        f.writelines(f"{a}\t{en[i + 1 if i % 5 == 0 else i]}\n" for i, a in enumerate(de[:n]))
+    probs = {}
+    for dev in ("cpu", device):
+        out = os.path.join(tmp, f"score-{dev}.tsv")
+        subprocess.run([sys.executable, "-m", "bitextmine", "score", pairs, "-o", out, "--margin", "prob", "--src-lang",
+                        "de", "--tgt-lang", "en", "--device", dev, "-q"], check=True, capture_output=True)
+        probs[dev] = np.array([float(line.rsplit("\t", 1)[1]) for line in open(out, encoding="utf-8")])
+    diff = float(np.abs(probs[device] - probs["cpu"]).max())
+    flips = int(((probs[device] >= 0.5) != (probs["cpu"] >= 0.5)).sum())
+    t.add(f"score --margin prob, {n} pairs: device vs CPU", _status(diff <= 1e-3), f"max prob diff {diff:.1e}, "
+          f"{flips} decisions at 0.5 differ", "<= 0.001")
+
+
 def figure_encode(t: Table, device: str, data: str, tmp: str, n: int) -> None:
     src = os.path.join(tmp, "encode.txt")
     with open(src, "w", encoding="utf-8") as f:
@@ -215,7 +269,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (a CPU can run it in a minute)")
     ap.add_argument("--data", default="gpu_data", help="train.de, train.en, encode.txt (see --prepare)")
     ap.add_argument("--prepare", action="store_true", help="fill --data from --shared and stop")
-    ap.add_argument("--only", default="", help="comma-separated: encode,train,search,resume,figures (default: all)")
+    ap.add_argument("--only", default="", help="comma-separated: encode,train,search,resume,stage,figures (default: all)")
     ap.add_argument("--shared", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
     args = ap.parse_args(argv)
     if args.prepare:
@@ -223,9 +277,9 @@ def main(argv=None) -> int:
         return 0
     q = args.quick
     sizes = dict(encode=300 if q else 5000, steps=2 if q else 20, pairs=300 if q else 5000, search=1000 if q else 50000,
-                 fig_encode=1000 if q else 100000, fig_mine=4000 if q else 1_000_000, fig_steps=4 if q else 300)
+                 fig_encode=1000 if q else 100000, fig_mine=4000 if q else 1_000_000, fig_steps=4 if q else 300, stage=600 if q else 3000)
     t = Table()
-    only = set(filter(None, args.only.split(","))) or {"encode", "train", "search", "resume", "figures"}
+    only = set(filter(None, args.only.split(","))) or {"encode", "train", "search", "resume", "stage", "figures"}
     with tempfile.TemporaryDirectory() as tmp:
         if "encode" in only:
             check_encode(t, args.device, _lines(os.path.join(args.data, "encode.txt"), sizes["encode"]))
@@ -235,6 +289,8 @@ def main(argv=None) -> int:
             check_search(t, args.device, sizes["search"])
         if "resume" in only:
             check_resume(t, args.device, args.data, tmp, sizes["pairs"])
+        if "stage" in only:
+            check_stage(t, args.device, args.data, tmp, sizes["stage"])
         if "figures" in only:
             figure_encode(t, args.device, args.data, tmp, sizes["fig_encode"])
             figure_mine(t, args.device, sizes["fig_mine"])
