@@ -20,7 +20,7 @@ alone: it times.
 from __future__ import annotations
 
 import argparse
-import gzip
+import lzma
 import os
 import re
 import subprocess
@@ -54,13 +54,13 @@ def sides(lang: str, lines: int, share: float, seed: int, folder: str) -> tuple[
     paths = side_paths(folder, lang)
     os.makedirs(folder, exist_ok=True)
     for path, side in zip(paths, (fx, en)):
-        with gzip.open(path, "wt", encoding="utf-8") as f:
+        with lzma.open(path, "wt", encoding="utf-8") as f:
             f.writelines(" ".join(t.split()) + "\n" for t in side)
     return paths
 
 
 def side_paths(folder: str, lang: str) -> tuple[str, str]:
-    return os.path.join(folder, f"src.{lang}.gz"), os.path.join(folder, "tgt.en.gz")
+    return os.path.join(folder, f"src.{lang}.xz"), os.path.join(folder, "tgt.en.xz")
 
 
 def timed(cmd: list[str], planted: int) -> tuple[float, int, int, str]:
@@ -104,7 +104,7 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default="auto", help="mine's --device")
-    ap.add_argument("--write-sides", default="", help="write the two sides (gzip) into this folder and stop")
+    ap.add_argument("--write-sides", default="", help="write the two sides (xz) into this folder and stop")
     ap.add_argument("--sides", default="", help="a folder from --write-sides (same --lang, --lines, --share) instead "
                                                 "of ../shared/data")
     ap.add_argument("--max-lines", type=int, default=0,
