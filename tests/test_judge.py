@@ -237,6 +237,25 @@ def test_mine_swaps_the_sides_when_english_is_the_source(toy_stage_dir, tmp_path
     assert a == b and a
 
 
+def test_the_judge_in_chunks_over_worker_processes_gives_the_one_chunk_probabilities(toy_stage_dir):
+    from bitextmine.judge.features import Pieces
+    from bitextmine.judge.judge import Judge
+    from bitextmine.model import load_model
+
+    model = load_model(toy_stage_dir)
+    src, tgt = toy_corpus(120, seed=3)
+    sides = {"src": src, "tgt": tgt}
+    of = {side: (lambda rows, texts=texts: Pieces.of(rows, [texts[r] for r in rows], model.tokenizer))
+          for side, texts in sides.items()}
+    rng = np.random.default_rng(3)
+    s, t = rng.integers(0, 120, 500), np.r_[np.arange(120), rng.integers(0, 120, 380)]
+    score, cos, z = rng.uniform(0.9, 1.5, 500), rng.uniform(0.2, 0.9, 500), rng.uniform(-1, 9, 500)
+    whole = Judge(model.second_stage, "de", False, of, workers=1, chunk_pairs=10_000)(s, t, score, cos, z)
+    chunked = Judge(model.second_stage, "de", False, of, workers=2, chunk_pairs=37)(s, t, score, cos, z)
+    assert whole.dtype == np.float32 and (whole > 0).sum() > 100
+    assert chunked.tolist() == whole.tolist()
+
+
 def noisy_toy_tsv(tmp_path, n=240, seed=7):
     """n toy pairs, the first half translations, the second half with targets of other lines (seeded)."""
     src, tgt = toy_corpus(n, seed=seed)

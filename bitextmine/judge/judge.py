@@ -8,21 +8,26 @@ from typing import Callable
 
 import numpy as np
 
-from .features import Pieces, pair_features
+from ..parallel import ordered_map
+from .features import FEATURES, Pieces, pair_features
 from .store import SecondStage
 
 # rows int64 (r,) ascending distinct -> Pieces of those rows (a side's texts, tokenised)
 PiecesOf = Callable[[np.ndarray], Pieces]
+CHUNK_PAIRS = 20000  # pairs per worker task: features and trees are per pair, so chunks change no result
 
 
 class Judge:
     """The probability of translation of candidate pairs (src row, tgt row) for ``lang`` paired with English.
 
-    ``src_is_english``: the orientation of the run; ``pieces``: one :data:`PiecesOf` per side ("src", "tgt")."""
+    ``src_is_english``: the orientation of the run; ``pieces``: one :data:`PiecesOf` per side ("src", "tgt");
+    ``workers``: processes that share the features and trees of more than ``chunk_pairs`` pairs (0 = one per
+    core)."""
 
-    def __init__(self, stage: SecondStage, lang: str, src_is_english: bool, pieces: dict):
+    def __init__(self, stage: SecondStage, lang: str, src_is_english: bool, pieces: dict, workers: int = 0,
+                 chunk_pairs: int = CHUNK_PAIRS):
         self.stage, self.lang, self.swap = stage, lang, src_is_english
-        self.pieces = pieces
+        self.pieces, self.workers, self.chunk_pairs = pieces, workers, chunk_pairs
 
     @property
     def floor(self) -> float:
@@ -32,10 +37,34 @@ class Judge:
     def features(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray, z: np.ndarray) -> np.ndarray:
         """The features float64 (c, 20) (:data:`bitextmine.judge.features.FEATURES`) of the pairs (s, t) int (c,)."""
         s, t = np.asarray(s, np.int64), np.asarray(t, np.int64)
-        ps, pt = self.pieces["src"](np.unique(s)), self.pieces["tgt"](np.unique(t))
+        return self._features(self._pieces(s, t), s, t, score, cos, z)
+
+    def _pieces(self, s: np.ndarray, t: np.ndarray) -> tuple[Pieces, Pieces]:
+        return self.pieces["src"](np.unique(s)), self.pieces["tgt"](np.unique(t))
+
+    def _features(self, pieces: tuple, s, t, score, cos, z) -> np.ndarray:
+        ps, pt = pieces
         if self.swap:  # English source: the foreign side is the target
             return pair_features(self.stage.tables(self.lang), pt, ps, t, s, score, cos, z)
         return pair_features(self.stage.tables(self.lang), ps, pt, s, t, score, cos, z)
+
+    def probability(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray,
+                    z: np.ndarray) -> np.ndarray:
+        """P(translation) float64 (c,) of the pairs (s, t) int (c,) at the share of translations the classifier
+        was trained with: chunks of ``chunk_pairs`` pairs over ``workers`` processes when there are more (the
+        sides' pieces, tables and trees made here first and inherited, not copied, by the forked workers)."""
+        s, t = np.asarray(s, np.int64), np.asarray(t, np.int64)
+        pieces = self._pieces(s, t)
+        self.stage.tables(self.lang)
+        self.stage.probability(self.lang, np.zeros((0, len(FEATURES))))  # loads the classifier
+        cols = [s, t] + [np.asarray(a) for a in (score, cos, z)]
+        step = max(1, self.chunk_pairs)
+        parts = ordered_map(_chunk_probability, (tuple(a[i:i + step] for a in cols) for i in range(0, len(s), step)),
+                            init=_hold, init_args=(self, pieces), workers=self.workers, inline=1)
+        try:
+            return np.concatenate([np.zeros(0), *parts])
+        finally:
+            _hold(None, None)
 
     def __call__(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray, z: np.ndarray) -> np.ndarray:
         """P(translation) float32 (c,) of the pairs (s, t) int (c,) with their margin score, cosine and z float (c,):
@@ -44,6 +73,19 @@ class Judge:
         out = np.zeros(len(s), np.float32)
         ok = np.asarray(score) >= self.floor
         if ok.any():
-            X = self.features(*(np.asarray(a)[ok] for a in (s, t, score, cos, z)))
-            out[ok] = self.stage.adjusted(self.lang, X)
+            p = self.probability(*(np.asarray(a)[ok] for a in (s, t, score, cos, z)))
+            out[ok] = self.stage.adjust(self.lang, p)
         return out
+
+
+_HELD: tuple = (None, None)  # (Judge, pieces) of the judging under way, in this process or a worker
+
+
+def _hold(judge: Judge | None, pieces: tuple | None, child: bool = False) -> None:
+    global _HELD
+    _HELD = (judge, pieces)
+
+
+def _chunk_probability(cols: tuple) -> np.ndarray:
+    judge, pieces = _HELD
+    return judge.stage.probability(judge.lang, judge._features(pieces, *cols))

@@ -110,9 +110,14 @@ class SecondStage:
     def adjusted(self, lang: str, X: np.ndarray) -> np.ndarray:
         """:meth:`probability` adjusted to the share of translations among the candidates X themselves (all the
         candidates of one run): float64 (c,)."""
+        return self.adjust(lang, self.probability(lang, X))
+
+    def adjust(self, lang: str, p: np.ndarray) -> np.ndarray:
+        """Probabilities p float (c,) from :meth:`probability`, adjusted to the share of translations among
+        those c candidates (all the candidates of one run): float64 (c,)."""
         from .logistic import adjust_to_prior
 
-        return adjust_to_prior(self.probability(lang, X), float(self.languages[lang]["prior"]))[0]
+        return adjust_to_prior(p, float(self.languages[lang]["prior"]))[0]
 
 
 def load_second_stage(model_dir: str, fingerprint: str | None = None) -> SecondStage | None:

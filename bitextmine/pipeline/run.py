@@ -220,9 +220,9 @@ def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dic
     return {**fc, "score": score[:n]}, {**bc, "score": score[n:]}
 
 
-def _judge(run: _Run, model, choice):
+def _judge(run: _Run, model, choice, workers: int):
     """The second stage (:class:`bitextmine.judge.judge.Judge`) of ``choice.judged`` over the run's rows, their
-    texts read from the chunks."""
+    texts read from the chunks; ``workers`` processes judge many candidates (0 = one per core)."""
     from ..judge.features import Pieces
     from ..judge.judge import Judge
 
@@ -232,7 +232,8 @@ def _judge(run: _Run, model, choice):
             return Pieces.of(rows, [text[r] for r in rows.tolist()], model.tokenizer)
         return of
 
-    return Judge(model.second_stage, choice.judged, choice.languages[0] == "en", {side: pieces(side) for side in SIDES})
+    return Judge(model.second_stage, choice.judged, choice.languages[0] == "en", {side: pieces(side) for side in SIDES},
+                 workers=workers)
 
 
 def _standout(run: _Run, sources: dict):
@@ -492,7 +493,7 @@ def mine_files(
         write = _write_parquet if output_format == "parquet" else _write
         if n_rows["src"] and n_rows["tgt"]:
             _search(run, sources, config, kinds)
-            judge = _judge(run, model, choice) if choice.judged else None
+            judge = _judge(run, model, choice, encode_config.threads) if choice.judged else None
             pairs = _select(run, config, sources, explain, judge, choice.reference_lines)
             src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)
             written, rejected = write(out, pairs, src, tgt, ids, explain, rules, (src_lang, tgt_lang))
