@@ -86,3 +86,20 @@ def numbered_chunks(items: Iterable[Any], n: int) -> Iterator[tuple[list, int]]:
             return
         yield chunk, first
         first += len(chunk)
+
+
+def joined_tail(chunks: Iterable[tuple[list, int]], least: int) -> Iterator[tuple[list, int]]:
+    """The (items, number of the first) chunks of ``chunks`` in order, except that a chunk of fewer than ``least``
+    items joins the chunk before it: the last chunk of a reader that fills every other one (:func:`numbered_chunks`),
+    which would otherwise be a neighbourhood of a few lines where margins and the second stage judge each pair
+    among the pairs given with it. Holds one chunk back."""
+    held = None
+    for items, first in chunks:
+        if held is not None and len(items) < least:
+            held = (held[0] + items, held[1])
+            continue
+        if held is not None:
+            yield held
+        held = (items, first)
+    if held is not None:
+        yield held

@@ -155,18 +155,21 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
                      columns: ColumnsConfig | None = None) -> Iterator[tuple[str, float]]:
     """Yield (line, probability of translation) for each TSV line of ``path`` (``-`` = stdin), in order: the
     model's second stage for score.src_lang/score.tgt_lang (:func:`bitextmine.judge.aligned.aligned_probability`)
-    over chunks of score.chunk_lines lines, as ``filter --score prob`` judges them. Raises CorpusError for a
-    line without the columns, ConfigError when the model has no second stage for the languages."""
+    over chunks of score.chunk_lines lines (a last chunk of fewer than half that joins the one before), as ``filter
+    --score prob`` judges them. Raises CorpusError for a line without the columns or an input of fewer than
+    PROB_MIN_PAIRS lines, ConfigError when the model has no second stage for the languages or chunks or blocks
+    too small (:func:`bitextmine.judge.aligned.check_block_sizes`)."""
     from .filtering.pipeline import judged_language
-    from .judge.aligned import aligned_probability
+    from .judge.aligned import aligned_probability, check_block_sizes
     from .mining.calibrated import PIVOT
-    from .parallel import numbered_chunks
+    from .parallel import joined_tail, numbered_chunks
 
     lang = judged_language(model, score.src_lang or None, score.tgt_lang or None)
+    check_block_sizes(score.chunk_lines, score.judge_lines)
     read, scol, tcol = input_lines(path, columns)
     enc = Encoder(model, config)
     name = "<stdin>" if path == "-" else path
-    for lines, start in numbered_chunks(read(), score.chunk_lines):
+    for lines, start in joined_tail(numbered_chunks(read(), score.chunk_lines), score.chunk_lines // 2):
         cols = [parse_tsv_line(line, name=name, lineno=start + i, scol=scol, tcol=tcol) for i, line in enumerate(lines)]
         src, tgt = [c[0] for c in cols], [c[1] for c in cols]
         pieces = [model.tokenizer.encode(side, threads=config.threads) for side in (src, tgt)]

@@ -316,6 +316,42 @@ def test_filter_judges_blocks_of_judge_lines_each_on_its_own(toy_stage_dir, tmp_
     assert blocks == [p for part in parts for p in probs(part, 240)]
 
 
+def test_a_short_last_chunk_is_judged_with_the_chunk_before_and_a_handful_of_pairs_is_refused(toy_stage_dir,
+                                                                                               tmp_path):
+    from bitextmine.config import PROB_MIN_PAIRS, FilterConfig, RuleConfig, ScoreConfig
+    from bitextmine.errors import ConfigError, CorpusError
+    from bitextmine.filtering.pipeline import filter_tsv
+    from bitextmine.model import load_model
+    from bitextmine.scoring import score_file
+
+    path, _ = noisy_toy_tsv(tmp_path)  # 240 pairs
+    model = load_model(toy_stage_dir)
+    rules = RuleConfig(script=False, langid="off", digits=False, max_ratio=100.0)
+
+    def probs(src: str, chunk_lines: int, judge_lines: int = 5000) -> list[float]:
+        out = io.BytesIO()
+        filter_tsv(src, out, model=model, rules=rules, src_lang="de", tgt_lang="en",
+                   config=FilterConfig(score="prob", workers=1, chunk_lines=chunk_lines, judge_lines=judge_lines))
+        return [float(r.split("\t")[-1]) for r in out.getvalue().decode().splitlines()]
+
+    # 240 = 2 x 110 + 20: the last 20 lines join the second chunk, judged as the file of its 130 lines would be
+    lines = open(path, encoding="utf-8").read().splitlines()
+    parts = [write_lines(tmp_path / "head.tsv", lines[:110]), write_lines(tmp_path / "rest.tsv", lines[110:])]
+    assert probs(path, 110) == [p for part in parts for p in probs(part, 240)]
+    scored = io.StringIO()
+    score_file(path, scored, model, score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en", chunk_lines=110))
+    assert [float(r.split("\t")[-1]) for r in scored.getvalue().splitlines()] == pytest.approx(probs(path, 110),
+                                                                                               abs=1e-4)
+    few = write_lines(tmp_path / "few.tsv", lines[:PROB_MIN_PAIRS - 1])
+    with pytest.raises(CorpusError, match=f"9 pairs to judge: .* at least {PROB_MIN_PAIRS} pairs"):
+        probs(few, 240)
+    with pytest.raises(CorpusError, match="at least"):
+        score_file(few, io.StringIO(), model, score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en"))
+    assert len(probs(write_lines(tmp_path / "ten.tsv", lines[:PROB_MIN_PAIRS]), 240)) == PROB_MIN_PAIRS
+    with pytest.raises(ConfigError, match="--judge-lines 19: .* expected 20 or more"):
+        probs(path, 240, judge_lines=19)
+
+
 def test_prob_scoring_needs_english_and_a_language_the_stage_holds(toy_stage_dir, tmp_path):
     from bitextmine.config import FilterConfig
     from bitextmine.errors import ConfigError

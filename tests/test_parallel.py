@@ -70,3 +70,17 @@ def test_numbered_chunks_cover_every_item_once_in_order():
             assert [x for c, _ in chunks for x in c] == list(range(n_items))
             assert [first for _, first in chunks] == list(range(1, n_items + 1, n))
             assert all(len(c) == n for c, _ in chunks[:-1])
+
+
+def test_joined_tail_joins_a_short_last_chunk_to_the_one_before():
+    from bitextmine.parallel import joined_tail, numbered_chunks
+
+    for n_items in (0, 1, 6, 7, 8, 13, 20):
+        for n, least in ((1, 0), (4, 2), (7, 4), (7, 7)):
+            got = list(joined_tail(numbered_chunks(iter(range(n_items)), n), least))
+            plain = list(numbered_chunks(iter(range(n_items)), n))
+            if len(plain) > 1 and len(plain[-1][0]) < least:  # the obvious: the last two chunks made one
+                plain = plain[:-2] + [(plain[-2][0] + plain[-1][0], plain[-2][1])]
+            assert got == plain
+            assert [x for c, _ in got for x in c] == list(range(n_items))
+            assert all(len(c) >= least for c, _ in got[1:]) and all(len(c) <= n + max(least - 1, 0) for c, _ in got)

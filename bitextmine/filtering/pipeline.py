@@ -11,7 +11,8 @@ input order, drops repeated pairs (first kept wins), and writes. Chunks depend o
 the output is the same for any number of workers. Margin scores compare each pair with the k nearest
 neighbours of its sides among the other side's sentences *of the same chunk*: a larger chunk gives a
 denser neighbourhood and margins closer to mining over the whole corpus; the same chunk size gives the
-same scores.
+same scores. With a margin or probability score, a last chunk of fewer than half ``chunk_lines`` lines joins
+the chunk before it, so that no pair is judged among a few last lines.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..config import ColumnsConfig, FilterConfig, RuleConfig, SCORES
 from ..corpus import DamagedInput, open_binary
 from ..errors import ConfigError, CorpusError
 from ..mining.calibrated import PIVOT
-from ..parallel import ordered_map
+from ..parallel import joined_tail, ordered_map
 from .rules import Deduplicator, check_pair, check_rules, text_key
 
 BOM = b"\xef\xbb\xbf"
@@ -276,7 +277,10 @@ def filter_tsv(
 
         model = load_model(None)
     if config.score == "prob":
+        from ..judge.aligned import check_block_sizes
+
         judged_language(model, src_lang, tgt_lang)
+        check_block_sizes(config.chunk_lines, config.judge_lines)
     if score_column is None:
         score_column = config.score != "none" and config.min_score is None
     name = "<stdin>" if input_path == "-" else input_path
@@ -286,6 +290,8 @@ def filter_tsv(
     dedup = Deduplicator(rules)
     read = _read_table_chunks(input_path, config.chunk_lines, table) if table else \
         _read_chunks(input_path, config.chunk_lines, name)
+    if config.score in ("margin", "prob"):  # a neighbourhood of a few last lines: joined to the chunk before
+        read = joined_tail(read, config.chunk_lines // 2)
 
     def chunks() -> Iterator[_Chunk]:
         head, ahead = [], iter(read)

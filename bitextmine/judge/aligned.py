@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import PROB_MIN_PAIRS
+from ..errors import CorpusError
 from .features import Pieces, pair_features
 from .store import SecondStage
 
@@ -20,8 +22,13 @@ def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pie
     lexical scores, by ``lang``'s classifier, adjusted to the share of translations among the pairs judged; 0
     for a pair below the stage's margin floor (not judged). The rows are judged in equal consecutive blocks of
     at most ``block_lines`` (0: no limit) and at most the stage's ``max_lines``, the sizes its classifier was
-    trained on."""
+    trained on. Raises CorpusError for 1 to PROB_MIN_PAIRS - 1 pairs (a block that small is the caller's doing:
+    :func:`check_block_sizes`)."""
     n = len(x)
+    if 0 < n < PROB_MIN_PAIRS:
+        raise CorpusError(f"{n} pair{'s' * (n > 1)} to judge: the second stage judges each pair among at least "
+                          f"{PROB_MIN_PAIRS} pairs given together (its margins against their neighbours); give it "
+                          f"more pairs, or score them by cosine")
     most = int(stage.languages[lang]["max_lines"])
     blocks = max(1, -(-n // (min(most, block_lines) if block_lines > 0 else most)))
     out = np.zeros(n, np.float32)
@@ -61,3 +68,15 @@ def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, t
         X = pair_features(stage.tables(lang), ps, pt, r, r, margin[r], cos[r], z)
     out[ok] = stage.adjusted(lang, X)
     return out
+
+
+def check_block_sizes(chunk_lines: int, judge_lines: int) -> None:
+    """ConfigError unless chunks and blocks of these sizes hold PROB_MIN_PAIRS pairs or more whenever the input
+    does: a chunk's blocks are at least half of ``judge_lines``, and the last chunk at least half of
+    ``chunk_lines`` (:func:`bitextmine.parallel.joined_tail`)."""
+    from ..errors import ConfigError
+
+    for option, value in (("--chunk-lines", chunk_lines), ("--judge-lines", judge_lines)):
+        if value < 2 * PROB_MIN_PAIRS:
+            raise ConfigError(f"{option} {value}: the second stage judges each pair among at least {PROB_MIN_PAIRS} "
+                              f"pairs given together; expected {2 * PROB_MIN_PAIRS} or more")
