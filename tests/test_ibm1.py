@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bitextmine.errors import ConfigError, ModelFormatError
-from bitextmine.lexicon import (LexicalTable, best_links, load_table, save_table, score, score_both, train_ibm1,
+from bitextmine.lexicon import (LexicalTable, best_links, load_table, save_table, score, score_and_links, score_both, train_ibm1,
                                 vocabulary_fingerprint)
 from conftest import toy_corpus
 
@@ -152,10 +152,14 @@ def test_best_links_equal_reference(null):
     test = random_pairs(40, 9, 7, seed=18, max_len=8)  # empty sources and targets among them
     ref = reference_best_links(as_dict(table), test, (0.05, 0.3), 1e-4)
     src, tgt = flat([e for e, _ in test]), flat([f for _, f in test])
+    ref_score = reference_score(as_dict(table), test, 9, null, 1e-6)
     for batch in (1, 9, 1 << 20):
         got = best_links(table, src, tgt, (0.05, 0.3), min_prob=1e-4, batch=batch)
         assert got.shape == (40, 3)
         np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+        both = score_and_links(table, src, tgt, (0.05, 0.3), min_prob=1e-6, link_min_prob=1e-4, batch=batch)
+        np.testing.assert_allclose(both[0], ref_score, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(both[1], ref, rtol=1e-6, atol=1e-6)
 
 
 def lookup_pair_by_pair(table: LexicalTable, e: list[int], f: list[int], min_prob: float) -> float:

@@ -96,6 +96,13 @@ def test_lexical_features_are_ibm1_scores_and_their_ratio_to_the_null_background
         own = [loglik(fwd, e, f), loglik(bwd, f, e)]
         base = [loglik(fwd, [], f), loglik(bwd, [], e)]
         assert got[c].tolist() == pytest.approx(own + [own[0] - base[0], own[1] - base[1]], abs=1e-4)
+    # the features' one look-up a direction gives what lexical_features and best_links give apart
+    from bitextmine.judge.features import LINK_THRESHOLDS, ibm1_features
+    from bitextmine.lexicon import best_links
+
+    e, f = en.take(j), fx.take(i)
+    apart = np.c_[got, best_links(fwd, e, f, LINK_THRESHOLDS), best_links(bwd, f, e, LINK_THRESHOLDS)]
+    assert ibm1_features((fwd, bwd), fx, en, i, j).tolist() == apart.tolist()
 
 
 def two_classes(n: int, share: float, seed: int):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..lexicon import best_links, score
+from ..lexicon import score, score_and_links
 from .surface import SURFACE, surface_features
 
 FEATURES = ("margin", "cosine", "z", "length", "ibm_fx", "ibm_en", "llr_fx", "llr_en",
@@ -88,18 +88,26 @@ def background(table, side: Pieces, rows: np.ndarray) -> np.ndarray:
 
 def lexical_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """(ibm_fx, ibm_en, llr_fx, llr_en) float64 (c, 4) of the candidates (foreign row i, English row j) int (c,)."""
-    own = lexical(tables, fx, en, i, j)
+    return _with_background(tables, fx, en, i, j, lexical(tables, fx, en, i, j))
+
+
+def _with_background(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, own: np.ndarray):
+    """own float64 (c, 2) (:func:`lexical`) followed by own minus each line's :func:`background`: (c, 4)."""
     ui, ii = np.unique(i, return_inverse=True)
     uj, jj = np.unique(j, return_inverse=True)
     base = np.c_[background(tables[0], fx, ui)[ii.reshape(-1)], background(tables[1], en, uj)[jj.reshape(-1)]]
     return np.c_[own, own - base]
 
 
-def link_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """(cover_fx, strong_fx, best_fx, cover_en, strong_en, best_en) float64 (c, 6) of the candidates (foreign
-    row i, English row j) int (c,)."""
+def ibm1_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """(:func:`lexical_features`, then cover_fx, strong_fx, best_fx, cover_en, strong_en, best_en) float64 (c, 10)
+    of the candidates (foreign row i, English row j) int (c,): one look-up of each pair's pieces a direction
+    (:func:`bitextmine.lexicon.score_and_links`)."""
     e, f = en.take(j), fx.take(i)
-    return np.c_[best_links(tables[0], e, f, LINK_THRESHOLDS), best_links(tables[1], f, e, LINK_THRESHOLDS)]
+    ibm_fx, links_fx = score_and_links(tables[0], e, f, LINK_THRESHOLDS)
+    ibm_en, links_en = score_and_links(tables[1], f, e, LINK_THRESHOLDS)
+    own = np.stack([ibm_fx, ibm_en], axis=1).astype(np.float64)
+    return np.c_[_with_background(tables, fx, en, i, j, own), links_fx, links_en]
 
 
 def pair_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, margin: np.ndarray,
@@ -109,5 +117,5 @@ def pair_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.nd
     i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
     length = np.abs(np.log(np.maximum(fx.lengths(i), 1) / np.maximum(en.lengths(j), 1)))
     return np.c_[np.asarray(margin, np.float64), np.asarray(cosine, np.float64), np.asarray(z, np.float64),
-                 length, lexical_features(tables, fx, en, i, j), link_features(tables, fx, en, i, j),
+                 length, ibm1_features(tables, fx, en, i, j),
                  surface_features(fx.text(i), en.text(j))]

@@ -261,29 +261,7 @@ def score(table: LexicalTable, src, tgt, *, min_prob: float | None = None, batch
     NULL (without NULL: over |e| tokens); an empty target scores log(min_prob). ``None``: LexiconConfig's
     default. Raises ModelFormatError for an id outside the table's vocabularies.
     """
-    cfg = LexiconConfig()
-    min_prob = cfg.min_prob if min_prob is None else float(min_prob)
-    batch = cfg.batch if batch is None else int(batch)
-    if not 0 < min_prob <= 1:
-        raise ConfigError(f"min_prob {min_prob}; expected 0 < min_prob <= 1")
-    s = _flat(*src, table.vocab_src, "source", ModelFormatError)
-    t = _flat(*tgt, table.vocab_tgt, "target", ModelFormatError)
-    if len(s[1]) != len(t[1]):
-        raise ConfigError(f"{len(s[1])} source sentences and {len(t[1])} target sentences; expected pairs")
-    null_id = table.vocab_src if table.null else None
-    ls = s[2] + table.null
-    out = np.full(len(t[1]), np.log(min_prob), np.float32)
-    for a, b in _ranges(ls * t[2], batch):
-        m = t[2][a:b]
-        pair = np.repeat(np.arange(b - a), m)
-        distinct, inv = _distinct(t[0][t[1][a]:t[1][a] + len(pair)], pair, b - a)
-        e, f, sizes, grp, _ = _cross((s[0], s[1][a:b], s[2][a:b]), distinct, np.arange(b - a), null_id)
-        p = table.lookup(e, f) if len(e) else np.zeros(0)
-        tok = np.bincount(grp, weights=p, minlength=len(sizes)) / np.maximum(sizes, 1)
-        logs = np.log(np.maximum(tok[inv], min_prob))
-        sums = np.bincount(pair, weights=logs, minlength=b - a)
-        out[a:b] = np.where(m > 0, sums / np.maximum(m, 1), np.log(min_prob))
-    return out
+    return score_and_links(table, src, tgt, (), min_prob=min_prob, batch=batch, links=False)[0]
 
 
 def best_links(table: LexicalTable, src, tgt, thresholds: tuple[float, ...] = (0.05, 0.2), *,
@@ -295,26 +273,61 @@ def best_links(table: LexicalTable, src, tgt, thresholds: tuple[float, ...] = (0
     ``thresholds[k]``, the last column the mean of log(max(best link, min_prob)). A target of same-topic words
     around an unexplained rest scores low here where its mean likelihood (:func:`score`) may not. An empty
     target or source: zeros, then log(min_prob)."""
-    batch = LexiconConfig().batch if batch is None else int(batch)
+    return score_and_links(table, src, tgt, thresholds, link_min_prob=min_prob, batch=batch)[1]
+
+
+def score_and_links(table: LexicalTable, src, tgt, thresholds: tuple[float, ...] = (0.05, 0.2), *,
+                    min_prob: float | None = None, link_min_prob: float = 1e-4, batch: int | None = None,
+                    links: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """(:func:`score` float32 (n,), :func:`best_links` float64 (n, len(thresholds) + 1), None without ``links``)
+    of the same pairs from one look-up of their co-occurrences (``min_prob`` is score's, ``link_min_prob``
+    best_links'); each target token's sources are looked up once however often it occurs."""
+    cfg = LexiconConfig()
+    min_prob = cfg.min_prob if min_prob is None else float(min_prob)
+    batch = cfg.batch if batch is None else int(batch)
+    if not 0 < min_prob <= 1:
+        raise ConfigError(f"min_prob {min_prob}; expected 0 < min_prob <= 1")
     s = _flat(*src, table.vocab_src, "source", ModelFormatError)
     t = _flat(*tgt, table.vocab_tgt, "target", ModelFormatError)
     if len(s[1]) != len(t[1]):
         raise ConfigError(f"{len(s[1])} source sentences and {len(t[1])} target sentences; expected pairs")
+    null_id = table.vocab_src if table.null else None
     n = len(t[1])
-    out = np.zeros((n, len(thresholds) + 1))
-    out[:, -1] = np.log(min_prob)
-    for a, b in _ranges(np.maximum(s[2], 1) * t[2], batch):
-        e, f, sizes, _, pair = _cross((s[0], s[1][a:b], s[2][a:b]), (t[0], t[1][a:b], t[2][a:b]), np.arange(b - a), None)
+    scores = np.full(n, np.log(min_prob), np.float32)
+    out = np.zeros((n, len(thresholds) + 1)) if links else None
+    if links:
+        out[:, -1] = np.log(link_min_prob)
+    for a, b in _ranges(np.maximum(s[2] + table.null, 1) * t[2], batch):
+        m = t[2][a:b]
+        pair = np.repeat(np.arange(b - a), m)
+        distinct, inv = _distinct(t[0][t[1][a]:t[1][a] + len(pair)], pair, b - a)
+        e, f, sizes, grp, _ = _cross((s[0], s[1][a:b], s[2][a:b]), distinct, np.arange(b - a), null_id)
         p = table.lookup(e, f) if len(e) else np.zeros(0)
-        best = np.zeros(len(sizes))
-        some = sizes > 0
-        if some.any():
-            best[some] = np.maximum.reduceat(p, (np.cumsum(sizes) - sizes)[some])
-        m = np.maximum(t[2][a:b], 1)
-        for k, th in enumerate(thresholds):
-            out[a:b, k] = np.bincount(pair, weights=best >= th, minlength=b - a) / m
-        logs = np.bincount(pair, weights=np.log(np.maximum(best, min_prob)), minlength=b - a) / m
-        out[a:b, -1] = np.where(t[2][a:b] > 0, logs, np.log(min_prob))
+        tok = np.bincount(grp, weights=p, minlength=len(sizes)) / np.maximum(sizes, 1)
+        sums = np.bincount(pair, weights=np.log(np.maximum(tok[inv], min_prob)), minlength=b - a)
+        scores[a:b] = np.where(m > 0, sums / np.maximum(m, 1), np.log(min_prob))
+        if links:
+            out[a:b] = _links(p if null_id is None else p[e != null_id], sizes - (null_id is not None), inv, pair, m,
+                              thresholds, link_min_prob)
+    return scores, out
+
+
+def _links(p: np.ndarray, real: np.ndarray, inv: np.ndarray, pair: np.ndarray, m: np.ndarray,
+           thresholds: tuple[float, ...], min_prob: float) -> np.ndarray:
+    """:func:`best_links` of a batch: ``p`` the look-ups of each distinct target token's ``real`` sources (NULL
+    left out) in groups, ``inv`` each target token's distinct token, ``pair`` its pair, ``m`` the pairs'
+    target lengths."""
+    best = np.zeros(len(real))
+    some = real > 0
+    if some.any():
+        best[some] = np.maximum.reduceat(p, (np.cumsum(real) - real)[some])
+    best = best[inv]
+    out = np.empty((len(m), len(thresholds) + 1))
+    mm = np.maximum(m, 1)
+    for k, th in enumerate(thresholds):
+        out[:, k] = np.bincount(pair, weights=best >= th, minlength=len(m)) / mm
+    logs = np.bincount(pair, weights=np.log(np.maximum(best, min_prob)), minlength=len(m)) / mm
+    out[:, -1] = np.where(m > 0, logs, np.log(min_prob))
     return out
 
 
