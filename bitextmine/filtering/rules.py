@@ -177,6 +177,8 @@ def _equal_word_shifts(words: list[str]) -> list[int]:
     """The distances w <= len(words) // 2, ascending, at which some word occurs twice: a repeat with period
     w needs equal words w apart, so only these are scanned (a side whose words are all distinct, the
     common case, none)."""
+    if len(set(words)) == len(words):
+        return []
     seen: dict[str, list[int]] = {}
     shifts = set()
     for j, w in enumerate(words):
