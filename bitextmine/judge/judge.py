@@ -59,8 +59,9 @@ class Judge:
         self.stage.probability(self.lang, np.zeros((0, len(FEATURES))))  # loads the classifier
         cols = [s, t] + [np.asarray(a) for a in (score, cos, z)]
         step = max(1, self.chunk_pairs)
-        parts = ordered_map(_chunk_probability, (tuple(a[i:i + step] for a in cols) for i in range(0, len(s), step)),
-                            init=_hold, init_args=(self, pieces), workers=self.workers, inline=1)
+        chunks = (tuple(a[i:i + step] for a in cols) for i in range(0, len(s), step))
+        parts = ordered_map(_chunk_probability, chunks, init=_hold, init_args=(self, pieces), workers=self.workers,
+                            inline=1 if self.workers != 1 else len(s))  # one worker: all here, none forked
         try:
             return np.concatenate([np.zeros(0), *parts])
         finally:
