@@ -95,10 +95,22 @@ def test_ensemble_shortcut_gives_the_direct_answers():
     for text in texts:
         for lang in ("en", "de", "fr", "tr", "es", "ru", "zh"):
             for limit in (0.01, 0.05, 0.3):
-                probs = language_probs(text, "ensemble")
-                p = probs.get(lang, 0.0)
-                direct = p < limit and any(q > p for code, q in probs.items() if code != lang)
-                assert wrong_language(text, lang, "ensemble", limit) == direct, (text, lang, limit)
+                for model in ("ensemble", "fasttext"):
+                    probs = language_probs(text, model)
+                    p = probs.get(lang, 0.0)
+                    direct = p < limit and any(q > p for code, q in probs.items() if code != lang)
+                    assert wrong_language(text, lang, model, limit) == direct, (text, lang, limit, model)
+
+
+def test_fasttext_first_guess_is_the_first_of_its_probabilities():
+    from bitextmine.language import fasttext_first, language_probs
+
+    texts = ["Abbrechen", "Das Haus steht am See.", "HELLO WORLD THIS IS ALL CAPS", "Ｆｕｌｌ　ｗｉｄｔｈ ｔｅｘｔ",
+             "eine\nZeile", "x" * 300, "Привет мир", "git notes merge --abort [<选项>]", "12345", "!!!", "", " " * 4,
+             "ÉCOLE NATIONALE SUPÉRIEURE DES BEAUX-ARTS"]
+    for text in texts:
+        probs = language_probs(text, "fasttext")
+        assert fasttext_first(text) == max(probs.items(), key=lambda kv: kv[1], default=("", 0.0)), text
 
 
 def test_langdetect_full_mode_is_deterministic_and_skips_short_sides():
