@@ -261,6 +261,11 @@ def test_the_judge_in_chunks_over_worker_processes_gives_the_one_chunk_probabili
     chunked = Judge(model.second_stage, "de", False, of, workers=2, chunk_pairs=37)(s, t, score, cos, z)
     assert whole.dtype == np.float32 and (whole > 0).sum() > 100
     assert chunked.tolist() == whole.tolist()
+    # what the workers are given pickles (processes spawned where there is no fork), closures left behind
+    import pickle
+
+    held = (model.second_stage, "de", False, Judge(model.second_stage, "de", False, of)._pieces(s, t))
+    assert len(pickle.loads(pickle.dumps(held))[3][0].rows) == len(np.unique(s))
 
 
 def noisy_toy_tsv(tmp_path, n=240, seed=7):

@@ -43,16 +43,14 @@ class Judge:
         return self.pieces["src"](np.unique(s)), self.pieces["tgt"](np.unique(t))
 
     def _features(self, pieces: tuple, s, t, score, cos, z) -> np.ndarray:
-        ps, pt = pieces
-        if self.swap:  # English source: the foreign side is the target
-            return pair_features(self.stage.tables(self.lang), pt, ps, t, s, score, cos, z)
-        return pair_features(self.stage.tables(self.lang), ps, pt, s, t, score, cos, z)
+        return _features(self.stage, self.lang, self.swap, pieces, s, t, score, cos, z)
 
     def probability(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray,
                     z: np.ndarray) -> np.ndarray:
         """P(translation) float64 (c,) of the pairs (s, t) int (c,) at the share of translations the classifier
         was trained with: chunks of ``chunk_pairs`` pairs over ``workers`` processes when there are more (the
-        sides' pieces, tables and trees made here first and inherited, not copied, by the forked workers)."""
+        sides' pieces, tables and trees made here first and inherited, not copied, by the forked workers; where
+        processes are spawned, they are pickled: no closure goes along)."""
         s, t = np.asarray(s, np.int64), np.asarray(t, np.int64)
         pieces = self._pieces(s, t)
         self.stage.tables(self.lang)
@@ -60,12 +58,13 @@ class Judge:
         cols = [s, t] + [np.asarray(a) for a in (score, cos, z)]
         step = max(1, self.chunk_pairs)
         chunks = (tuple(a[i:i + step] for a in cols) for i in range(0, len(s), step))
-        parts = ordered_map(_chunk_probability, chunks, init=_hold, init_args=(self, pieces), workers=self.workers,
+        parts = ordered_map(_chunk_probability, chunks, init=_hold,
+                            init_args=(self.stage, self.lang, self.swap, pieces), workers=self.workers,
                             inline=1 if self.workers != 1 else len(s))  # one worker: all here, none forked
         try:
             return np.concatenate([np.zeros(0), *parts])
         finally:
-            _hold(None, None)
+            _hold(None, None, False, None)
 
     def __call__(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray, z: np.ndarray) -> np.ndarray:
         """P(translation) float32 (c,) of the pairs (s, t) int (c,) with their margin score, cosine and z float (c,):
@@ -79,14 +78,23 @@ class Judge:
         return out
 
 
-_HELD: tuple = (None, None)  # (Judge, pieces) of the judging under way, in this process or a worker
+_HELD: tuple = (None, None, False, None)  # (stage, lang, swap, pieces) of the judging under way, here or in a worker
 
 
-def _hold(judge: Judge | None, pieces: tuple | None, child: bool = False) -> None:
+def _hold(stage: SecondStage | None, lang: str | None, swap: bool, pieces: tuple | None, child: bool = False) -> None:
     global _HELD
-    _HELD = (judge, pieces)
+    _HELD = (stage, lang, swap, pieces)
+
+
+def _features(stage: SecondStage, lang: str, swap: bool, pieces: tuple, s, t, score, cos, z) -> np.ndarray:
+    """:func:`pair_features` of the pairs (s, t) with the sides' ``pieces`` (src, tgt), oriented foreign / English
+    (``swap``: English source)."""
+    ps, pt = pieces
+    if swap:
+        return pair_features(stage.tables(lang), pt, ps, t, s, score, cos, z)
+    return pair_features(stage.tables(lang), ps, pt, s, t, score, cos, z)
 
 
 def _chunk_probability(cols: tuple) -> np.ndarray:
-    judge, pieces = _HELD
-    return judge.stage.probability(judge.lang, judge._features(pieces, *cols))
+    stage, lang, swap, pieces = _HELD
+    return stage.probability(lang, _features(stage, lang, swap, pieces, *cols))
