@@ -120,8 +120,8 @@ def main() -> None:
         src, tgt = side_paths(args.sides, args.lang) if args.sides else sides(args.lang, args.lines, args.share,
                                                                               args.seed, tmp)
         model = raised(args.model, args.max_lines, tmp) if args.max_lines else args.model
-        base = [sys.executable, "-m", "bitextmine", "mine", src, tgt, "--src-lang", args.lang, "--tgt-lang", "en", "--ids",
-                "--device", args.device]
+        base = [sys.executable, "-m", "bitextmine", "mine", src, tgt, "--src-lang", args.lang, "--tgt-lang", "en",
+                "--ids", "--device", args.device]
         base += ["--model", model] if model else []
         print(f"{args.lines:,} x {args.lines:,} lines, {args.lang}-en, {args.share:.0%} translations; CPU flags: "
               f"{' '.join(flags)}; {os.cpu_count()} cores; --device {args.device}")

@@ -284,7 +284,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (a CPU can run it in a minute)")
     ap.add_argument("--data", default="gpu_data", help="train.de, train.en, encode.txt (see --prepare)")
     ap.add_argument("--prepare", action="store_true", help="fill --data from --shared and stop")
-    ap.add_argument("--only", default="", help="comma-separated: encode,train,search,resume,stage,score,figures (default: all)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated: encode,train,search,resume,stage,score,figures (default: all)")
     ap.add_argument("--shared", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
     args = ap.parse_args(argv)
     if args.prepare:
@@ -292,9 +293,11 @@ def main(argv=None) -> int:
         return 0
     q = args.quick
     sizes = dict(encode=300 if q else 5000, steps=2 if q else 20, pairs=300 if q else 5000, search=1000 if q else 50000,
-                 fig_encode=1000 if q else 100000, fig_mine=4000 if q else 1_000_000, fig_steps=4 if q else 300, stage=600 if q else 3000)
+                 fig_encode=1000 if q else 100000, fig_mine=4000 if q else 1_000_000, fig_steps=4 if q else 300,
+                 stage=600 if q else 3000)
     t = Table()
-    only = set(filter(None, args.only.split(","))) or {"encode", "train", "search", "resume", "stage", "score", "figures"}
+    only = set(filter(None, args.only.split(","))) or {"encode", "train", "search", "resume", "stage", "score",
+                                                        "figures"}
     with tempfile.TemporaryDirectory() as tmp:
         if "encode" in only:
             check_encode(t, args.device, _lines(os.path.join(args.data, "encode.txt"), sizes["encode"]))
