@@ -164,6 +164,9 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
     from .mining.calibrated import PIVOT
     from .parallel import joined_tail, numbered_chunks
 
+    if config.sif:
+        raise ConfigError("--sif with --margin prob: the second stage judges the model's plain embeddings, on "
+                          "which it was trained; drop --sif (it weighs the cosine and margin scores only)")
     lang = judged_language(model, score.src_lang or None, score.tgt_lang or None)
     check_block_sizes(score.chunk_lines, score.judge_lines)
     read, scol, tcol = input_lines(path, columns)

@@ -376,6 +376,18 @@ def test_prob_scoring_needs_english_and_a_language_the_stage_holds(toy_stage_dir
         filter_tsv(path, io.BytesIO(), model=model, config=FilterConfig(score="prob"))
     with pytest.raises(ConfigError, match="no second stage for fr-en"):
         filter_tsv(path, io.BytesIO(), model=model, config=FilterConfig(score="prob"), src_lang="fr", tgt_lang="en")
+    # the stage was trained on the model's plain embeddings: SIF-weighted ones are refused, not judged
+    from dataclasses import replace as changed
+
+    from bitextmine.config import EncodeConfig, ScoreConfig
+    from bitextmine.scoring import score_file
+
+    with pytest.raises(ConfigError, match="--sif with --score prob"):
+        filter_tsv(path, io.BytesIO(), model=model, config=FilterConfig(score="prob"), src_lang="de", tgt_lang="en",
+                   sif=True)
+    with pytest.raises(ConfigError, match="--sif with --margin prob"):
+        score_file(path, io.StringIO(), model, config=changed(EncodeConfig(), sif=True),
+                   score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en"))
 
 
 def test_train_second_stage_only_builds_a_stage_that_mine_uses(toy_model_dir, tmp_path):

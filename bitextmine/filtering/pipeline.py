@@ -276,6 +276,9 @@ def filter_tsv(
         from ..model import load_model
 
         model = load_model(None)
+    if config.score == "prob" and sif:
+        raise ConfigError("--sif with --score prob: the second stage judges the model's plain embeddings, on which "
+                          "it was trained; drop --sif (it weighs the cosine and margin scores only)")
     if config.score == "prob":
         from ..judge.aligned import check_block_sizes
 
