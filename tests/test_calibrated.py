@@ -183,6 +183,29 @@ def test_settings_calibrated_on_plain_embeddings_are_not_used_for_other_vectors(
     assert "calibrated" not in stats.signature
 
 
+@pytest.mark.parametrize("config, says", [
+    (MineConfig(threshold=0.0, min_z=0.0, k=8), "--k 8"),
+    (MineConfig(threshold=0.0, min_z=0.0, margin="distance"), "--margin distance"),
+    (MineConfig(threshold=0.0, min_z=0.0, margin="absolute", k=2), "--margin absolute and --k 2"),
+])
+def test_settings_calibrated_for_the_default_margin_are_not_used_for_another(calibrated_dir, config, says):
+    rows, stats = _mine(calibrated_dir, config=config)
+    assert rows and stats.info["calibrated_for"] is None  # the German settings (threshold 1e9) would keep none
+    assert f"not per language: {says}; the per-language settings were chosen with the default ratio margin over 4 " \
+           "neighbours" in stats.info["settings"]
+
+
+def test_another_margin_with_the_default_threshold_is_a_config_error(calibrated_dir):
+    from bitextmine.errors import ConfigError
+
+    for margin in ("distance", "absolute"):
+        with pytest.raises(ConfigError, match=f"--margin {margin} with the default threshold .* give --threshold"):
+            _mine(calibrated_dir, config=MineConfig(margin=margin))
+    rows, _ = _mine(calibrated_dir, config=MineConfig(margin="distance", threshold=MineConfig.threshold,
+                                                       pinned=("threshold",), min_z=0.0))
+    assert rows == []  # given on purpose: taken as given
+
+
 def test_a_language_code_no_check_knows_is_a_config_error(calibrated_dir):
     from bitextmine.config import RuleConfig
     from bitextmine.errors import ConfigError

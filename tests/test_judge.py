@@ -229,6 +229,17 @@ def test_mine_with_the_second_stage_names_it_and_keeps_the_translations(toy_stag
     assert none.getvalue() == ""
 
 
+def test_the_second_stage_is_not_applied_to_another_margin(toy_stage_dir, tmp_path):
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    src, tgt, _ = sparse_toy_task(tmp_path)
+    stats = mine_files(src, tgt, io.StringIO(), model=load_model(toy_stage_dir), src_lang="de", tgt_lang="en",
+                       config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, k=6))
+    assert "; second stage not applied: --k 6; it was trained on the default ratio margin over 4 neighbours" \
+        in stats.info["settings"] and "second-stage" not in stats.signature
+
+
 def test_mine_swaps_the_sides_when_english_is_the_source(toy_stage_dir, tmp_path):
     from bitextmine.model import load_model
     from bitextmine.pipeline import mine_files

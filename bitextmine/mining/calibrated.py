@@ -125,12 +125,24 @@ def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, st
     if not plain:
         return Choice(config, False, langs, found, f"{why_not_plain}; the per-language settings were chosen "
                       "on the model's plain embeddings")
+    other = other_margin(config)
+    if other:
+        return Choice(config, False, langs, found, f"{other}; the per-language settings were chosen with the "
+                      f"default {MineConfig.margin} margin over {MineConfig.k} neighbours")
     known = tuple(lang or detect(i) for i, lang in enumerate(langs))
     found = tuple("given" if lang else ("detected" if k else "not detected") for lang, k in zip(langs, known))
     reason = _why_not(section, *known)
     if reason:
         return Choice(config, False, known, found, reason)
     return Choice(apply(config, section, *known)[0], True, known, found, "")
+
+
+def other_margin(config: MineConfig) -> str:
+    """How config's margin differs from the one the model's settings and second stage were chosen with
+    (MineConfig's default margin and k), or "" when it does not."""
+    d = MineConfig()
+    parts = [f"--margin {config.margin}"] * (config.margin != d.margin) + [f"--k {config.k}"] * (config.k != d.k)
+    return " and ".join(parts)
 
 
 def with_second_stage(choice: Choice, stage) -> Choice:
@@ -145,6 +157,9 @@ def with_second_stage(choice: Choice, stage) -> Choice:
     other = tgt if src == PIVOT else src
     if other not in stage.languages:
         return choice
+    if other_margin(c):
+        return replace(choice, not_judged=f"{other_margin(c)}; it was trained on the default {MineConfig.margin} "
+                                          f"margin over {MineConfig.k} neighbours")
     found = stage.languages[other]
     min_prob = c.min_prob if "min_prob" in c.pinned else float(found["min_prob"])
     return replace(choice, config=replace(c, min_prob=min_prob, judged_floor=float(found["floor"])), judged=other)

@@ -446,6 +446,7 @@ def mine_files(
     from ..tabular import table_kind
 
     _check_languages(rules, src_lang, tgt_lang)
+    _check_margin(config)
     _check_resume(pipeline, (src_path, tgt_path))
     columns = columns or ColumnsConfig()
     tables = any(table_kind(p) is not None for p in (src_path, tgt_path))
@@ -536,6 +537,16 @@ def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:
         check_rules(rules, src_lang, tgt_lang)
     elif src_lang or tgt_lang:  # no identifier is loaded when no language is named
         check_codes({"--src-lang": src_lang, "--tgt-lang": tgt_lang}, known_codes(), "bitextmine's language checks")
+
+
+def _check_margin(config: MineConfig) -> None:
+    """ConfigError for a margin other than the default one with the default threshold, which is that margin's:
+    a distance or absolute score never reaches it, and the run would print nothing without a word."""
+    d = MineConfig()
+    if config.margin != d.margin and config.threshold == d.threshold and "threshold" not in config.pinned:
+        raise ConfigError(f"--margin {config.margin} with the default threshold {d.threshold:g}, a {d.margin} "
+                          f"margin's (as are the model's calibrated thresholds): give --threshold for {config.margin} "
+                          "scores")
 
 
 def _check_resume(pipeline: PipelineConfig, paths: tuple[str, str]) -> None:
