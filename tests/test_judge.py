@@ -399,6 +399,12 @@ def test_prob_scoring_needs_english_and_a_language_the_stage_holds(toy_stage_dir
     with pytest.raises(ConfigError, match="--sif with --margin prob"):
         score_file(path, io.StringIO(), model, config=changed(EncodeConfig(), sif=True),
                    score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en"))
+    # nor margins over another k than the stage was trained with
+    with pytest.raises(ConfigError, match="--k 6 with the second stage's probability: .* over 4 neighbours"):
+        filter_tsv(path, io.BytesIO(), model=model, config=FilterConfig(score="prob", k=6), src_lang="de",
+                   tgt_lang="en")
+    with pytest.raises(ConfigError, match="--k 3 with the second stage's probability"):
+        score_file(path, io.StringIO(), model, score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en", k=3))
 
 
 def test_train_second_stage_only_builds_a_stage_that_mine_uses(toy_model_dir, tmp_path):

@@ -23,7 +23,7 @@ def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pie
     for a pair below the stage's margin floor (not judged). The rows are judged in equal consecutive blocks of
     at most ``block_lines`` (0: no limit) and at most the stage's ``max_lines``, the sizes its classifier was
     trained on. Raises CorpusError for 1 to PROB_MIN_PAIRS - 1 pairs (a block that small is the caller's doing:
-    :func:`check_block_sizes`)."""
+    :func:`check_prob_options`)."""
     n = len(x)
     if 0 < n < PROB_MIN_PAIRS:
         raise CorpusError(f"{n} pair{'s' * (n > 1)} to judge: the second stage judges each pair among at least "
@@ -70,11 +70,17 @@ def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, t
     return out
 
 
-def check_block_sizes(chunk_lines: int, judge_lines: int) -> None:
-    """ConfigError unless chunks and blocks of these sizes hold PROB_MIN_PAIRS pairs or more whenever the input
-    does: a chunk's blocks are at least half of ``judge_lines``, and the last chunk at least half of
-    ``chunk_lines`` (:func:`bitextmine.parallel.joined_tail`)."""
+def check_prob_options(chunk_lines: int, judge_lines: int, k: int) -> None:
+    """ConfigError for ``k`` neighbours other than the k the stage's margins were trained with (MineConfig's), or
+    unless chunks and blocks of these sizes hold PROB_MIN_PAIRS pairs or more whenever the input does: a chunk's
+    blocks are at least half of ``judge_lines``, and the last chunk at least half of ``chunk_lines``
+    (:func:`bitextmine.parallel.joined_tail`)."""
+    from ..config import MineConfig
     from ..errors import ConfigError
+
+    if k != MineConfig.k:
+        raise ConfigError(f"--k {k} with the second stage's probability: it was trained on margins over "
+                          f"{MineConfig.k} neighbours; leave --k at {MineConfig.k}")
 
     for option, value in (("--chunk-lines", chunk_lines), ("--judge-lines", judge_lines)):
         if value < 2 * PROB_MIN_PAIRS:
