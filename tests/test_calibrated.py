@@ -204,6 +204,8 @@ def test_another_margin_with_the_default_threshold_is_a_config_error(calibrated_
     rows, _ = _mine(calibrated_dir, config=MineConfig(margin="distance", threshold=MineConfig.threshold,
                                                        pinned=("threshold",), min_z=0.0))
     assert rows == []  # given on purpose: taken as given
+    with pytest.raises(ConfigError, match="--min-prob with --no-second-stage"):
+        _mine(calibrated_dir, config=MineConfig(second_stage=False, min_prob=0.9, pinned=("min_prob",)))
 
 
 def test_a_language_code_no_check_knows_is_a_config_error(calibrated_dir):

@@ -541,8 +541,12 @@ def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:
 
 def _check_margin(config: MineConfig) -> None:
     """ConfigError for a margin other than the default one with the default threshold, which is that margin's:
-    a distance or absolute score never reaches it, and the run would print nothing without a word."""
+    a distance or absolute score never reaches it, and the run would print nothing without a word; and for a
+    min_prob given (config.pinned) with the second stage off, which would ignore it."""
     d = MineConfig()
+    if not config.second_stage and "min_prob" in config.pinned:
+        raise ConfigError("--min-prob with --no-second-stage: the probability is the second stage's; drop one of "
+                          "them")
     if config.margin != d.margin and config.threshold == d.threshold and "threshold" not in config.pinned:
         raise ConfigError(f"--margin {config.margin} with the default threshold {d.threshold:g}, a {d.margin} "
                           f"margin's (as are the model's calibrated thresholds): give --threshold for {config.margin} "
