@@ -270,7 +270,7 @@ class FilterConfig:
     score: str = "cosine"
     min_score: float | None = None  # keep lines scoring at least this; None = keep all, append the score
     chunk_lines: int = PAIR_CHUNK_LINES  # lines per chunk: memory bound, unit of parallel work, margin neighbourhood
-    k: int = 4  # margin: neighbours of each side among the other side of the chunk
+    k: int = MineConfig.k  # margin: neighbours of each side among the other side of the chunk
     judge_lines: int = JUDGE_LINES  # prob: pairs judged together (at most the stage's max_lines), within a chunk
     workers: int = 0  # worker processes (0 = one per core); output is identical for any number
     scol: int = 1  # source column (1-based)

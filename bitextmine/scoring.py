@@ -157,18 +157,15 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
     model's second stage for score.src_lang/score.tgt_lang (:func:`bitextmine.judge.aligned.aligned_probability`)
     over chunks of score.chunk_lines lines (a last chunk of fewer than half that joins the one before), as ``filter
     --score prob`` judges them. Raises CorpusError for a line without the columns or an input of fewer than
-    PROB_MIN_PAIRS lines, ConfigError when the model has no second stage for the languages, chunks or blocks
-    too small or another k (:func:`bitextmine.judge.aligned.check_prob_options`)."""
+    PROB_MIN_PAIRS lines, ConfigError when the model has no second stage for the languages, or for --sif, another
+    k, chunks or blocks too small (:func:`bitextmine.judge.aligned.check_prob_options`)."""
     from .filtering.pipeline import judged_language
     from .judge.aligned import aligned_probability, check_prob_options
     from .mining.calibrated import PIVOT
     from .parallel import joined_tail, numbered_chunks
 
-    if config.sif:
-        raise ConfigError("--sif with --margin prob: the second stage judges the model's plain embeddings, on "
-                          "which it was trained; drop --sif (it weighs the cosine and margin scores only)")
+    check_prob_options(score.chunk_lines, score.judge_lines, score.k, config.sif, "--margin prob")
     lang = judged_language(model, score.src_lang or None, score.tgt_lang or None)
-    check_prob_options(score.chunk_lines, score.judge_lines, score.k)
     read, scol, tcol = input_lines(path, columns)
     enc = Encoder(model, config)
     name = "<stdin>" if path == "-" else path

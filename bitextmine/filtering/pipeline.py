@@ -276,14 +276,11 @@ def filter_tsv(
         from ..model import load_model
 
         model = load_model(None)
-    if config.score == "prob" and sif:
-        raise ConfigError("--sif with --score prob: the second stage judges the model's plain embeddings, on which "
-                          "it was trained; drop --sif (it weighs the cosine and margin scores only)")
     if config.score == "prob":
         from ..judge.aligned import check_prob_options
 
+        check_prob_options(config.chunk_lines, config.judge_lines, config.k, sif, "--score prob")
         judged_language(model, src_lang, tgt_lang)
-        check_prob_options(config.chunk_lines, config.judge_lines, config.k)
     if score_column is None:
         score_column = config.score != "none" and config.min_score is None
     name = "<stdin>" if input_path == "-" else input_path

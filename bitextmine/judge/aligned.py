@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import PROB_MIN_PAIRS
-from ..errors import CorpusError
+from ..config import PROB_MIN_PAIRS, MineConfig
+from ..errors import ConfigError, CorpusError
 from .features import Pieces, pair_features
 from .store import SecondStage
 
 
 def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, texts: tuple,
-                        stage: SecondStage, lang: str, src_is_english: bool, k: int = 4,
+                        stage: SecondStage, lang: str, src_is_english: bool, k: int = MineConfig.k,
                         block_lines: int = 0) -> np.ndarray:
     """P(translation) float32 (n,) of the pairs (x[i], y[i]): x, y float32 (n, d) L2-normalised, ``src_pieces``
     and ``tgt_pieces`` the lines' pieces in the flat layout (ids (total,), offsets (n,)), ``texts`` (the n source
@@ -70,14 +70,15 @@ def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, t
     return out
 
 
-def check_prob_options(chunk_lines: int, judge_lines: int, k: int) -> None:
-    """ConfigError for ``k`` neighbours other than the k the stage's margins were trained with (MineConfig's), or
-    unless chunks and blocks of these sizes hold PROB_MIN_PAIRS pairs or more whenever the input does: a chunk's
-    blocks are at least half of ``judge_lines``, and the last chunk at least half of ``chunk_lines``
-    (:func:`bitextmine.parallel.joined_tail`)."""
-    from ..config import MineConfig
-    from ..errors import ConfigError
-
+def check_prob_options(chunk_lines: int, judge_lines: int, k: int, sif: bool, option: str) -> None:
+    """ConfigError, before any work, for options the second stage's probability (``option``, as the command names
+    it) cannot take: ``sif`` (it judges the model's plain embeddings), ``k`` neighbours other than the k its
+    margins were trained with (MineConfig's), or chunks and blocks of sizes that do not hold PROB_MIN_PAIRS pairs
+    or more whenever the input does: a chunk's blocks are at least half of ``judge_lines``, and the last chunk at
+    least half of ``chunk_lines`` (:func:`bitextmine.parallel.joined_tail`)."""
+    if sif:
+        raise ConfigError(f"--sif with {option}: the second stage judges the model's plain embeddings, on which it "
+                          "was trained; drop --sif (it weighs the cosine and margin scores only)")
     if k != MineConfig.k:
         raise ConfigError(f"--k {k} with the second stage's probability: it was trained on margins over "
                           f"{MineConfig.k} neighbours; leave --k at {MineConfig.k}")

@@ -157,9 +157,10 @@ def with_second_stage(choice: Choice, stage) -> Choice:
     other = tgt if src == PIVOT else src
     if other not in stage.languages:
         return choice
-    if other_margin(c):
-        return replace(choice, not_judged=f"{other_margin(c)}; it was trained on the default {MineConfig.margin} "
-                                          f"margin over {MineConfig.k} neighbours")
+    margin = other_margin(c)
+    if margin:
+        return replace(choice, not_judged=f"{margin}; it was trained on the default {MineConfig.margin} margin "
+                                          f"over {MineConfig.k} neighbours")
     found = stage.languages[other]
     min_prob = c.min_prob if "min_prob" in c.pinned else float(found["min_prob"])
     return replace(choice, config=replace(c, min_prob=min_prob, judged_floor=float(found["floor"])), judged=other)

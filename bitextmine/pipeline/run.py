@@ -214,8 +214,9 @@ def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dic
     s, t = np.concatenate([fc["row"], bc["other"]]), np.concatenate([fc["other"], bc["row"]])
     cos = np.concatenate([fc["cos"], bc["cos"]])
     sizes = {side: int(run.offsets[side][-1]) for side in SIDES}
-    score = reference_margins(s, t, cos, {side: _rows_of(run, sources, side) for side in SIDES}, sizes, lines, config.k, config.seed,
-                              config.margin, device=resolve_device(config.device), precision=config.precision)
+    rows = {side: _rows_of(run, sources, side) for side in SIDES}
+    score = reference_margins(s, t, cos, rows, sizes, lines, config.k, config.seed, config.margin,
+                              device=resolve_device(config.device), precision=config.precision)
     n = len(fc["row"])
     return {**fc, "score": score[:n]}, {**bc, "score": score[n:]}
 
@@ -446,7 +447,7 @@ def mine_files(
     from ..tabular import table_kind
 
     _check_languages(rules, src_lang, tgt_lang)
-    _check_margin(config)
+    _check_mine_options(config)
     _check_resume(pipeline, (src_path, tgt_path))
     columns = columns or ColumnsConfig()
     tables = any(table_kind(p) is not None for p in (src_path, tgt_path))
@@ -539,10 +540,10 @@ def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:
         check_codes({"--src-lang": src_lang, "--tgt-lang": tgt_lang}, known_codes(), "bitextmine's language checks")
 
 
-def _check_margin(config: MineConfig) -> None:
-    """ConfigError for a margin other than the default one with the default threshold, which is that margin's:
-    a distance or absolute score never reaches it, and the run would print nothing without a word; and for a
-    min_prob given (config.pinned) with the second stage off, which would ignore it."""
+def _check_mine_options(config: MineConfig) -> None:
+    """ConfigError for options that would print nothing or ignore one without a word: a min_prob given
+    (config.pinned) with the second stage off, and a margin other than the default one with the default
+    threshold, which is that margin's (a distance or absolute score never reaches it)."""
     d = MineConfig()
     if not config.second_stage and "min_prob" in config.pinned:
         raise ConfigError("--min-prob with --no-second-stage: the probability is the second stage's; drop one of "
