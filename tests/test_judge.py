@@ -112,6 +112,37 @@ def two_classes(n: int, share: float, seed: int):
     return X, y
 
 
+def test_interaction_features_against_the_obvious_computation():
+    from bitextmine.judge import interaction
+    from bitextmine.judge.interaction import CLOSE, interaction_features, unit_rows
+
+    rng = np.random.default_rng(5)
+    vectors = unit_rows(rng.normal(size=(50, 8)))
+    vectors[3] = 0  # a zero row stays zero
+    fx, fseqs = pieces(1, list(range(40)))
+    en, eseqs = pieces(2, list(range(40)))
+    order = rng.permutation(40)
+    i, j = order, rng.permutation(40)
+    old = interaction.BATCH_FLOATS
+    try:
+        interaction.BATCH_FLOATS = 8 * 8  # batches of a few pairs: the batching changes nothing
+        got = interaction_features(vectors, fx.take(i), en.take(j))
+    finally:
+        interaction.BATCH_FLOATS = old
+    for row, (a, b) in enumerate(zip(i, j)):
+        f, e = fseqs[int(a)], eseqs[int(b)]
+        if len(f) == 0 or len(e) == 0:
+            assert (got[row] == 0).all()
+            continue
+        S = np.array([[float(vectors[p] @ vectors[q]) for q in e] for p in f])
+        want = []
+        for best in (S.max(1), S.max(0)):
+            want.append((best.mean(), (best >= CLOSE).mean(), best.min()))
+        (af, cf, wf), (ae, ce, we) = want
+        assert np.allclose(got[row], [af, ae, cf, ce, wf, we], atol=1e-5)
+    assert np.allclose(unit_rows(np.array([[3.0, 4.0], [0.0, 0.0]])), [[0.6, 0.8], [0, 0]])
+
+
 def test_adjusting_to_the_prior_finds_a_sets_share_and_calibrates_it():
     X, y = two_classes(20000, 0.3, 0)
     clf = fit_logistic(X, y, l2=0.0)
@@ -547,12 +578,15 @@ def test_trees_equal_the_node_by_node_walk_and_scikit_learn():
     assert "outside" in check_trees(broken, 5)
 
 
-def test_a_stage_of_trees_is_checked_on_load_and_an_older_logistic_stage_still_reads(toy_stage_dir, tmp_path):
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_stage_of_trees_is_checked_on_load_and_an_older_stage_still_reads(toy_stage_dir, tmp_path, version):
+    from bitextmine.judge.features import BASE, FEATURES
     from bitextmine.judge.store import trees_file
 
     stage = load_second_stage(toy_stage_dir)
     assert stage.languages["de"]["classifier"] == "trees"  # the default
-    X = np.random.default_rng(0).normal(size=(20, 20))
+    assert stage.features == FEATURES
+    X = np.random.default_rng(0).normal(size=(20, len(FEATURES)))
     p = stage.probability("de", X)
     assert p.shape == (20,) and ((p > 0) & (p < 1)).all()
     bad = str(tmp_path / "bad")
@@ -567,11 +601,17 @@ def test_a_stage_of_trees_is_checked_on_load_and_an_older_logistic_stage_still_r
         load_second_stage(bad)
     path = os.path.join(folder, "second_stage.json")
     data = json.load(open(path))
+    X = X[:, :len(BASE)]  # formats 2 and 3: the features before the piece vectors' interaction
     model = fit_logistic(X, X[:, 0] > 0)
     entry = {k: v for k, v in data["languages"]["de"].items() if k != "classifier"}
     entry.update({k: [float(v) for v in model[k]] for k in ("mean", "std", "w")}, b=model["b"])
-    json.dump({**data, "format_version": 2, "languages": {"de": entry}}, open(path, "w"))
+    entry.update({"classifier": "logistic"} if version == 3 else {})
+    json.dump({**data, "format_version": version, "languages": {"de": entry}}, open(path, "w"))
+    with pytest.raises(ModelFormatError, match="features .*expected"):
+        load_second_stage(bad)
+    json.dump({**data, "format_version": version, "features": list(BASE), "languages": {"de": entry}}, open(path, "w"))
     old = load_second_stage(bad)
+    assert old.features == BASE and old.vectors() is None
     assert np.allclose(old.probability("de", X), predict(model, X))
 
 

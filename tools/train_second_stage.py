@@ -6,7 +6,8 @@ Per language: every training corpus of ../shared/data/train with English (tools/
 less each pair sharing a text with a pair held apart from the model's training (--holdout, compared as
 tools/f1_by_size.key compares), is one domain; :func:`bitextmine.judge.train.split_pairs` sets aside up to
 8,000 pairs a corpus for the classifier's tasks, IBM model 1 is trained both ways on the rest (or read from
-``--tables``, a folder of ibm1.en-XX.npz / ibm1.XX-en.npz made by an earlier run with --keep-tables), pruned to
+``--tables``, a folder of ibm1.en-XX.npz / ibm1.XX-en.npz made by an earlier run with --keep-tables, or the
+model's own second_stage folder with ``--ship-floor 0`` to keep its shipped tables as they are), pruned to
 ``--ship-floor`` (what a model directory can carry: 0.01 keeps the entries that matter, docs/benchmarks.md),
 and the classifier is fitted on the tasks' candidates scored with the pruned tables. The stage is written
 into ``--out`` (default: the model's own directory), its tables compact; min_prob is then calibrated on dev
@@ -71,6 +72,7 @@ def main() -> None:
     args = ap.parse_args()
     from bitextmine.config import SecondStageConfig
     from bitextmine.errors import ModelFormatError
+    from bitextmine.judge.features import FEATURES
     from bitextmine.judge.store import SecondStage, load_second_stage, save_second_stage, table_file
     from bitextmine.judge.train import fit, split_pairs, train_tables, training_set
     from bitextmine.lexicon import load_table, prune, save_table, vocabulary_fingerprint
@@ -82,7 +84,9 @@ def main() -> None:
     cfg = SecondStageConfig()
     try:
         old = load_second_stage(out, fp) if os.path.isdir(os.path.join(out, "second_stage")) else None
-    except ModelFormatError:  # of an older format: its languages are trained anew, not kept
+    except ModelFormatError:  # unreadable: its languages are trained anew, not kept
+        old = None
+    if old is not None and old.features != FEATURES:  # of an older format: the same
         old = None
     languages = {k: {**v, "classifier": classifier_of(old, k)} for k, v in (old.languages.items() if old else [])}
     for lang in args.langs:
@@ -99,12 +103,12 @@ def main() -> None:
                 save_table(t, os.path.join(args.keep_tables, table_file(a, b)))
         tables = tuple(prune(t, args.ship_floor) for t in full)
         t1 = time.perf_counter()
-        stage = SecondStage(os.path.join(out, "second_stage"), {}, "", fp, {lang: tables})
+        stage = SecondStage(os.path.join(out, "second_stage"), {}, "", fp, {lang: tables}, embeddings=model.embeddings)
         X, y = training_set(pools, model, stage, lang, cfg)
         languages[lang] = {"classifier": fit(X, y, cfg), "min_prob": cfg.min_prob, "floor": cfg.floor,
                            "prior": float(y.mean()), "max_lines": cfg.max_lines,
                            "trained_on": f"../shared/data/train less the held-apart pairs: {len(lexicon):,} pairs for "
-                                         f"the tables (pruned below {args.ship_floor:g}), tasks from {len(pools)} "
+                                         f"the tables (pruned below {tables[0].floor:g}), tasks from {len(pools)} "
                                          f"corpora ({sum(map(len, pools.values())):,} pairs)"}
         save_second_stage(out, {lang: languages[lang]}, {lang: tables}, compact=True)
         save_second_stage(out, languages, {}, "tools/train_second_stage.py (min_prob not calibrated yet)")

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..config import PROB_MIN_PAIRS, MineConfig
 from ..errors import ConfigError, CorpusError
-from .features import Pieces, pair_features
+from .features import Pieces
 from .store import SecondStage
 
 
@@ -63,9 +63,9 @@ def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, t
     ps = Pieces.of(rows, texts[0], None, src_pieces)
     pt = Pieces.of(rows, texts[1], None, tgt_pieces)
     if src_is_english:
-        X = pair_features(stage.tables(lang), pt, ps, r, r, margin[r], cos[r], z)
+        X = stage.pair_features(lang, pt, ps, r, r, margin[r], cos[r], z)
     else:
-        X = pair_features(stage.tables(lang), ps, pt, r, r, margin[r], cos[r], z)
+        X = stage.pair_features(lang, ps, pt, r, r, margin[r], cos[r], z)
     out[ok] = stage.adjusted(lang, X)
     return out
 

@@ -61,7 +61,8 @@ def build_second_stage(model_dir: str, specs, config: SecondStageConfig = Second
             raise ConfigError("a corpus pairs English with English; expected English and another language")
         lexicon, pools = split_pairs(corpora, config.task_pairs, config.seed)
         tables[lang] = train_tables(lexicon, model.tokenizer)
-        stage = SecondStage(os.path.join(model_dir, "second_stage"), {}, "", fp, {lang: tables[lang]})
+        stage = SecondStage(os.path.join(model_dir, "second_stage"), {}, "", fp, {lang: tables[lang]},
+                            embeddings=model.embeddings)
         X, y = training_set(pools, model, stage, lang, config,
                             (lambda n, lang=lang: progress(lang, n)) if progress else None)
         languages[lang] = {"classifier": fit(X, y, config), "min_prob": config.min_prob, "floor": config.floor,

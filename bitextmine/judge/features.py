@@ -16,6 +16,8 @@
   best_fx    same-topic sentence explains its topic's pieces and leaves the rest unexplained
   cover_en, strong_en, best_en   the same of the English line's pieces
   numbers_shared ... chars       what the two texts share on their surface (:mod:`.surface`)
+  align_fx ... worst_en          how well each line's pieces find a counterpart among the other's in the model's
+                                 own space (:mod:`.interaction`); a stage of format 3 or before has none of them
 
 Sides are oriented foreign / English whatever the order of mining, so one classifier per language serves
 both orders. Only the candidate pairs are scored: the cost grows with the lines.
@@ -28,10 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..lexicon import score, score_and_links
+from .interaction import INTERACTION, interaction_features
 from .surface import SURFACE, surface_features
 
-FEATURES = ("margin", "cosine", "z", "length", "ibm_fx", "ibm_en", "llr_fx", "llr_en",
-            "cover_fx", "strong_fx", "best_fx", "cover_en", "strong_en", "best_en") + SURFACE
+BASE = ("margin", "cosine", "z", "length", "ibm_fx", "ibm_en", "llr_fx", "llr_en",
+        "cover_fx", "strong_fx", "best_fx", "cover_en", "strong_en", "best_en") + SURFACE  # second stage format <= 3
+FEATURES = BASE + INTERACTION
 LINK_THRESHOLDS = (0.05, 0.2)  # cover_*, strong_*
 
 
@@ -111,11 +115,15 @@ def ibm1_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.nd
 
 
 def pair_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, margin: np.ndarray,
-                  cosine: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """The :data:`FEATURES` float64 (c, 20) of the candidates (foreign row i, English row j) int (c,) with their
-    margin, cosine and z float (c,)."""
+                  cosine: np.ndarray, z: np.ndarray, vectors: np.ndarray | None = None) -> np.ndarray:
+    """The :data:`FEATURES` float64 (c, 26) of the candidates (foreign row i, English row j) int (c,) with their
+    margin, cosine and z float (c,), ``vectors`` the model's unit piece vectors float32 (V, d)
+    (:func:`bitextmine.judge.interaction.unit_rows`); without them the :data:`BASE` features (c, 20)."""
     i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
     length = np.abs(np.log(np.maximum(fx.lengths(i), 1) / np.maximum(en.lengths(j), 1)))
-    return np.c_[np.asarray(margin, np.float64), np.asarray(cosine, np.float64), np.asarray(z, np.float64),
+    base = np.c_[np.asarray(margin, np.float64), np.asarray(cosine, np.float64), np.asarray(z, np.float64),
                  length, ibm1_features(tables, fx, en, i, j),
                  surface_features(fx.text(i), en.text(j))]
+    if vectors is None:
+        return base
+    return np.c_[base, interaction_features(vectors, fx.take(i), en.take(j))]

@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 
 from ..parallel import ordered_map
-from .features import FEATURES, Pieces, pair_features
+from .features import Pieces
 from .store import SecondStage
 
 # rows int64 (r,) ascending distinct -> Pieces of those rows (a side's texts, tokenised)
@@ -35,7 +35,7 @@ class Judge:
         return float(self.stage.languages[self.lang]["floor"])
 
     def features(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray, z: np.ndarray) -> np.ndarray:
-        """The features float64 (c, 20) (:data:`bitextmine.judge.features.FEATURES`) of the pairs (s, t) int (c,)."""
+        """The features float64 (c, f) (:attr:`SecondStage.features`) of the pairs (s, t) int (c,)."""
         s, t = np.asarray(s, np.int64), np.asarray(t, np.int64)
         return self._features(self._pieces(s, t), s, t, score, cos, z)
 
@@ -54,7 +54,8 @@ class Judge:
         s, t = np.asarray(s, np.int64), np.asarray(t, np.int64)
         pieces = self._pieces(s, t)
         self.stage.tables(self.lang)
-        self.stage.probability(self.lang, np.zeros((0, len(FEATURES))))  # loads the classifier
+        self.stage.vectors()
+        self.stage.probability(self.lang, np.zeros((0, len(self.stage.features))))  # loads the classifier
         cols = [s, t] + [np.asarray(a) for a in (score, cos, z)]
         step = max(1, self.chunk_pairs)
         chunks = (tuple(a[i:i + step] for a in cols) for i in range(0, len(s), step))
@@ -87,12 +88,12 @@ def _hold(stage: SecondStage | None, lang: str | None, swap: bool, pieces: tuple
 
 
 def _features(stage: SecondStage, lang: str, swap: bool, pieces: tuple, s, t, score, cos, z) -> np.ndarray:
-    """:func:`pair_features` of the pairs (s, t) with the sides' ``pieces`` (src, tgt), oriented foreign / English
+    """The stage's features of the pairs (s, t) with the sides' ``pieces`` (src, tgt), oriented foreign / English
     (``swap``: English source)."""
     ps, pt = pieces
     if swap:
-        return pair_features(stage.tables(lang), pt, ps, t, s, score, cos, z)
-    return pair_features(stage.tables(lang), ps, pt, s, t, score, cos, z)
+        return stage.pair_features(lang, pt, ps, t, s, score, cos, z)
+    return stage.pair_features(lang, ps, pt, s, t, score, cos, z)
 
 
 def _chunk_probability(cols: tuple) -> np.ndarray:

@@ -3,15 +3,17 @@ language paired with English, its probability floor and its margin floor) beside
 ``second_stage/ibm1.en-XX.npz`` (t(XX|en)) and ``ibm1.XX-en.npz`` (t(en|XX)), made for the model's
 vocabulary (:mod:`bitextmine.lexicon.ibm1`).
 
-    {"format_version": 3, "features": [...], "chosen_on": "...",
+    {"format_version": 4, "features": [...], "chosen_on": "...",
      "languages": {"fr": {"classifier": "trees", "min_prob": 0.5, "floor": 1.0, "prior": 0.16,
                           "max_lines": 30000, "trained_on": "..."},
-                   "de": {"classifier": "logistic", "mean": [20 numbers], "std": [...], "w": [...], "b": 0.1,
+                   "de": {"classifier": "logistic", "mean": [26 numbers], "std": [...], "w": [...], "b": 0.1,
                           ...}, ...}}
 
 ``classifier``: "trees", gradient-boosted trees in ``second_stage/trees.XX.npz`` (:mod:`bitextmine.judge.trees`),
 or "logistic", the logistic regression's numbers in the JSON (:mod:`bitextmine.judge.logistic`; format 2, still
-read, had only these, without the key).
+read, had only these, without the key). ``features``: format 4 has :data:`bitextmine.judge.features.FEATURES`, the
+interaction of the model's piece vectors among them (so the stage is loaded with the model's table); formats 2
+and 3, still read, the 20 of :data:`bitextmine.judge.features.BASE`.
 ``min_prob``: the probability a pair needs (calibrated on dev data); ``floor``: the margin below which a
 candidate is not judged (dropped), which bounds the cost; ``prior``: the share of translations among the
 training candidates, from which each run's probabilities are adjusted to its own share
@@ -31,11 +33,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelFormatError
-from .features import FEATURES
+from .features import BASE, FEATURES, Pieces, pair_features
 from .logistic import predict
 
-FORMAT_VERSION = 3  # 3: gradient-boosted trees or a logistic regression (2: a logistic regression; 1: 8 features)
-READS = (2, 3)
+# 4: the piece vectors' interaction among the features; 3: gradient-boosted trees or a logistic regression;
+# 2: a logistic regression; 1: 8 features
+FORMAT_VERSION = 4
+READS = (2, 3, 4)
+FEATURES_OF = {2: BASE, 3: BASE, 4: FEATURES}
 FOLDER = "second_stage"
 FILE = "second_stage.json"
 NUMBERS = ("min_prob", "floor", "prior", "max_lines")
@@ -62,7 +67,8 @@ def kind(c: dict) -> str:
 @dataclass
 class SecondStage:
     """A model's second stage: ``languages`` {code: classifier and floors} (module docstring), read from
-    ``folder``; the tables are loaded on first use and kept."""
+    ``folder``; the tables are loaded on first use and kept. ``features``: the names its classifiers take;
+    ``embeddings``: the model's piece table float (V, d), which the interaction features need."""
 
     folder: str
     languages: dict
@@ -70,6 +76,28 @@ class SecondStage:
     fingerprint: str | None = None
     _tables: dict = field(default_factory=dict, repr=False)
     _trees: dict = field(default_factory=dict, repr=False)
+    features: tuple = FEATURES
+    embeddings: np.ndarray | None = field(default=None, repr=False)
+    _vectors: np.ndarray | None = field(default=None, repr=False)
+
+    def vectors(self) -> np.ndarray | None:
+        """The model's unit piece vectors float32 (V, d) when the features need them, else None; made once."""
+        if len(self.features) == len(BASE):
+            return None
+        if self._vectors is None:
+            if self.embeddings is None:
+                raise ModelFormatError(f"{self.folder}: this second stage needs the model's piece vectors; load it "
+                                       "with the model (load_second_stage(..., embeddings=model.embeddings))")
+            from .interaction import unit_rows
+
+            self._vectors = unit_rows(self.embeddings)
+        return self._vectors
+
+    def pair_features(self, lang: str, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, margin: np.ndarray,
+                      cosine: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """The features float64 (c, len(features)) of the candidates (foreign row i, English row j) int (c,) for
+        ``lang``'s classifier (:func:`bitextmine.judge.features.pair_features`)."""
+        return pair_features(self.tables(lang), fx, en, i, j, margin, cosine, z, self.vectors())
 
     def tables(self, lang: str) -> tuple:
         """(t(lang|en), t(en|lang)) for ``lang``; ModelFormatError if missing, damaged or for another vocabulary."""
@@ -91,14 +119,14 @@ class SecondStage:
                     arrays = {k: z[k] for k in z.files}
             except (OSError, ValueError) as e:
                 raise ModelFormatError(f"{path}: cannot read the second stage's trees ({e})") from None
-            problem = check_trees(arrays, len(FEATURES))
+            problem = check_trees(arrays, len(self.features))
             if problem:
                 raise ModelFormatError(f"{path}: damaged trees: {problem}")
             self._trees[lang] = arrays
         return self._trees[lang]
 
     def probability(self, lang: str, X: np.ndarray) -> np.ndarray:
-        """P(translation) float64 (c,) of the :data:`FEATURES` rows X float (c, 20) under ``lang``'s classifier,
+        """P(translation) float64 (c,) of the feature rows X float (c, len(features)) under ``lang``'s classifier,
         at the share of translations it was trained with."""
         c = self.languages[lang]
         if kind(c) == "trees":
@@ -120,9 +148,11 @@ class SecondStage:
         return adjust_to_prior(p, float(self.languages[lang]["prior"]))[0]
 
 
-def load_second_stage(model_dir: str, fingerprint: str | None = None) -> SecondStage | None:
-    """The second stage of a model directory, or None when it has none. Raises ModelFormatError when its
-    file is unreadable, of another version, or lacks a number or a table."""
+def load_second_stage(model_dir: str, fingerprint: str | None = None,
+                      embeddings: np.ndarray | None = None) -> SecondStage | None:
+    """The second stage of a model directory, or None when it has none; ``embeddings`` the model's piece table
+    float (V, d) (:attr:`SecondStage.embeddings`). Raises ModelFormatError when its file is unreadable, of
+    another version, or lacks a number or a table."""
     folder = os.path.join(model_dir, FOLDER)
     path = os.path.join(folder, FILE)
     if not os.path.isdir(folder):
@@ -135,7 +165,8 @@ def load_second_stage(model_dir: str, fingerprint: str | None = None) -> SecondS
     except ValueError as e:
         raise ModelFormatError(f"{path}: not JSON ({e})") from None
     _check(data, path, folder)
-    return SecondStage(folder, data["languages"], data.get("chosen_on", ""), fingerprint)
+    return SecondStage(folder, data["languages"], data.get("chosen_on", ""), fingerprint,
+                       features=FEATURES_OF[data["format_version"]], embeddings=embeddings)
 
 
 def _check(data, path: str, folder: str) -> None:
@@ -143,26 +174,27 @@ def _check(data, path: str, folder: str) -> None:
         found = data.get("format_version") if isinstance(data, dict) else None
         raise ModelFormatError(f"{path}: second stage format_version {found!r}; this bitextmine reads "
                                f"{' and '.join(map(str, READS))}")
-    if data.get("features") != list(FEATURES):
-        raise ModelFormatError(f"{path}: features {data.get('features')!r}; expected {list(FEATURES)}")
+    features = FEATURES_OF[data["format_version"]]
+    if data.get("features") != list(features):
+        raise ModelFormatError(f"{path}: features {data.get('features')!r}; expected {list(features)}")
     langs = data.get("languages")
     if not isinstance(langs, dict):
         raise ModelFormatError(f"{path}: no \"languages\" object")
     for lang, c in langs.items():
-        _check_language(lang, c, path, folder)
+        _check_language(lang, c, path, folder, len(features))
 
 
-def _check_language(lang: str, c, path: str, folder: str) -> None:
+def _check_language(lang: str, c, path: str, folder: str, n_features: int) -> None:
     if not isinstance(c, dict) or kind(c) not in CLASSIFIERS:
         raise ModelFormatError(f"{path}: language {lang!r}: expected an object with \"classifier\" one of "
                                f"{', '.join(CLASSIFIERS)}")
     logistic = kind(c) == "logistic"
     numbers = NUMBERS + (LOGISTIC if logistic else ())
     ok = all(isinstance(c.get(k), (int, float)) for k in numbers) and (not logistic or all(
-        isinstance(c.get(k), list) and len(c[k]) == len(FEATURES) and all(isinstance(v, (int, float)) for v in c[k])
+        isinstance(c.get(k), list) and len(c[k]) == n_features and all(isinstance(v, (int, float)) for v in c[k])
         for k in VECTORS))
     if not ok:
-        vectors = f" and {len(FEATURES)} numbers each for {', '.join(VECTORS)}" if logistic else ""
+        vectors = f" and {n_features} numbers each for {', '.join(VECTORS)}" if logistic else ""
         raise ModelFormatError(f"{path}: language {lang!r}: expected numbers {', '.join(numbers)}{vectors}")
     files = [table_file(a, b) for a, b in (("en", lang), (lang, "en"))] + ([] if logistic else [trees_file(lang)])
     for name in files:

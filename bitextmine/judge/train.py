@@ -28,7 +28,7 @@ def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang:
                   config: MineConfig = MineConfig()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mine foreign lines ``fx`` against English lines ``en`` with ``model`` (config's search, every floor off
     but the margin ``floor``) and return the candidates before the 1:1 selection: (foreign row, English row)
-    int64 (c, 2) and their features float64 (c, 20), each distinct pair once."""
+    int64 (c, 2) and their features float64 (c, f) (the stage's), each distinct pair once."""
     from ..encoding import encode
     from ..mining.mine import candidates
     from ..mining.standout import moments_of, pair_standout
@@ -72,7 +72,7 @@ def split_pairs(corpora: dict[str, list], per_corpus: int, seed: int) -> tuple[l
 
 def training_set(pools: dict[str, list], model, stage: SecondStage, lang: str,
                  config: SecondStageConfig = SecondStageConfig(), progress: Callable[[int], None] | None = None):
-    """Features float64 (n, 20) and labels bool (n,) of the candidates of config's tasks (sizes x shares x
+    """Features float64 (n, f) (the stage's) and labels bool (n,) of the candidates of config's tasks (sizes x shares x
     draws, seeded) drawn from each pool of ``pools`` {corpus: [(foreign, English)]} on its own (a task's lines
     share its corpus's domain, as in mining), at the sizes its pairs allow (twice the size at least, and what the
     repeat rules leave). progress gets 1 per task."""
