@@ -152,12 +152,23 @@ def _mining(m: dict) -> str:
             + "\n".join(rows) + "\n")
 
 
+def _features_named(stage) -> str:
+    """What the stage's classifier takes, in words."""
+    from ..judge.features import BASE
+
+    named = "margin, cosine, z, length ratio, IBM model 1 scores"
+    if len(stage.features) == len(BASE):
+        return named + " and the texts' surface"
+    return (named + ", the texts' surface and how well each line's pieces find a counterpart among the other's in "
+            "the model's space")
+
+
 def second_stage_section(stage) -> str:
     """The card's section on a model's second stage (:class:`bitextmine.judge.SecondStage`)."""
     rows = [f"| {lang} | {c['min_prob']:g} | {c['floor']:g} | {int(c['max_lines']):,} | {c.get('trained_on', '')} |"
             for lang, c in sorted(stage.languages.items())]
     return ("## Second stage\n\n`bitextmine mine` judges each candidate pair of these languages with English by a "
-            "classifier over its margin, cosine, z, length ratio and IBM model 1 scores (`second_stage/`), and keeps "
+            f"classifier over its {_features_named(stage)} (`second_stage/`), and keeps "
             "pairs whose probability of translation, adjusted to the run's share of translations, reaches min-prob; "
             f"`filter --score prob` and `score --margin prob` give the same judgement. min-prob: "
             f"{stage.chosen_on or 'not calibrated'}. In a run with a side of more than max lines, the stage gets "
