@@ -31,7 +31,9 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], *, init: Callabl
     The workers are forked, not spawned: spawning re-imports the caller's ``__main__``, which breaks
     scripts without a main guard. Forking a process that holds torch is safe when the children never
     enter OpenMP, which is why ``init`` must set ``torch.set_num_threads(1)`` in a child that uses torch
-    (as torch's own DataLoader workers do).
+    (as torch's own DataLoader workers do). Each worker's BLAS (numpy's matrix products) runs on one
+    thread: with one per core in every worker, small products fought over the cores (measured: `filter
+    --score prob` 3,600 pairs/s against 4,700 on 2 cores).
     """
     workers = workers or os.cpu_count() or 1
     it = iter(items)
@@ -45,7 +47,7 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], *, init: Callabl
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
     gc.freeze()  # the children inherit these objects frozen; this process takes them back below
     try:
-        pool = ctx.Pool(workers, initializer=init, initargs=(*init_args, True))
+        pool = ctx.Pool(workers, initializer=_child_init, initargs=(init, init_args))
     finally:
         gc.unfreeze()
     with pool:
@@ -56,6 +58,18 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], *, init: Callabl
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+
+
+def _child_init(init: Callable[..., None], init_args: tuple) -> None:
+    """A worker's set-up: its BLAS on one thread (the processes are the parallelism), then ``init``. Where
+    threadpoolctl is missing (a copy of the sources run without installing them), BLAS keeps its threads."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
+    if threadpool_limits is not None:
+        threadpool_limits(1, user_api="blas")
+    init(*init_args, child=True)
 
 
 @contextlib.contextmanager
