@@ -586,6 +586,8 @@ def test_a_stage_of_trees_is_checked_on_load_and_an_older_stage_still_reads(toy_
     stage = load_second_stage(toy_stage_dir)
     assert stage.languages["de"]["classifier"] == "trees"  # the default
     assert stage.features == FEATURES
+    with pytest.raises(ModelFormatError, match="needs the model's piece vectors"):
+        stage.vectors()  # loaded without the model's table
     X = np.random.default_rng(0).normal(size=(20, len(FEATURES)))
     p = stage.probability("de", X)
     assert p.shape == (20,) and ((p > 0) & (p < 1)).all()
