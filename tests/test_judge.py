@@ -141,6 +141,9 @@ def test_interaction_features_against_the_obvious_computation():
         (af, cf, wf), (ae, ce, we) = want
         assert np.allclose(got[row], [af, ae, cf, ce, wf, we], atol=1e-5)
     assert np.allclose(unit_rows(np.array([[3.0, 4.0], [0.0, 0.0]])), [[0.6, 0.8], [0, 0]])
+    none = (np.zeros(0, np.int64), np.zeros(3, np.int64))  # a side none of whose lines has a piece
+    assert (interaction_features(vectors, fx.take(i[:3]), none) == 0).all()
+    assert (interaction_features(vectors, none, none) == 0).all()
 
 
 def test_adjusting_to_the_prior_finds_a_sets_share_and_calibrates_it():

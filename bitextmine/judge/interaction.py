@@ -36,6 +36,7 @@ def interaction_features(vectors: np.ndarray, fx: tuple, en: tuple) -> np.ndarra
     vectors (:func:`unit_rows`), ``fx`` and ``en`` each the pairs' pieces in the flat layout (ids int (total,),
     offsets int (c,)) (:meth:`bitextmine.judge.features.Pieces.take`). A line without pieces has 0 throughout."""
     lf, le = _lengths(*fx), _lengths(*en)
+    fx, en = _with_pad(*fx), _with_pad(*en)
     out = np.zeros((len(lf), len(INTERACTION)), np.float64)
     order = np.argsort(np.maximum(lf, le), kind="stable")  # batches of similar lengths: little padding
     longest = np.maximum(np.maximum(lf, le)[order], 1) * vectors.shape[1]
@@ -54,13 +55,20 @@ def _lengths(ids: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return np.diff(np.asarray(offsets, np.int64), append=len(ids))
 
 
+def _with_pad(ids: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ids int64 (total + 1,) ending in the padding's id 0, offsets int64 (c,)): a side whose lines have no
+    pieces at all still has an id to pad with."""
+    return np.append(np.asarray(ids, np.int64), 0), np.asarray(offsets, np.int64)
+
+
 def _padded(ids: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, rows: np.ndarray):
-    """(ids int64 (b, L), mask bool (b, L)) of pairs ``rows``' pieces, L their longest (at least 1)."""
+    """(ids int64 (b, L), mask bool (b, L)) of pairs ``rows``' pieces, L their longest (at least 1); ``ids`` with
+    the padding's id last (:func:`_with_pad`)."""
     n = lengths[rows]
     width = max(1, int(n.max(initial=0)))
     mask = np.arange(width)[None, :] < n[:, None]
-    at = np.asarray(offsets, np.int64)[rows][:, None] + np.arange(width)[None, :]
-    return np.where(mask, np.asarray(ids, np.int64)[np.minimum(at, max(len(ids) - 1, 0))], 0), mask
+    at = np.where(mask, offsets[rows][:, None] + np.arange(width)[None, :], len(ids) - 1)
+    return ids[at], mask
 
 
 def _batch(vectors: np.ndarray, f: tuple, e: tuple) -> np.ndarray:
