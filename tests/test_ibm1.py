@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from bitextmine.errors import ConfigError, ModelFormatError
-from bitextmine.lexicon import (LexicalTable, best_links, load_table, save_table, score, score_and_links, score_both, train_ibm1,
-                                vocabulary_fingerprint)
+from bitextmine.lexicon import (LexicalTable, best_links, load_table, save_table, score, score_and_links, score_both,
+                                train_ibm1, vocabulary_fingerprint)
 from conftest import toy_corpus
 
 

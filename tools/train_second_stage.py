@@ -103,7 +103,8 @@ def main() -> None:
                 save_table(t, os.path.join(args.keep_tables, table_file(a, b)))
         tables = tuple(prune(t, args.ship_floor) for t in full)
         t1 = time.perf_counter()
-        stage = SecondStage(os.path.join(out, "second_stage"), {}, "", fp, {lang: tables}, embeddings=model.embeddings)
+        stage = SecondStage(os.path.join(out, "second_stage"), {}, "", fp, {lang: tables},
+                            embeddings=model.embeddings)
         X, y = training_set(pools, model, stage, lang, cfg)
         languages[lang] = {"classifier": fit(X, y, cfg), "min_prob": cfg.min_prob, "floor": cfg.floor,
                            "prior": float(y.mean()), "max_lines": cfg.max_lines,

@@ -62,10 +62,7 @@ def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, t
     z = pair_standout(cos[r], r, r, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
     ps = Pieces.of(rows, texts[0], None, src_pieces)
     pt = Pieces.of(rows, texts[1], None, tgt_pieces)
-    if src_is_english:
-        X = stage.pair_features(lang, pt, ps, r, r, margin[r], cos[r], z)
-    else:
-        X = stage.pair_features(lang, ps, pt, r, r, margin[r], cos[r], z)
+    X = stage.pair_features(lang, ps, pt, r, r, margin[r], cos[r], z, src_is_english)
     out[ok] = stage.adjusted(lang, X)
     return out
 

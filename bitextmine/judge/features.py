@@ -107,7 +107,11 @@ def ibm1_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.nd
     """(:func:`lexical_features`, then cover_fx, strong_fx, best_fx, cover_en, strong_en, best_en) float64 (c, 10)
     of the candidates (foreign row i, English row j) int (c,): one look-up of each pair's pieces a direction
     (:func:`bitextmine.lexicon.score_and_links`)."""
-    e, f = en.take(j), fx.take(i)
+    return _ibm1(tables, fx, en, i, j, fx.take(i), en.take(j))
+
+
+def _ibm1(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, f: tuple, e: tuple) -> np.ndarray:
+    """:func:`ibm1_features` with the pairs' pieces already taken: f = fx.take(i), e = en.take(j)."""
     ibm_fx, links_fx = score_and_links(tables[0], e, f, LINK_THRESHOLDS)
     ibm_en, links_en = score_and_links(tables[1], f, e, LINK_THRESHOLDS)
     own = np.stack([ibm_fx, ibm_en], axis=1).astype(np.float64)
@@ -120,10 +124,11 @@ def pair_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.nd
     margin, cosine and z float (c,), ``vectors`` the model's unit piece vectors float32 (V, d)
     (:func:`bitextmine.judge.interaction.unit_rows`); without them the :data:`BASE` features (c, 20)."""
     i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
+    f, e = fx.take(i), en.take(j)
     length = np.abs(np.log(np.maximum(fx.lengths(i), 1) / np.maximum(en.lengths(j), 1)))
     base = np.c_[np.asarray(margin, np.float64), np.asarray(cosine, np.float64), np.asarray(z, np.float64),
-                 length, ibm1_features(tables, fx, en, i, j),
+                 length, _ibm1(tables, fx, en, i, j, f, e),
                  surface_features(fx.text(i), en.text(j))]
     if vectors is None:
         return base
-    return np.c_[base, interaction_features(vectors, fx.take(i), en.take(j))]
+    return np.c_[base, interaction_features(vectors, f, e)]

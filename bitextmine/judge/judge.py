@@ -43,7 +43,7 @@ class Judge:
         return self.pieces["src"](np.unique(s)), self.pieces["tgt"](np.unique(t))
 
     def _features(self, pieces: tuple, s, t, score, cos, z) -> np.ndarray:
-        return _features(self.stage, self.lang, self.swap, pieces, s, t, score, cos, z)
+        return self.stage.pair_features(self.lang, *pieces, s, t, score, cos, z, self.swap)
 
     def probability(self, s: np.ndarray, t: np.ndarray, score: np.ndarray, cos: np.ndarray,
                     z: np.ndarray) -> np.ndarray:
@@ -87,15 +87,6 @@ def _hold(stage: SecondStage | None, lang: str | None, swap: bool, pieces: tuple
     _HELD = (stage, lang, swap, pieces)
 
 
-def _features(stage: SecondStage, lang: str, swap: bool, pieces: tuple, s, t, score, cos, z) -> np.ndarray:
-    """The stage's features of the pairs (s, t) with the sides' ``pieces`` (src, tgt), oriented foreign / English
-    (``swap``: English source)."""
-    ps, pt = pieces
-    if swap:
-        return stage.pair_features(lang, pt, ps, t, s, score, cos, z)
-    return stage.pair_features(lang, ps, pt, s, t, score, cos, z)
-
-
 def _chunk_probability(cols: tuple) -> np.ndarray:
     stage, lang, swap, pieces = _HELD
-    return stage.probability(lang, _features(stage, lang, swap, pieces, *cols))
+    return stage.probability(lang, stage.pair_features(lang, *pieces, *cols, swap))

@@ -93,11 +93,14 @@ class SecondStage:
             self._vectors = unit_rows(self.embeddings)
         return self._vectors
 
-    def pair_features(self, lang: str, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, margin: np.ndarray,
-                      cosine: np.ndarray, z: np.ndarray) -> np.ndarray:
-        """The features float64 (c, len(features)) of the candidates (foreign row i, English row j) int (c,) for
-        ``lang``'s classifier (:func:`bitextmine.judge.features.pair_features`)."""
-        return pair_features(self.tables(lang), fx, en, i, j, margin, cosine, z, self.vectors())
+    def pair_features(self, lang: str, src: Pieces, tgt: Pieces, s: np.ndarray, t: np.ndarray, margin: np.ndarray,
+                      cosine: np.ndarray, z: np.ndarray, src_is_english: bool = False) -> np.ndarray:
+        """The features float64 (c, len(features)) of the candidates (src row s, tgt row t) int (c,) for ``lang``'s
+        classifier (:func:`bitextmine.judge.features.pair_features`), oriented foreign / English whatever the
+        order of the run (``src_is_english``: the English side is the source)."""
+        if src_is_english:
+            src, tgt, s, t = tgt, src, t, s
+        return pair_features(self.tables(lang), src, tgt, s, t, margin, cosine, z, self.vectors())
 
     def tables(self, lang: str) -> tuple:
         """(t(lang|en), t(en|lang)) for ``lang``; ModelFormatError if missing, damaged or for another vocabulary."""
