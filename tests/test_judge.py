@@ -548,6 +548,40 @@ def test_partner_means_and_reference_margins_against_the_obvious_computation():
     assert got == pytest.approx(full, abs=1e-5)
 
 
+def test_task_features_give_reference_margins_above_the_stage_max_lines(toy_stage_dir):
+    """The stage's tasks are mined as `mine` mines a run: own margins up to the stage's max_lines, above it the
+    reference margins of the candidates (samples of max_lines rows a side, the run's seed)."""
+    from bitextmine.encoding import encode
+    from bitextmine.judge.train import task_features
+    from bitextmine.mining.mine import candidates
+    from bitextmine.mining.reference import reference_margins
+    from bitextmine.model import load_model
+
+    model = load_model(toy_stage_dir)
+    stage, config = model.second_stage, MineConfig()
+    src, tgt = toy_corpus(60, seed=31)
+    fx, en = src[:50], tgt[10:60]  # 40 translations, 10 lines a side without one
+    x, y = encode(fx, model), encode(en, model)
+    f, b, _ = candidates(x, y, config)
+    pairs = {(int(a), int(c)): (float(m), float(co)) for a, c, m, co in zip(*(np.concatenate(v) for v in zip(f, b)))}
+    limit = stage.languages["de"]["max_lines"]
+    try:
+        for lines, own in ((len(fx), True), (20, False)):
+            stage.languages["de"]["max_lines"] = lines
+            cands, X = task_features(fx, en, model, stage, "de", -np.inf)
+            assert sorted(map(tuple, cands.tolist())) == sorted(pairs)  # every distinct candidate, floor off
+            s, t = cands[:, 0], cands[:, 1]
+            cos = np.array([pairs[(a, c)][1] for a, c in cands.tolist()], np.float32)
+            want = (np.array([pairs[(a, c)][0] for a, c in cands.tolist()]) if own else
+                    reference_margins(s, t, cos, {"src": lambda r: x[r], "tgt": lambda r: y[r]},
+                                      {"src": len(x), "tgt": len(y)}, lines, config.k, config.seed))
+            assert X[:, 0] == pytest.approx(want, abs=1e-6)
+            mine = np.array([pairs[(a, c)][0] for a, c in cands.tolist()])
+            assert own or ((X[:, 0] >= mine - 1e-6).all() and (X[:, 0] > mine + 1e-3).any())  # fewer rows: higher
+    finally:
+        stage.languages["de"]["max_lines"] = limit
+
+
 def slow_log_odds(trees: dict, x: np.ndarray) -> float:
     """One row's log-odds, walking each tree node by node: the obvious reference for trees.log_odds."""
     total = float(trees["baseline"])

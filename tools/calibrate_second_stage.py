@@ -17,7 +17,8 @@ alone, which `mine` also applies with it). The table: per language, kind, share 
 recall) at the chosen floor, and the best F1 of any floor chosen after the fact for that cell alone.
 ``--write`` stores the floors in the model's second_stage/second_stage.json, and as each language's
 ``max_lines`` the largest task it was calibrated on (the stage judges a run's own margins up to what was measured,
-reference margins above it).
+reference margins above it), or ``--max-lines`` R: tasks with a side of more than R lines are then mined with
+reference margins from samples of R rows (:mod:`bitextmine.mining.reference`), as `mine` mines them.
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dense-loss", type=float, default=0.005,
                     help="the F1 at the densest share may fall at most this much below mining without the stage")
+    ap.add_argument("--max-lines", type=int, default=0,
+                    help="the stage judges own margins up to this many lines a side and reference margins above it, "
+                         "as mine does (0: the model's max_lines); --write stores it")
     ap.add_argument("--write", action="store_true", help="store each language's chosen floor in the model")
     ap.add_argument("--json", default="", help="also write the cells here")
     args = ap.parse_args()
@@ -126,6 +130,8 @@ def main() -> None:
 
     model = load_model(args.model)
     stage = model.second_stage
+    for lang in args.langs if args.max_lines else ():
+        stage.languages[lang]["max_lines"] = args.max_lines
     chosen, cells, largest = {}, {}, {}
     print("| language | tasks | gold share | lines a side | draws | F1 (P / R) at the chosen min-prob | best F1 of any "
           "min-prob for the cell | F1 without the second stage |")
@@ -139,7 +145,7 @@ def main() -> None:
         keeps = [p for p in GRID if np.mean([prf_at(c, p)[2] for c in dense]) >= without - args.dense_loss]
         best = max(keeps or GRID, key=lambda p: (f1[p], -abs(p - 0.5)))
         chosen[lang] = float(best)
-        largest[lang] = max(c["lines"] for _, _, _, c in tasks)
+        largest[lang] = args.max_lines or max(c["lines"] for _, _, _, c in tasks)
         for kind, share, label in sorted({(k, s, lb) for k, s, lb, _ in tasks}, key=lambda x: (x[0] != "pool", x[1])):
             mine = [c for k, s, lb, c in tasks if (k, s, lb) == (kind, share, label)]
             at = np.mean([prf_at(c, best) for c in mine], axis=0)
@@ -161,11 +167,12 @@ def main() -> None:
             data = json.load(f)
         for lang, p in chosen.items():
             data["languages"][lang]["min_prob"] = p
-            data["languages"][lang]["max_lines"] = largest[lang]  # own margins up to what was measured
+            data["languages"][lang]["max_lines"] = largest[lang]  # own margins up to it, reference margins above
         data["chosen_on"] = ("tools/calibrate_second_stage.py on the sparse dev tasks (gold pairs held apart from the "
                              "model's training or from Tatoeba v1; above the dev pool's size, distractors from the training "
                              f"corpora), shares {args.shares}, sizes {args.sizes}, and news tasks of {args.news_size} lines "
-                             f"at shares {args.news_shares} (de, fr, cs, ru, zh), {args.draws} draws, seed {args.seed}")
+                             f"at shares {args.news_shares} (de, fr, cs, ru, zh), {args.draws} draws, seed {args.seed}"
+                             + (f"; reference margins above {args.max_lines} lines a side" if args.max_lines else ""))
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)
         os.replace(path + ".tmp", path)

@@ -28,7 +28,9 @@ def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang:
                   config: MineConfig = MineConfig()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mine foreign lines ``fx`` against English lines ``en`` with ``model`` (config's search, every floor off
     but the margin ``floor``) and return the candidates before the 1:1 selection: (foreign row, English row)
-    int64 (c, 2) and their features float64 (c, f) (the stage's), each distinct pair once."""
+    int64 (c, 2) and their features float64 (c, f) (the stage's), each distinct pair once. A side of more lines
+    than the stage's ``max_lines`` for ``lang``: the margins (floor and feature) are reference margins, as in
+    `mine` (:func:`bitextmine.mining.calibrated.within_second_stage`)."""
     from ..encoding import encode
     from ..mining.mine import candidates
     from ..mining.standout import moments_of, pair_standout
@@ -37,11 +39,27 @@ def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang:
     f, b, _ = candidates(x, y, config)
     s, t, sc, cos = (np.concatenate(p) for p in zip(f, b))
     _, first = np.unique(s.astype(np.int64) * (len(en) + 1) + t, return_index=True)
-    keep = first[sc[first] >= floor]
+    s, t, sc, cos = s[first], t[first], sc[first], cos[first]
+    limit = int(stage.languages.get(lang, {}).get("max_lines", 0))
+    if limit and max(len(x), len(y)) > limit:  # as mine does above the stage's max_lines
+        sc = _reference(x, y, s, t, cos, limit, config)
+    keep = sc >= floor
     s, t, sc, cos = s[keep], t[keep], sc[keep], cos[keep]
     z = pair_standout(cos, s, t, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
     judge = Judge(stage, lang, False, {"src": _pieces_of(fx, model), "tgt": _pieces_of(en, model)})
     return np.c_[s, t].astype(np.int64), judge.features(s, t, sc, cos, z)
+
+
+def _reference(x: np.ndarray, y: np.ndarray, s: np.ndarray, t: np.ndarray, cos: np.ndarray, lines: int,
+               config: MineConfig) -> np.ndarray:
+    """The reference margins float32 (c,) of the pairs (x row s, y row t) int (c,) with cosines cos float (c,), as
+    the staged run gives them (:func:`bitextmine.mining.reference.reference_margins`, samples of ``lines`` rows)."""
+    from ..device import resolve_device
+    from ..mining.reference import reference_margins
+
+    rows = {"src": lambda r: x[r], "tgt": lambda r: y[r]}
+    return reference_margins(s, t, cos, rows, {"src": len(x), "tgt": len(y)}, lines, config.k, config.seed,
+                             config.margin, device=resolve_device(config.device), precision=config.precision)
 
 
 def _pieces_of(texts: list[str], model) -> Callable[[np.ndarray], Pieces]:
