@@ -102,7 +102,7 @@ def test_lexical_features_are_ibm1_scores_and_their_ratio_to_the_null_background
 
     e, f = en.take(j), fx.take(i)
     apart = np.c_[got, best_links(fwd, e, f, LINK_THRESHOLDS), best_links(bwd, f, e, LINK_THRESHOLDS)]
-    assert ibm1_features((fwd, bwd), fx, en, i, j).tolist() == apart.tolist()
+    assert ibm1_features((fwd, bwd), fx, en, i, j, f, e).tolist() == apart.tolist()
 
 
 def two_classes(n: int, share: float, seed: int):

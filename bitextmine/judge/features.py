@@ -103,15 +103,12 @@ def _with_background(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np
     return np.c_[own, own - base]
 
 
-def ibm1_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+def ibm1_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, f: tuple,
+                  e: tuple) -> np.ndarray:
     """(:func:`lexical_features`, then cover_fx, strong_fx, best_fx, cover_en, strong_en, best_en) float64 (c, 10)
-    of the candidates (foreign row i, English row j) int (c,): one look-up of each pair's pieces a direction
-    (:func:`bitextmine.lexicon.score_and_links`)."""
-    return _ibm1(tables, fx, en, i, j, fx.take(i), en.take(j))
-
-
-def _ibm1(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, f: tuple, e: tuple) -> np.ndarray:
-    """:func:`ibm1_features` with the pairs' pieces already taken: f = fx.take(i), e = en.take(j)."""
+    of the candidates (foreign row i, English row j) int (c,), whose pieces f = fx.take(i) and e = en.take(j) the
+    caller has taken (:func:`pair_features` takes them once for these and the interaction): one look-up of each
+    pair's pieces a direction (:func:`bitextmine.lexicon.score_and_links`)."""
     ibm_fx, links_fx = score_and_links(tables[0], e, f, LINK_THRESHOLDS)
     ibm_en, links_en = score_and_links(tables[1], f, e, LINK_THRESHOLDS)
     own = np.stack([ibm_fx, ibm_en], axis=1).astype(np.float64)
@@ -127,7 +124,7 @@ def pair_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.nd
     f, e = fx.take(i), en.take(j)
     length = np.abs(np.log(np.maximum(fx.lengths(i), 1) / np.maximum(en.lengths(j), 1)))
     base = np.c_[np.asarray(margin, np.float64), np.asarray(cosine, np.float64), np.asarray(z, np.float64),
-                 length, _ibm1(tables, fx, en, i, j, f, e),
+                 length, ibm1_features(tables, fx, en, i, j, f, e),
                  surface_features(fx.text(i), en.text(j))]
     if vectors is None:
         return base
