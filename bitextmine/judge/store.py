@@ -102,6 +102,13 @@ class SecondStage:
             src, tgt, s, t = tgt, src, t, s
         return pair_features(self.tables(lang), src, tgt, s, t, margin, cosine, z, self.vectors())
 
+    def reference_lines(self, lang: str, rows: tuple) -> int:
+        """The rows R of the samples from which ``lang``'s stage is given reference margins in a run whose sides have
+        ``rows`` distinct lines (one int per side): its ``max_lines`` when a side has more, else 0 (the run's own
+        margins; :mod:`bitextmine.mining.reference`)."""
+        limit = int(self.languages[lang]["max_lines"])
+        return limit if max(rows) > limit else 0
+
     def tables(self, lang: str) -> tuple:
         """(t(lang|en), t(en|lang)) for ``lang``; ModelFormatError if missing, damaged or for another vocabulary."""
         from ..lexicon import load_table

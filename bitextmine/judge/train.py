@@ -40,8 +40,8 @@ def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang:
     s, t, sc, cos = (np.concatenate(p) for p in zip(f, b))
     _, first = np.unique(s.astype(np.int64) * (len(en) + 1) + t, return_index=True)
     s, t, sc, cos = s[first], t[first], sc[first], cos[first]
-    limit = int(stage.languages.get(lang, {}).get("max_lines", 0))
-    if limit and max(len(x), len(y)) > limit:  # as mine does above the stage's max_lines
+    limit = stage.reference_lines(lang, (len(x), len(y))) if lang in stage.languages else 0  # none while training it
+    if limit:  # as mine does above the stage's max_lines
         sc = _reference(x, y, s, t, cos, limit, config)
     keep = sc >= floor
     s, t, sc, cos = s[keep], t[keep], sc[keep], cos[keep]

@@ -173,8 +173,8 @@ def within_second_stage(choice: Choice, stage, rows: tuple[int, int], min_lines:
     chosen on, the stage given a run's own margins drops translations (a stage calibrated up to 3,000 lines kept
     12 % of the translations at 200,000 lines a side, against 61 % without it: docs/benchmarks.md), so it is
     given margins as sides of ``max_lines`` give them (:mod:`bitextmine.mining.reference`)."""
-    limit = int(stage.languages[choice.judged]["max_lines"])
-    if max(rows) > limit:
+    limit = stage.reference_lines(choice.judged, rows)
+    if limit:
         return replace(choice, reference_lines=limit, side_lines=max(rows))
     if min(rows) < min_lines:
         why = f"{min(rows):,} distinct lines on a side, below the {min_lines:,} it applies from"
