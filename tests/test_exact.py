@@ -188,3 +188,35 @@ def test_one_direction_gives_what_both_give(direction):
 
     with pytest.raises(ConfigError, match="direction"):
         knn_both(x, y, 4, direction="sideways")
+
+
+@pytest.mark.parametrize("kw, cols, rows, direction", [
+    (dict(tile_rows=32, tile_cols=48, block_rows=64), 40, 25, "both"),
+    (dict(candidates=5, tile_rows=16, tile_cols=32, shard_rows=70), 60, 50, "both"),  # rows searched again
+    (dict(tile_rows=32, tile_cols=48), 3, 0, "both"),  # fewer sampled rows than k, and none
+    (dict(tile_rows=32, tile_cols=48), 40, 25, "xy"),
+    (dict(precision="fp32", tile_rows=48, tile_cols=80), 40, 25, "yx"),
+])
+def test_lists_among_a_sample_match_brute_force_and_leave_the_knn_as_it_was(kw, cols, rows, direction):
+    rng = np.random.default_rng(cols * 3 + rows)
+    x, y = unit(rng, 230), unit(rng, 170)
+    y[9] = y[4]  # a tie inside the sample
+    cs = np.sort(np.append(rng.choice(np.arange(10, 170), max(cols - 2, 0), replace=False), [4, 9][:cols]))
+    rs = np.sort(rng.choice(230, rows, replace=False)).astype(np.int64)
+    sample = exact.Sample(cs.astype(np.int64), rs, 5)
+    got = knn_both(x, y, 4, sample=sample, direction=direction, **kw)
+    plain = knn_both(x, y, 4, direction=direction, **kw)
+    for a, b in zip(got[:4], plain[:4]):
+        assert (a is None and b is None) or np.array_equal(a, b)
+    Dxs, Ixs, Dys, Iys = got[4]["sample"]
+    for D, I, q, o, among, kept in ((Dxs, Ixs, x, y, sample.cols, direction != "yx"),
+                                    (Dys, Iys, y, x, sample.rows, direction != "xy")):
+        if not kept:
+            assert D is None and I is None
+            continue
+        want_D, want_I = brute(q, o[among], min(5, len(among)))
+        np.testing.assert_array_equal(I, among[want_I])
+        np.testing.assert_allclose(D, want_D, atol=1e-6)
+        assert D.shape == (len(q), min(5, len(among))) and D.dtype == np.float32 and I.dtype == np.int64
+    if kw.get("candidates") == 5:
+        assert sum(got[4]["sample_refined"]) > 0  # the float32 re-search among the sample ran

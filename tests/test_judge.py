@@ -3,6 +3,7 @@ the model-directory format, its place in the selection, and a build-then-mine ru
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import os
@@ -483,7 +484,11 @@ def test_an_export_carries_the_second_stage_and_mines_the_same_pairs(toy_stage_d
     assert "second stage" in one.info["settings"] and "second stage" in two.info["settings"]
 
 
-def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_samples(toy_stage_dir, tmp_path):
+@pytest.mark.parametrize("how", ["one cell", "cells", "ivf"])
+def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_samples(toy_stage_dir, tmp_path, how):
+    """The reference margins, whether the exact cells keep each line's best among the samples (one cell or
+    many) or a search of their own finds them (an IVF run), against brute force."""
+    from bitextmine.config import PipelineConfig
     from bitextmine.encoding.embed import SentenceEmbedder
     from bitextmine.mining.reference import sample_rows
     from bitextmine.model import load_model
@@ -497,9 +502,15 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
     json.dump(data, open(path, "w"))
     src, tgt, truth = sparse_toy_task(tmp_path)  # 300 distinct lines a side
     model = load_model(small)
-    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",))
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",),
+                            index="ivf" if how == "ivf" else "auto", nlist=8)
+    pipeline = PipelineConfig(chunk_lines=70 if how == "cells" else PipelineConfig.chunk_lines,
+                              work_dir=str(tmp_path / "w"))
     out = io.StringIO()
-    stats = mine_files(src, tgt, out, model=model, config=floors_off, ids=True, src_lang="de", tgt_lang="en")
+    stats = mine_files(src, tgt, out, model=model, config=floors_off, pipeline=pipeline, ids=True, src_lang="de",
+                       tgt_lang="en")
+    lists = glob.glob(str(tmp_path / "w" / "*" / "sample100-*.npz"))
+    assert len(lists) == (0 if how == "ivf" else 10 if how == "cells" else 2)
     assert ("margins against samples of 100 lines a side (a side has 300 distinct lines"
             in stats.info["settings"]) and "second-stage:de" in stats.signature
     rows = [r.split("\t") for r in out.getvalue().splitlines()]

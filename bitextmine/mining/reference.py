@@ -12,7 +12,9 @@ run's margin floors) the *reference margin* of each candidate pair (x, y):
     reference margin = cos(x, y) / ((m_x + m_y) / 2)      (ratio; distance: cos - (m_x + m_y) / 2)
 
 which is the margin the pair has in a run of R + 1 lines a side drawn from the same sides. Cost: one search of
-every candidate's lines among R rows, (n + m) x R products, against n x m for the run's own search.
+every candidate's lines among R rows, (n + m) x R products, against n x m for the run's own search; none when
+the run's own exact pass keeps each line's best among the sample as well (:class:`bitextmine.search.exact.Sample`,
+the staged run's flat search), which only adds a selection to it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size, replace=False)).astype(np.int64)
 
 
+def sample_for(side: str, sizes: dict, lines: int, seed: int) -> np.ndarray:
+    """The rows (ascending int64) of the other side that ``side`` ("src" or "tgt")'s lines are compared with:
+    ``lines`` of its ``sizes[other]`` rows, drawn with a seed of ``seed`` and the side."""
+    other, salt = ("tgt", 1) if side == "src" else ("src", 2)
+    return sample_rows(sizes[other], lines, seed * 2 + salt)
+
+
 def partner_means(D: np.ndarray, I: np.ndarray, partner: np.ndarray, partner_cos: np.ndarray, k: int) -> np.ndarray:
     """float32 (c,): for each row, the mean of the k best among its found cosines D float (c, j) (rows ids I int
     (c, j); -inf where none) other than its partner's, and its partner's cosine ``partner_cos`` float (c,)
@@ -44,18 +53,28 @@ def partner_means(D: np.ndarray, I: np.ndarray, partner: np.ndarray, partner_cos
     return neighbour_means(-np.sort(-V, axis=1)[:, :k])
 
 
-def _side_means(q: np.ndarray, partner: np.ndarray, cos: np.ndarray, rows_of: RowsOf, sample: np.ndarray,
-                Y: np.ndarray, k: int, search: dict) -> np.ndarray:
-    """:func:`partner_means` of each candidate's line ``q`` int (c,) among the sample rows Y (ids ``sample``)."""
+def _side_lists(q: np.ndarray, rows_of: RowsOf, sample: np.ndarray, Y: np.ndarray, k: int,
+                search: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The k best cosines (D float32 (c, k), -inf where none) and their row ids (I int64) of each line q int (c,)
+    among the sample rows Y (ids ``sample``)."""
     from ..search.exact import knn_both
 
     lines, at = np.unique(q, return_inverse=True)
-    D = np.full((len(lines), k + 1), -np.inf, np.float32)
-    I = np.full((len(lines), k + 1), -1, np.int64)
+    D = np.full((len(lines), k), -np.inf, np.float32)
+    I = np.full((len(lines), k), -1, np.int64)
     for a in range(0, len(lines), QUERY_BLOCK):
-        Da, Ia, _, _, _ = knn_both(rows_of(lines[a:a + QUERY_BLOCK]), Y, k + 1, direction="xy", **search)
+        Da, Ia, _, _, _ = knn_both(rows_of(lines[a:a + QUERY_BLOCK]), Y, k, direction="xy", **search)
         D[a:a + len(Da), :Da.shape[1]], I[a:a + len(Da), :Da.shape[1]] = Da, sample[Ia]
-    return partner_means(D[at.reshape(-1)], I[at.reshape(-1)], partner, cos, k)
+    return D[at.reshape(-1)], I[at.reshape(-1)]
+
+
+def listed_margins(s: np.ndarray, t: np.ndarray, cos: np.ndarray, lists: dict, k: int, kind: str = "ratio") -> np.ndarray:
+    """The reference margin float32 (c,) of the candidate pairs (s[i], t[i]) int (c,) with cosine cos float (c,),
+    from ``lists`` {"src": (D float (c, k + 1), I int (c, k + 1)) the k + 1 best cosines and row ids of each
+    pair's source line among its sample (:func:`sample_for`; -inf / -1 where none), "tgt": the same of its
+    target line}."""
+    means = [partner_means(*lists["src"], t, cos, k), partner_means(*lists["tgt"], s, cos, k)]
+    return margin_scores(np.asarray(cos, np.float32), means[0], means[1], kind)
 
 
 def reference_margins(s: np.ndarray, t: np.ndarray, cos: np.ndarray, rows_of: dict, sizes: dict, lines: int, k: int,
@@ -66,8 +85,8 @@ def reference_margins(s: np.ndarray, t: np.ndarray, cos: np.ndarray, rows_of: di
     s, t, cos = np.asarray(s, np.int64), np.asarray(t, np.int64), np.asarray(cos, np.float32)
     if len(s) == 0:
         return np.zeros(0, np.float32)
-    means = []
-    for side, other, q, p, salt in (("src", "tgt", s, t, 1), ("tgt", "src", t, s, 2)):
-        sample = sample_rows(sizes[other], lines, seed * 2 + salt)
-        means.append(_side_means(q, p, cos, rows_of[side], sample, rows_of[other](sample), k, search))
-    return margin_scores(cos, means[0], means[1], kind)
+    lists = {}
+    for side, other, q in (("src", "tgt", s), ("tgt", "src", t)):
+        sample = sample_for(side, sizes, lines, seed)
+        lists[side] = _side_lists(q, rows_of[side], sample, rows_of[other](sample), k + 1, search)
+    return listed_margins(s, t, cos, lists, k, kind)

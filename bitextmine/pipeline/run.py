@@ -49,6 +49,7 @@ class _Run:
         self.computed: dict[str, int] = {}
         self.live: dict = {}
         self.recall: list | None = None
+        self.sample: dict | None = None  # the cells' samples (stages.knn_cell), when the search keeps lists among them
 
     def stage(self, name: str, fn, tasks: list[tuple[str | tuple | None, tuple]], gpu: bool = False) -> list:
         """Run ``fn(*args)`` for each (output file or files, args) whose outputs do not all exist and verify yet
@@ -84,7 +85,7 @@ def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: 
 
 # the files each setting's results live in: resuming with it changed removes them and computes them again
 _MARGINS = ("*/cand-*",)
-_KNN = ("knn/*", "*/nn-*", "*/mean-*", *_MARGINS)
+_KNN = ("knn/*", "*/nn-*", "*/mean-*", "*/sample*", *_MARGINS)
 _INDEX = ("index/*", *_KNN)
 REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed", "ivf_backend"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
@@ -118,21 +119,26 @@ def _encode(run: _Run, sources: dict, model, encode_configs: dict) -> None:
                    for c in range(len(plan["chunks"]))], gpu=True)
 
 
-def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict) -> None:
+def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict, reference: int = 0) -> None:
     """k-NN both ways, each direction searched once: exact cells (:func:`stages.knn_cell`, one pass for both
     directions when both search a flat side) for directions searching a flat side, IVF shards for the others
-    (``kinds``: the index of each searched side); then reduce and margins per chunk."""
+    (``kinds``: the index of each searched side); then reduce and margins per chunk. ``reference`` > 0 with
+    both sides flat: the cells' pass also keeps each row's best among samples of that many rows of the other
+    side (run.sample: the lists :func:`_reference` reads)."""
     from ..device import knn_backend, resolve_device
 
     w, off = run.work, run.offsets
     live = {s: [c for c in range(len(off[s]) - 1) if off[s][c + 1] > off[s][c]] for s in SIDES}
     flat = [s for s in SIDES if kinds[s] == "flat"]
+    if reference and len(flat) == 2:
+        run.sample = {"lines": reference, "seed": config.seed, "k": config.k + 1}
     if flat:  # x = a source chunk, y = a target chunk: xy searches the targets
         search = {"k": config.k, "candidates": config.candidates, "block_rows": config.block_size,
                   "shard_rows": config.shard_rows, "device": resolve_device(config.device),
                   "precision": config.precision, "direction": "both" if len(flat) == 2 else
                   ("xy" if flat == ["tgt"] else "yx")}
-        run.stage("knn", stages.knn_cell, [(stages.cell_file(i, j), (w, run.plans, i, j, off, sources, search))
+        run.stage("knn", stages.knn_cell, [(stages.cell_file(i, j, run.sample),
+                                            (w, run.plans, i, j, off, sources, search, run.sample))
                                            for i in live["src"] for j in live["tgt"]], gpu=True)
     for side in (s for s in SIDES if kinds[s] != "flat"):  # the searched side's index
         backend = "torch" if knn_backend(kinds[side], config.device) == "torch" else "faiss"  # FAISS: on the CPU
@@ -150,8 +156,9 @@ def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict) -> None:
                                                     config.block_size, ivf)) for i in live[q] for j in live[side]], gpu=gpu)
     for side, other in (("src", "tgt"), ("tgt", "src")):
         run.stage("reduce", stages.reduce_chunk,
-                  [((stages.nn_file(side, c), stages.mean_file(side, c)),
-                    (w, side, c, live[other], config.k, kinds[other] != "flat"))
+                  [((stages.nn_file(side, c), stages.mean_file(side, c),
+                     *([stages.sample_file(side, c, run.sample)] if run.sample else [])),
+                    (w, side, c, live[other], config.k, kinds[other] != "flat", run.sample))
                    for c in live[side]])
     if config.recall_check:
         run.recall = [_recall(run, side, sources, config) for side in SIDES]
@@ -209,14 +216,19 @@ def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dic
     """fc and bc with each candidate's score replaced by its reference margin
     (:func:`bitextmine.mining.reference.reference_margins`, samples of ``lines`` rows a side, config.seed)."""
     from ..device import resolve_device
-    from ..mining.reference import reference_margins
+    from ..mining.reference import listed_margins, reference_margins
 
     s, t = np.concatenate([fc["row"], bc["other"]]), np.concatenate([fc["other"], bc["row"]])
     cos = np.concatenate([fc["cos"], bc["cos"]])
-    sizes = {side: int(run.offsets[side][-1]) for side in SIDES}
-    rows = {side: _rows_of(run, sources, side) for side in SIDES}
-    score = reference_margins(s, t, cos, rows, sizes, lines, config.k, config.seed, config.margin,
-                              device=resolve_device(config.device), precision=config.precision)
+    if run.sample:  # the search kept each line's best among the samples
+        lists = {side: stages.gather_sample_lists(run.work, side, run.offsets, run.sample, q)
+                 for side, q in (("src", s), ("tgt", t))}
+        score = listed_margins(s, t, cos, lists, config.k, config.margin)
+    else:
+        sizes = {side: int(run.offsets[side][-1]) for side in SIDES}
+        rows = {side: _rows_of(run, sources, side) for side in SIDES}
+        score = reference_margins(s, t, cos, rows, sizes, lines, config.k, config.seed, config.margin,
+                                  device=resolve_device(config.device), precision=config.precision)
     n = len(fc["row"])
     return {**fc, "score": score[:n]}, {**bc, "score": score[n:]}
 
@@ -494,7 +506,7 @@ def mine_files(
         written, rejected = 0, {}
         write = _write_parquet if output_format == "parquet" else _write
         if n_rows["src"] and n_rows["tgt"]:
-            _search(run, sources, config, kinds)
+            _search(run, sources, config, kinds, choice.reference_lines)
             judge = _judge(run, model, choice, encode_config.threads) if choice.judged else None
             pairs = _select(run, config, sources, explain, judge, choice.reference_lines)
             src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)

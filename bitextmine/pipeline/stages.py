@@ -2,9 +2,11 @@
 
 encode     per chunk: its distinct rows' embeddings, float32 (u, d)
 knn        per (source chunk, target chunk) cell: exact k-NN within the cell in the directions that search
-           a flat side (one pass for both), global row ids; or per (chunk, shard): IVF search of the shard
+           a flat side (one pass for both), global row ids; or per (chunk, shard): IVF search of the shard.
+           With a sample (the second stage's reference margins, :mod:`bitextmine.mining.reference`), a flat
+           cell's pass also keeps each row's best among the other side's sampled rows in the cell
 reduce     per chunk of either side: the cells' k best merged (ties to the lower row id) and their mean
-           (over the neighbours found: an IVF search may leave slots empty)
+           (over the neighbours found: an IVF search may leave slots empty); with a sample, its lists too
 margins    per chunk of either side: each row's best candidate by margin score, kept at or above the threshold
 moments    per side (only for --min-z or --explain): sum and d x d sum of outer products of its rows
 texts      per chunk: the texts and every line number of the rows the selection kept
@@ -29,8 +31,14 @@ def emb_file(side: str, c: int) -> str:
     return f"{side}/emb-{c:06d}.npy"
 
 
-def cell_file(i: int, j: int) -> str:
-    return f"knn/cell-{i:06d}-{j:06d}.npz"
+def cell_file(i: int, j: int, sample: dict | None = None) -> str:
+    """Cell (i, j)'s file; with a ``sample`` (knn_cell's) its lists are in it, and the name says which."""
+    tail = f"-sample{sample['lines']}" if sample else ""
+    return f"knn/cell-{i:06d}-{j:06d}{tail}.npz"
+
+
+def sample_file(side: str, c: int, sample: dict) -> str:
+    return f"{side}/sample{sample['lines']}-{c:06d}.npz"
 
 
 def nn_file(side: str, c: int) -> str:
@@ -96,41 +104,89 @@ def side_rows(work: WorkDir, side: str, plan: dict, c: int, source: dict | None)
     return RowView(x, rows)
 
 
-def knn_cell(work: WorkDir, plans: dict, i: int, j: int, offsets: dict, sources: dict, search: dict) -> None:
+def knn_cell(work: WorkDir, plans: dict, i: int, j: int, offsets: dict, sources: dict, search: dict,
+             sample: dict | None = None) -> None:
     """Write cell (i, j): source chunk i's k best among target chunk j (Df float32 (n_i, k'), If int64 global
     target rows) and the reverse (Db (m_j, k''), Ib global source rows); ``search``: knn_both's options (with
-    ``direction`` xy or yx, only Df/If or Db/Ib)."""
-    from ..search.exact import knn_both
+    ``direction`` xy or yx, only Df/If or Db/Ib). ``sample`` {"lines", "seed", "k"}: also each row's k best
+    among the cell's rows of the other side's sample (:func:`bitextmine.mining.reference.sample_for`): Sf/SIf
+    and Sb/SIb (float32 / int64 global rows, (rows, k), -inf / -1 where the cell holds fewer)."""
+    from ..search.exact import Sample, knn_both
 
     x = side_rows(work, "src", plans["src"], i, sources["src"])
     y = side_rows(work, "tgt", plans["tgt"], j, sources["tgt"])
-    Df, If, Db, Ib, _ = knn_both(x, y, **search)
+    within = None
+    if sample:
+        within = Sample(_cell_sample("src", offsets, j, sample), _cell_sample("tgt", offsets, i, sample), sample["k"])
+    Df, If, Db, Ib, info = knn_both(x, y, sample=within, **search)
     out = {} if Df is None else {"Df": Df, "If": If + offsets["tgt"][j]}
     if Db is not None:
         out.update(Db=Db, Ib=Ib + offsets["src"][i])
-    save_arrays(work.path(cell_file(i, j)), **out)
+    if sample:
+        for name, D, I, first in (("f", *info["sample"][:2], offsets["tgt"][j]), ("b", *info["sample"][2:], offsets["src"][i])):
+            if D is not None:
+                out[f"S{name}"], out[f"SI{name}"] = _padded(D, I + first, sample["k"])
+    save_arrays(work.path(cell_file(i, j, sample)), **out)
 
 
-def reduce_chunk(work: WorkDir, side: str, c: int, others: list[int], k: int, ivf: bool = False) -> None:
+def _cell_sample(side: str, offsets: dict, c: int, sample: dict) -> np.ndarray:
+    """The rows (int64, within the other side's chunk c) of the sample that ``side``'s lines are compared with."""
+    from ..mining.reference import sample_for
+
+    other = "tgt" if side == "src" else "src"
+    rows = sample_for(side, {s: int(offsets[s][-1]) for s in SIDES}, sample["lines"], sample["seed"])
+    lo, hi = np.searchsorted(rows, (offsets[other][c], offsets[other][c + 1]))
+    return rows[lo:hi] - offsets[other][c]
+
+
+def _padded(D: np.ndarray, I: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """D float32 (r, k') and I int64 (r, k') widened to k columns with -inf and -1."""
+    Dk = np.full((len(D), k), -np.inf, np.float32)
+    Ik = np.full((len(D), k), -1, np.int64)
+    Dk[:, : D.shape[1]], Ik[:, : D.shape[1]] = D, I
+    return Dk, Ik
+
+
+def reduce_chunk(work: WorkDir, side: str, c: int, others: list[int], k: int, ivf: bool = False,
+                 sample: dict | None = None) -> None:
     """Write chunk c's k best over the cells with the other side's chunks ``others`` (ascending), and the
     neighbour mean of each row (float32 (u,), :func:`bitextmine.mining.margin.neighbour_means`). ``ivf``: the
-    cells of :func:`search_shard` (slots no shard filled stay empty: D -inf, I -1)."""
+    cells of :func:`search_shard` (slots no shard filled stay empty: D -inf, I -1). ``sample`` (knn_cell's):
+    also each row's sample["k"] best among the sample (:func:`sample_file`: D, I)."""
     from ..mining.margin import neighbour_means
     from ..search.topk import merge_topk
 
-    D, I = [], []
+    D, I, SD, SI = [], [], [], []
+    f = "f" if side == "src" else "b"
     for o in others:
         if ivf:
             z = load_arrays(work.path(ivf_cell_file(side, c, o)))
             D.append(z["D"])
             I.append(z["I"])
             continue
-        z = load_arrays(work.path(cell_file(c, o) if side == "src" else cell_file(o, c)))
-        D.append(z["Df"] if side == "src" else z["Db"])
-        I.append(z["If"] if side == "src" else z["Ib"])
+        z = load_arrays(work.path(cell_file(c, o, sample) if side == "src" else cell_file(o, c, sample)))
+        D.append(z[f"D{f}"])
+        I.append(z[f"I{f}"])
+        if sample:
+            SD.append(z[f"S{f}"])
+            SI.append(z[f"SI{f}"])
     D_, I_ = merge_topk(D, I, k)
     save_npy(work.path(mean_file(side, c)), neighbour_means(D_))
     save_arrays(work.path(nn_file(side, c)), D=D_, I=I_)
+    if sample:
+        SD_, SI_ = merge_topk(SD, SI, sample["k"])
+        save_arrays(work.path(sample_file(side, c, sample)), D=SD_, I=SI_)
+
+
+def gather_sample_lists(work: WorkDir, side: str, offsets: dict, sample: dict, rows: np.ndarray):
+    """The reduce stage's lists among the sample (D float32 (r, k), I int64 (r, k)) of ``side``'s rows ``rows``
+    int64 (r,) (global row ids, any order, repeats allowed)."""
+    k = sample["k"]
+    D, I = np.full((len(rows), k), -np.inf, np.float32), np.full((len(rows), k), -1, np.int64)
+    for c, sel, local in by_chunk(offsets[side], rows):
+        z = load_arrays(work.path(sample_file(side, c, sample)))
+        D[sel], I[sel] = z["D"][local], z["I"][local]
+    return D, I
 
 
 def by_chunk(offsets: np.ndarray, ids: np.ndarray):

@@ -277,9 +277,20 @@ class _Plan(NamedTuple):
     cols: bool = True  # keep y's rows' candidates (y -> x)
 
 
+class Sample(NamedTuple):
+    """Lists a pass can keep besides the k-NN (the second stage's reference margins,
+    :mod:`bitextmine.mining.reference`): each x row's k best among y's rows ``cols`` and each y row's k best
+    among x's rows ``rows`` (int64, ascending, row numbers within y and x)."""
+
+    cols: np.ndarray
+    rows: np.ndarray
+    k: int
+
+
 class _Best(NamedTuple):
     """The running candidates: row_v float32 (n, c) / row_i int32 (n, c) for x's rows, col_v / col_i (m, c)
-    for y's rows (sorted by decreasing value; -inf / -1 where none yet), and the float32 row norms."""
+    for y's rows (sorted by decreasing value; -inf / -1 where none yet), and the float32 row norms;
+    ``sampled``: the same among a :class:`Sample`'s rows (:class:`_Sampled`), or None."""
 
     row_v: object
     row_i: object
@@ -287,6 +298,18 @@ class _Best(NamedTuple):
     col_i: object
     x_norm: np.ndarray
     y_norm: np.ndarray
+    sampled: object = None
+
+
+class _Sampled(NamedTuple):
+    """The running candidates among a :class:`Sample`'s rows: row_v / row_i (n, c) of x's rows among y's rows
+    ``sample.cols``, col_v / col_i (m, c) of y's rows among x's ``sample.rows`` (ids within y and x)."""
+
+    sample: Sample
+    row_v: object
+    row_i: object
+    col_v: object
+    col_i: object
 
 
 def knn_both(
@@ -302,6 +325,7 @@ def knn_both(
     device: str = "cpu",
     precision: str = "auto",
     direction: str = "both",
+    sample: Sample | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
     """Exact k-NN by inner product of x's rows among y's and of y's among x's, in one pass.
@@ -310,6 +334,10 @@ def knn_both(
     Dyx float32 (m, min(k, n)), Iyx int64, info); rows sorted by decreasing similarity, ties by lower index.
     ``direction`` both | xy | yx: xy keeps only x's rows' neighbours (Dyx, Iyx None), yx only y's (Dxy, Ixy
     None); the other direction's results are what "both" gives.
+    ``sample`` (:class:`Sample`): the same pass also finds each x row's sample.k best among y's rows sample.cols
+    and each y row's among x's sample.rows, exact and certified in the same way: info["sample"] = (Dxs float32
+    (n, min(sample.k, len(cols))), Ixs int64 row numbers within y, Dys (m, min(sample.k, len(rows))), Iys within
+    x), None for a direction not kept; their products are the pass's own, so they cost a selection, not a search.
     info: precision used, rows searched again (``refined``: [x side, y side]), the tiles' ``matmul`` (torch
     or numpy: the faster on this CPU, :func:`bitextmine.device.cpu_fp32_matmul`). ``block_rows`` x rows per
     streamed block, tiles of ``tile_rows`` x ``tile_cols`` (0: by device), ``shard_rows`` y rows resident
@@ -332,7 +360,7 @@ def knn_both(
             precision = "fp32"
         plan = _plan(n, m, x.shape[1], max(candidates, k), dev, precision, block_rows, tile_rows, tile_cols, shard_rows)
         plan = plan._replace(rows=direction != "yx", cols=direction != "xy")
-        best = _pass(x, y, plan, progress)
+        best = _pass(x, y, plan, progress, sample)
         D1, I1, D2, I2, info = _certified(x, y, best, k, precision, device, plan)
         return D1, I1, D2, I2, {**info, "matmul": plan.matmul}
 
@@ -354,17 +382,25 @@ def _plan(n: int, m: int, d: int, c: int, dev, precision: str, block_rows: int, 
     return _Plan(dev, dtype, c, tile_rows, tile_cols, block_rows, shard, matmul)
 
 
-def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress) -> _Best:
+def _lists(n: int, m: int, plan: _Plan) -> tuple:
+    """Empty running candidates (row_v, row_i, col_v, col_i) of n x rows and m y rows (none for a direction
+    the plan does not keep); row numbers < 2^31 in int32."""
+    import torch
+
+    dev, c = plan.dev, plan.c
+    n_, m_ = n if plan.rows else 0, m if plan.cols else 0
+    return (torch.full((n_, c), -torch.inf, device=dev), torch.full((n_, c), -1, dtype=torch.int32, device=dev),
+            torch.full((m_, c), -torch.inf, device=dev), torch.full((m_, c), -1, dtype=torch.int32, device=dev))
+
+
+def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress, sample: Sample | None = None) -> _Best:
     """The pass over x @ y.T: y in resident shards, x streamed in blocks; every tile updates both sides'
-    candidates. Returns them (:class:`_Best`)."""
+    candidates (and with ``sample`` their candidates among its rows). Returns them (:class:`_Best`)."""
     import torch
 
     n, m = len(x), len(y)
-    dev, c = plan.dev, plan.c
-    n_, m_ = n if plan.rows else 0, m if plan.cols else 0  # a direction not asked for keeps no candidates
-    best = _Best(torch.full((n_, c), -torch.inf, device=dev), torch.full((n_, c), -1, dtype=torch.int32, device=dev),
-                 torch.full((m_, c), -torch.inf, device=dev), torch.full((m_, c), -1, dtype=torch.int32, device=dev),
-                 np.zeros(n, np.float32), np.zeros(m, np.float32))  # row numbers < 2^31 in int32
+    sampled = None if sample is None else _Sampled(sample, *_lists(n, m, plan))
+    best = _Best(*_lists(n, m, plan), np.zeros(n, np.float32), np.zeros(m, np.float32), sampled)
     done = 0.0
     with torch.inference_mode():
         for s0 in range(0, m, plan.shard):
@@ -374,7 +410,7 @@ def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress) -> _Best:
                 Xf = rows_f32(x, a, a + plan.block_rows)
                 if s0 == 0:
                     best.x_norm[a : a + len(Xf)] = np.linalg.norm(Xf, axis=1)
-                _block(_pad(torch.from_numpy(Xf).to(dev, plan.dtype), G), len(Xf), a, Y, s0, s1, plan, best)
+                _block(_pad(torch.from_numpy(Xf).to(plan.dev, plan.dtype), G), len(Xf), a, Y, s0, s1, plan, best)
                 done += len(Xf) / n * (s1 - s0) / m * (n + m)
                 if progress and int(done) > 0:
                     progress(int(done))
@@ -421,8 +457,32 @@ def _block(X, rows: int, a: int, Y, s0: int, s1: int, plan: _Plan, best: _Best) 
             if plan.cols:
                 j, r, v = _candidates(S, sv[t0:t1, -1], t1 - t0, 1, c)
                 sv[t0:t1], si[t0:t1] = _merge(sv[t0:t1], si[t0:t1], j, r + a + r0, v)
+            if best.sampled is not None:
+                _sampled_tile(S, a + r0, r1 - r0, s0 + t0, t1 - t0, plan, best.sampled)
         if plan.rows:
             best.row_v[a + r0 : a + r1], best.row_i[a + r0 : a + r1] = rv, ri
+
+
+def _sampled_tile(S, x0: int, nx: int, y0: int, ny: int, plan: _Plan, sm: _Sampled) -> None:
+    """Merge the entries of tile S (x rows x0 .. x0 + nx, y rows y0 .. y0 + ny; padding at -inf) whose column
+    (row) is one of the sample's into the x rows' (y rows') lists among the sample, in place."""
+    import torch
+
+    for keep, axis, pick, V, I, k0, nk in ((plan.rows, 0, sm.sample.cols, sm.row_v, sm.row_i, x0, nx),
+                                           (plan.cols, 1, sm.sample.rows, sm.col_v, sm.col_i, y0, ny)):
+        lo, hi = np.searchsorted(pick, (y0, y0 + ny) if axis == 0 else (x0, x0 + nx))
+        if not keep or hi == lo:
+            continue
+        at = torch.from_numpy(pick[lo:hi] - (y0 if axis == 0 else x0)).to(S.device)
+        sub = S.index_select(1 - axis, at)
+        extra = -len(at) % G  # to a multiple of G, at -inf: never a candidate (dropped below if taken)
+        if extra:
+            pad = (len(sub), extra) if axis == 0 else (extra, sub.shape[1])
+            sub = torch.cat([sub, sub.new_full(pad, -torch.inf)], 1 - axis)
+        key, other, val = _candidates(sub, V[k0 : k0 + nk, -1], nk, axis, plan.c)
+        real = val > -torch.inf
+        ids = at[other[real]] + (y0 if axis == 0 else x0)
+        V[k0 : k0 + nk], I[k0 : k0 + nk] = _merge(V[k0 : k0 + nk], I[k0 : k0 + nk], key[real], ids, val[real])
 
 
 def _product(A, B, matmul: str):
@@ -437,23 +497,48 @@ def _product(A, B, matmul: str):
 
 def _certified(x: np.ndarray, y: np.ndarray, best: _Best, k: int, precision: str, device: str, plan: _Plan):
     """Rescore each kept direction's candidates in float32 (:func:`rescore`) and search its uncertified rows
-    again (:func:`exact_rows`). Returns knn_both's (Dxy, Ixy, Dyx, Iyx, info) (None for a direction not kept)."""
+    again (:func:`exact_rows`); the same for the lists among a sample (info["sample"], info["sample_refined"]).
+    Returns knn_both's (Dxy, Ixy, Dyx, Iyx, info) (None for a direction not kept)."""
     f = eps_factor(precision, x.shape[1])
+    sm = best.sampled
     out: list = [None] * 4
-    refined = [0, 0]
+    sampled: list = [None] * 4
+    refined, sample_refined = [0, 0], [0, 0]
     for side, (q, o, V, I) in enumerate(((x, y, best.row_v, best.row_i), (y, x, best.col_v, best.col_i))):
         if not (plan.rows, plan.cols)[side]:
             continue
-        kk = min(k, len(o))
         eps = f * (best.x_norm, best.y_norm)[side] * (best.y_norm, best.x_norm)[side].max()
         # on a GPU the candidates' rows are read there (each side uploaded once, freed before the other's)
-        D, J, ok = rescore(q, device_rows(o, device), V.cpu().numpy(), I.cpu().numpy(), kk, eps)
-        redo = np.flatnonzero(~ok)
-        if len(redo):
-            D[redo], J[redo] = exact_rows(q, o, redo, kk, plan.c, device=device)
+        od = device_rows(o, device)
+        D, J, refined[side] = _exact_lists(q, o, od, V, I, min(k, len(o)), eps, plan.c, device)
         out[2 * side : 2 * side + 2] = D, J
-        refined[side] = len(redo)
-    return (*out, {"precision": precision, "refined": refined})
+        if sm is not None:
+            among = (sm.sample.cols, sm.sample.rows)[side]
+            Vs, Is = ((sm.row_v, sm.row_i), (sm.col_v, sm.col_i))[side]
+            Ds, Js, sample_refined[side] = _exact_lists(q, o, od, Vs, Is, min(sm.sample.k, len(among)), eps, plan.c,
+                                                        device, among)
+            sampled[2 * side : 2 * side + 2] = Ds, Js
+        del od
+    info = {"precision": precision, "refined": refined}
+    if sm is not None:
+        info.update(sample=tuple(sampled), sample_refined=sample_refined)
+    return (*out, info)
+
+
+def _exact_lists(q, o, od, V, I, k: int, eps: np.ndarray, c: int, device: str, among: np.ndarray | None = None):
+    """The k best of o's rows (of its rows ``among`` int64 ascending, if given) for each q row from its running
+    candidates V / I (torch (len(q), c)): rescored in float32 (``od``: o, or its rows on the device), rows not
+    certified searched again. Returns (D float32 (len(q), k), J int64 row numbers of o, rows searched again)."""
+    if k == 0:
+        return np.zeros((len(q), 0), np.float32), np.zeros((len(q), 0), np.int64), 0
+    D, J, ok = rescore(q, od, V.cpu().numpy(), I.cpu().numpy(), k, eps)
+    redo = np.flatnonzero(~ok)
+    if len(redo):
+        within = o if among is None else RowView(o, among)
+        D[redo], J[redo] = exact_rows(q, within, redo, k, c, device=device)
+        if among is not None:
+            J[redo] = among[J[redo]]
+    return D, J, len(redo)
 
 
 def _candidates(S, floor, keys: int, axis: int, c: int):
