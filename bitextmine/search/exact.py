@@ -302,10 +302,12 @@ class _Best(NamedTuple):
 
 
 class _Sampled(NamedTuple):
-    """The running candidates among a :class:`Sample`'s rows: row_v / row_i (n, c) of x's rows among y's rows
-    ``sample.cols``, col_v / col_i (m, c) of y's rows among x's ``sample.rows`` (ids within y and x)."""
+    """The running candidates among a :class:`Sample`'s rows, which the pass reads first (its rows ``x_rows`` of x
+    and ``y_rows`` of y are the first of each side in the pass's order): row_v / row_i (n, c) of x's rows among
+    y's first y_rows, col_v / col_i (m, c) of y's rows among x's first x_rows."""
 
-    sample: Sample
+    x_rows: int
+    y_rows: int
     row_v: object
     row_i: object
     col_v: object
@@ -360,9 +362,44 @@ def knn_both(
             precision = "fp32"
         plan = _plan(n, m, x.shape[1], max(candidates, k), dev, precision, block_rows, tile_rows, tile_cols, shard_rows)
         plan = plan._replace(rows=direction != "yx", cols=direction != "xy")
-        best = _pass(x, y, plan, progress, sample)
-        D1, I1, D2, I2, info = _certified(x, y, best, k, precision, device, plan)
+        if sample is None:
+            best = _pass(x, y, plan, progress)
+        else:  # each side's sampled rows first: the lists among them are those of the first tiles
+            px, py = _sample_first(len(x), sample.rows), _sample_first(len(y), sample.cols)
+            best = _pass(RowView(x, px), RowView(y, py), plan, progress, (len(sample.rows), len(sample.cols)))
+            best = _in_row_order(best, px, py)
+        D1, I1, D2, I2, info = _certified(x, y, best, k, precision, device, plan, sample)
         return D1, I1, D2, I2, {**info, "matmul": plan.matmul}
+
+
+def _sample_first(n: int, rows: np.ndarray) -> np.ndarray:
+    """The order int64 (n,) of 0..n-1 that reads the rows ``rows`` (ascending) first, then the others ascending."""
+    rest = np.ones(n, bool)
+    rest[rows] = False
+    return np.concatenate([np.asarray(rows, np.int64), np.flatnonzero(rest)])
+
+
+def _in_row_order(best: _Best, px: np.ndarray, py: np.ndarray) -> _Best:
+    """``best`` of a pass over x's rows in the order px and y's in the order py, back in row order, its
+    candidates as row numbers of x and y."""
+    import torch
+
+    def back(V, I, order, ids):
+        if len(V) == 0:
+            return V, I
+        where = torch.from_numpy(np.argsort(order)).to(V.device)  # row r was read at position where[r]
+        named = torch.from_numpy(ids.astype(np.int32)).to(V.device)
+        I = I[where]
+        return V[where], torch.where(I >= 0, named[I.clamp(min=0).long()], I)
+
+    sm = best.sampled
+    row_v, row_i = back(best.row_v, best.row_i, px, py)
+    col_v, col_i = back(best.col_v, best.col_i, py, px)
+    srv, sri = back(sm.row_v, sm.row_i, px, py)
+    scv, sci = back(sm.col_v, sm.col_i, py, px)
+    x_norm, y_norm = np.empty_like(best.x_norm), np.empty_like(best.y_norm)
+    x_norm[px], y_norm[py] = best.x_norm, best.y_norm
+    return _Best(row_v, row_i, col_v, col_i, x_norm, y_norm, sm._replace(row_v=srv, row_i=sri, col_v=scv, col_i=sci))
 
 
 def _plan(n: int, m: int, d: int, c: int, dev, precision: str, block_rows: int, tile_rows: int, tile_cols: int,
@@ -382,25 +419,27 @@ def _plan(n: int, m: int, d: int, c: int, dev, precision: str, block_rows: int, 
     return _Plan(dev, dtype, c, tile_rows, tile_cols, block_rows, shard, matmul)
 
 
-def _lists(n: int, m: int, plan: _Plan) -> tuple:
-    """Empty running candidates (row_v, row_i, col_v, col_i) of n x rows and m y rows (none for a direction
-    the plan does not keep); row numbers < 2^31 in int32."""
+def _lists(n: int, m: int, plan: _Plan, c: int) -> tuple:
+    """Empty running candidates (row_v, row_i, col_v, col_i), c a row, of n x rows and m y rows (none for a
+    direction the plan does not keep); row numbers < 2^31 in int32."""
     import torch
 
-    dev, c = plan.dev, plan.c
+    dev = plan.dev
     n_, m_ = n if plan.rows else 0, m if plan.cols else 0
     return (torch.full((n_, c), -torch.inf, device=dev), torch.full((n_, c), -1, dtype=torch.int32, device=dev),
             torch.full((m_, c), -torch.inf, device=dev), torch.full((m_, c), -1, dtype=torch.int32, device=dev))
 
 
-def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress, sample: Sample | None = None) -> _Best:
+def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress, sampled: tuple[int, int] | None = None) -> _Best:
     """The pass over x @ y.T: y in resident shards, x streamed in blocks; every tile updates both sides'
-    candidates (and with ``sample`` their candidates among its rows). Returns them (:class:`_Best`)."""
+    candidates (and with ``sampled`` (x rows, y rows) the candidates among x's and y's first rows). Returns
+    them (:class:`_Best`)."""
     import torch
 
     n, m = len(x), len(y)
-    sampled = None if sample is None else _Sampled(sample, *_lists(n, m, plan))
-    best = _Best(*_lists(n, m, plan), np.zeros(n, np.float32), np.zeros(m, np.float32), sampled)
+    if sampled is not None:
+        sampled = _Sampled(*sampled, *_lists(n, m, plan, plan.c))  # fewer: far more rows searched again
+    best = _Best(*_lists(n, m, plan, plan.c), np.zeros(n, np.float32), np.zeros(m, np.float32), sampled)
     done = 0.0
     with torch.inference_mode():
         for s0 in range(0, m, plan.shard):
@@ -464,25 +503,24 @@ def _block(X, rows: int, a: int, Y, s0: int, s1: int, plan: _Plan, best: _Best) 
 
 
 def _sampled_tile(S, x0: int, nx: int, y0: int, ny: int, plan: _Plan, sm: _Sampled) -> None:
-    """Merge the entries of tile S (x rows x0 .. x0 + nx, y rows y0 .. y0 + ny; padding at -inf) whose column
-    (row) is one of the sample's into the x rows' (y rows') lists among the sample, in place."""
+    """Merge the entries of tile S (x rows x0 .. x0 + nx, y rows y0 .. y0 + ny; padding at -inf) among the
+    sampled rows (x's first sm.x_rows, y's first sm.y_rows) into the x rows' and y rows' lists among them, in
+    place. A tile only partly among them is masked in a copy."""
     import torch
 
-    for keep, axis, pick, V, I, k0, nk in ((plan.rows, 0, sm.sample.cols, sm.row_v, sm.row_i, x0, nx),
-                                           (plan.cols, 1, sm.sample.rows, sm.col_v, sm.col_i, y0, ny)):
-        lo, hi = np.searchsorted(pick, (y0, y0 + ny) if axis == 0 else (x0, x0 + nx))
-        if not keep or hi == lo:
+    wy, wx = min(ny, sm.y_rows - y0), min(nx, sm.x_rows - x0)  # sampled columns, rows of the tile
+    for keep, axis, w, whole, V, I, k0, nk, first in ((plan.rows, 0, wy, ny, sm.row_v, sm.row_i, x0, nx, y0),
+                                                      (plan.cols, 1, wx, nx, sm.col_v, sm.col_i, y0, ny, x0)):
+        if not keep or w <= 0:
             continue
-        at = torch.from_numpy(pick[lo:hi] - (y0 if axis == 0 else x0)).to(S.device)
-        sub = S.index_select(1 - axis, at)
-        extra = -len(at) % G  # to a multiple of G, at -inf: never a candidate (dropped below if taken)
-        if extra:
-            pad = (len(sub), extra) if axis == 0 else (extra, sub.shape[1])
-            sub = torch.cat([sub, sub.new_full(pad, -torch.inf)], 1 - axis)
-        key, other, val = _candidates(sub, V[k0 : k0 + nk, -1], nk, axis, plan.c)
-        real = val > -torch.inf
-        ids = at[other[real]] + (y0 if axis == 0 else x0)
-        V[k0 : k0 + nk], I[k0 : k0 + nk] = _merge(V[k0 : k0 + nk], I[k0 : k0 + nk], key[real], ids, val[real])
+        T = S
+        if w < whole:
+            T = S.clone()
+            (T[:, w:] if axis == 0 else T[w:]).fill_(-torch.inf)
+        key, other, val = _candidates(T, V[k0 : k0 + nk, -1], nk, axis, V.shape[1])
+        real = val > -torch.inf  # a masked entry taken while a list is not full yet
+        V[k0 : k0 + nk], I[k0 : k0 + nk] = _merge(V[k0 : k0 + nk], I[k0 : k0 + nk], key[real], other[real] + first,
+                                                   val[real])
 
 
 def _product(A, B, matmul: str):
@@ -495,7 +533,8 @@ def _product(A, B, matmul: str):
     return A @ B.T
 
 
-def _certified(x: np.ndarray, y: np.ndarray, best: _Best, k: int, precision: str, device: str, plan: _Plan):
+def _certified(x: np.ndarray, y: np.ndarray, best: _Best, k: int, precision: str, device: str, plan: _Plan,
+               sample: Sample | None = None):
     """Rescore each kept direction's candidates in float32 (:func:`rescore`) and search its uncertified rows
     again (:func:`exact_rows`); the same for the lists among a sample (info["sample"], info["sample_refined"]).
     Returns knn_both's (Dxy, Ixy, Dyx, Iyx, info) (None for a direction not kept)."""
@@ -513,10 +552,10 @@ def _certified(x: np.ndarray, y: np.ndarray, best: _Best, k: int, precision: str
         D, J, refined[side] = _exact_lists(q, o, od, V, I, min(k, len(o)), eps, plan.c, device)
         out[2 * side : 2 * side + 2] = D, J
         if sm is not None:
-            among = (sm.sample.cols, sm.sample.rows)[side]
+            among = (sample.cols, sample.rows)[side]
             Vs, Is = ((sm.row_v, sm.row_i), (sm.col_v, sm.col_i))[side]
-            Ds, Js, sample_refined[side] = _exact_lists(q, o, od, Vs, Is, min(sm.sample.k, len(among)), eps, plan.c,
-                                                        device, among)
+            Ds, Js, sample_refined[side] = _exact_lists(q, o, od, Vs, Is, min(sample.k, len(among)), eps,
+                                                        Vs.shape[1], device, among)
             sampled[2 * side : 2 * side + 2] = Ds, Js
         del od
     info = {"precision": precision, "refined": refined}
