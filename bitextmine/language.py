@@ -63,6 +63,8 @@ def _script_re(lang: str) -> "re.Pattern[str]":
 
 def script_share(text: str, lang: str) -> float:
     """Share of ``text``'s letters written in ``lang``'s script(s); 1.0 for text without letters."""
+    if text.isascii():  # its letters are Latin: all of them in lang's script(s) or none
+        return 1.0 if "latin" in _LANG_SCRIPTS[lang] or _LETTER.search(text) is None else 0.0
     letters = len(_LETTER.findall(text))
     if letters == 0:
         return 1.0

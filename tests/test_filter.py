@@ -296,6 +296,25 @@ def test_serbian_in_latin_or_cyrillic_script_passes_the_script_rule():
                       "en", "sr") is None  # the identifier knows Latin Serbian too
 
 
+def test_script_share_of_ascii_text_equals_the_share_counted_letter_by_letter():
+    """script_share answers ASCII text without counting; every language the rule knows, on seeded texts with
+    and without letters, ASCII or not, gives the share that counting each letter gives."""
+    import random
+    import re
+
+    from bitextmine.language import _LETTER, _script_re, script_languages, script_share
+
+    rng = random.Random(3)
+    atoms = ["abc", "Z", "12", " ", ".", "_", "é", "ж", "中", "ا", "!?", "x1"]
+    texts = ["", " ", "123", "..."] + ["".join(rng.choice(atoms) for _ in range(rng.randint(1, 8))) for _ in range(400)]
+    for lang in sorted(script_languages()):
+        for text in texts:
+            letters = len(_LETTER.findall(text))
+            want = 1.0 if letters == 0 else len(_script_re(lang).findall(text)) / letters
+            assert script_share(text, lang) == want, (lang, text)
+    assert re.fullmatch(_script_re("en"), "a") and not re.fullmatch(_script_re("ru"), "a")
+
+
 def test_a_stray_tab_on_the_first_line_does_not_reject_the_rest(tmp_path):
     lines = [b"Hello\tworld.\tHallo Welt.\n"] + [f"Line {i}.\tZeile {i}.\n".encode() for i in range(3000)]
     out, rej, stats = run_filter(b"".join(lines), tmp_path, config=FilterConfig(score="none", chunk_lines=500))

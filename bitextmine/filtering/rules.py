@@ -43,6 +43,7 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
     which switch on the script and language rules and pick the number words of the digits rule (for a
     side without one, the identifier's best guess for that side: :func:`bitextmine.filtering.numbers.numbers_agree`)."""
     r = rules
+    both = src + tgt
     if r.empty and (not src.strip() or not tgt.strip()):
         return "empty"
     if r.max_chars and (len(src) > r.max_chars or len(tgt) > r.max_chars):
@@ -61,9 +62,9 @@ def check_pair(src: str, tgt: str, rules: RuleConfig, src_lang: str | None = Non
             return "length-ratio"
     if r.identical and _norm(src) == _norm(tgt):
         return "identical"
-    if r.digits and _NUMBER.search(src + tgt) and not numbers_agree(src, tgt, src_lang, tgt_lang):
+    if r.digits and _NUMBER.search(both) and not numbers_agree(src, tgt, src_lang, tgt_lang):
         return "digits"
-    if r.urls and ("@" in src + tgt or "www" in src + tgt or "://" in src + tgt) and _urls(src) != _urls(tgt):
+    if r.urls and ("@" in both or "www" in both or "://" in both) and _urls(src) != _urls(tgt):
         return "urls"
     for side, text, lang in (("src", src, src_lang), ("tgt", tgt, tgt_lang)):
         if lang and r.script and known_language(lang) and script_share(text, lang) < r.min_script:
@@ -174,19 +175,19 @@ def word_repeats(text: str) -> bool:
 
 
 def _equal_word_shifts(words: list[str]) -> list[int]:
-    """The distances w <= len(words) // 2, ascending, at which some word occurs twice: a repeat with period
-    w needs equal words w apart, so only these are scanned (a side whose words are all distinct, the
-    common case, none)."""
+    """The distances w <= len(words) // 2, ascending, at which a repeat could be: a run of r equal pairs of
+    words w apart (r = 2w for w < 3, else w) needs r such pairs, so only distances with that many are
+    scanned (a side whose words are all distinct, the common case, none)."""
     if len(set(words)) == len(words):
         return []
     seen: dict[str, list[int]] = {}
-    shifts = set()
+    pairs: dict[int, int] = {}
     for j, w in enumerate(words):
         for i in seen.get(w, ()):
             if j - i <= len(words) // 2:
-                shifts.add(j - i)
+                pairs[j - i] = pairs.get(j - i, 0) + 1
         seen.setdefault(w, []).append(j)
-    return sorted(shifts)
+    return sorted(d for d, count in pairs.items() if count >= (2 * d if d < 3 else d))
 
 
 def _is_number(word: str) -> bool:

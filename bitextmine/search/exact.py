@@ -21,6 +21,12 @@ each row (and column) has a floor, its c-th best value so far, and only groups w
 are looked at; a few per cent of groups on the first tiles, fewer as the floors rise. A row with no
 floor yet takes its c best from the tile directly: they lie in its c groups with the largest maxima.
 
+A pass can also keep each row's best among a sample of the other side's rows (:class:`Sample`; the second
+stage's reference margins): each side's sampled rows are read first (the pass reads the rows in that order
+and names every candidate by its row number before rescoring), so the sample's part of the matrix is the
+first tiles of every row and column of tiles, which get one more selection into the lists among the sample,
+rescored and certified as the k-NN are. That costs a selection on those tiles, not their products.
+
 Memory: one side (or one shard of it, ``shard_rows``) resident in bfloat16, the other streamed in blocks,
 the candidates (n + m, c) and one tile; memory-mapped inputs are read block by block without keeping
 their pages resident.
@@ -438,7 +444,8 @@ def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress, sampled: tuple[in
 
     n, m = len(x), len(y)
     if sampled is not None:
-        sampled = _Sampled(*sampled, *_lists(n, m, plan, plan.c))  # fewer: far more rows searched again
+        # as many candidates as the k-NN's: with 8, a quarter of the rows had to be searched again
+        sampled = _Sampled(*sampled, *_lists(n, m, plan, plan.c))
     best = _Best(*_lists(n, m, plan, plan.c), np.zeros(n, np.float32), np.zeros(m, np.float32), sampled)
     done = 0.0
     with torch.inference_mode():
