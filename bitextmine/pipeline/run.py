@@ -213,8 +213,9 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
 
 
 def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dict, bc: dict) -> tuple[dict, dict]:
-    """fc and bc with each candidate's score replaced by its reference margin
-    (:func:`bitextmine.mining.reference.reference_margins`, samples of ``lines`` rows a side, config.seed)."""
+    """fc and bc with each candidate's score replaced by its reference margin (samples of ``lines`` rows a side,
+    config.seed): from the lists the cells kept among the samples (run.sample, :func:`_search`), else by a
+    search of its own (:func:`bitextmine.mining.reference.reference_margins`; IVF runs)."""
     from ..device import resolve_device
     from ..mining.reference import listed_margins, reference_margins
 

@@ -390,19 +390,22 @@ def _in_row_order(best: _Best, px: np.ndarray, py: np.ndarray) -> _Best:
     candidates as row numbers of x and y."""
     import torch
 
-    def back(V, I, order, ids):
+    dev = best.row_v.device
+    # per side: the position each row was read at, and the row read at each position (int32, as candidates are)
+    at = {side: torch.from_numpy(np.argsort(order)).to(dev) for side, order in (("x", px), ("y", py))}
+    named = {side: torch.from_numpy(order.astype(np.int32)).to(dev) for side, order in (("x", px), ("y", py))}
+
+    def back(V, I, rows: str, ids: str):
         if len(V) == 0:
             return V, I
-        where = torch.from_numpy(np.argsort(order)).to(V.device)  # row r was read at position where[r]
-        named = torch.from_numpy(ids.astype(np.int32)).to(V.device)
-        I = I[where]
-        return V[where], torch.where(I >= 0, named[I.clamp(min=0).long()], I)
+        I = I[at[rows]]
+        return V[at[rows]], torch.where(I >= 0, named[ids][I.clamp(min=0).long()], I)
 
     sm = best.sampled
-    row_v, row_i = back(best.row_v, best.row_i, px, py)
-    col_v, col_i = back(best.col_v, best.col_i, py, px)
-    srv, sri = back(sm.row_v, sm.row_i, px, py)
-    scv, sci = back(sm.col_v, sm.col_i, py, px)
+    row_v, row_i = back(best.row_v, best.row_i, "x", "y")
+    col_v, col_i = back(best.col_v, best.col_i, "y", "x")
+    srv, sri = back(sm.row_v, sm.row_i, "x", "y")
+    scv, sci = back(sm.col_v, sm.col_i, "y", "x")
     x_norm, y_norm = np.empty_like(best.x_norm), np.empty_like(best.y_norm)
     x_norm[px], y_norm[py] = best.x_norm, best.y_norm
     return _Best(row_v, row_i, col_v, col_i, x_norm, y_norm, sm._replace(row_v=srv, row_i=sri, col_v=scv, col_i=sci))
