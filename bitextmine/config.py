@@ -381,6 +381,10 @@ class SecondStageConfig:
     # pairs per corpus set aside for the tasks (at most half of a corpus), left out of the lexical tables, so
     # that the classifier learns what the tables say of pairs they never saw
     task_pairs: int = 8000
+    # the deficit features' expected links: each piece's mean log best link over up to this many of the tables'
+    # own pairs (seeded), drawn toward the mean of all pieces as if it had this many more occurrences
+    expected_pairs: int = 40000
+    expected_shrink: float = 5.0
     seed: int = 1
 
 

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from bitextmine.errors import ConfigError, ModelFormatError
-from bitextmine.lexicon import (LexicalTable, best_links, load_table, save_table, score, score_and_links, score_both,
-                                train_ibm1, vocabulary_fingerprint)
+from bitextmine.lexicon import (LexicalTable, best_links, expected_links, load_table, save_table, score, score_and_links,
+                                score_both, train_ibm1, vocabulary_fingerprint)
+from bitextmine.lexicon.ibm1 import DEFICIT_BIG
 from conftest import toy_corpus
 
 
@@ -160,6 +161,46 @@ def test_best_links_equal_reference(null):
         both = score_and_links(table, src, tgt, (0.05, 0.3), min_prob=1e-6, link_min_prob=1e-4, batch=batch)
         np.testing.assert_allclose(both[0], ref_score, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(both[1], ref, rtol=1e-6, atol=1e-6)
+
+
+def reference_deficits(t: dict, pairs, expected, min_prob: float) -> list[list[float]]:
+    """Each pair's deficits, token by token: max(0, expected[f] - log(max(best link, min_prob)))."""
+    out = []
+    for e, f in pairs:
+        d = [max(0.0, float(expected[fj]) - math.log(max(max((t.get((ei, fj), 0.0) for ei in e), default=0.0),
+                                                          min_prob))) for fj in f]
+        out.append([sum(d), max(d, default=0.0), sum(x > DEFICIT_BIG for x in d)])
+    return out
+
+
+def reference_expected(t: dict, pairs, vocab: int, min_prob: float, shrink: float) -> list[float]:
+    logs = {f: [] for f in range(vocab)}
+    for e, f in pairs:
+        for fj in f:
+            logs[fj].append(math.log(max(max((t.get((ei, fj), 0.0) for ei in e), default=0.0), min_prob)))
+    every = [x for v in logs.values() for x in v]
+    overall = sum(every) / len(every)
+    return [(sum(logs[f]) + shrink * overall) / (len(logs[f]) + shrink) for f in range(vocab)]
+
+
+@pytest.mark.parametrize("null", [True, False])
+def test_deficits_and_expected_links_equal_reference(null):
+    pairs = random_pairs(60, 9, 7, seed=27)
+    table = train(pairs, 9, 7, iters=3, null=null, floor=0.01)
+    src, tgt = flat([e for e, _ in pairs]), flat([f for _, f in pairs])
+    expected = expected_links(table, src, tgt, min_prob=1e-4, shrink=3.0)
+    assert expected.dtype == np.float32 and expected.shape == (7,)
+    np.testing.assert_allclose(expected, reference_expected(as_dict(table), pairs, 7, 1e-4, 3.0), rtol=1e-5)
+    test = random_pairs(40, 9, 7, seed=28, max_len=8)  # empty sources and targets among them
+    ref = reference_deficits(as_dict(table), test, expected, 1e-4)
+    ref_links = reference_best_links(as_dict(table), test, (0.05, 0.3), 1e-4)
+    src, tgt = flat([e for e, _ in test]), flat([f for _, f in test])
+    for batch in (1, 9, 1 << 20):
+        _, got = score_and_links(table, src, tgt, (0.05, 0.3), link_min_prob=1e-4, batch=batch, expected=expected)
+        assert got.shape == (40, 6)
+        np.testing.assert_allclose(got[:, :3], ref_links, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(got[:, 3:], ref, rtol=1e-5, atol=1e-5)
+    assert (np.array(ref)[:, 0] > 0).any()
 
 
 def lookup_pair_by_pair(table: LexicalTable, e: list[int], f: list[int], min_prob: float) -> float:

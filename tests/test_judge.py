@@ -104,6 +104,15 @@ def test_lexical_features_are_ibm1_scores_and_their_ratio_to_the_null_background
     e, f = en.take(j), fx.take(i)
     apart = np.c_[got, best_links(fwd, e, f, LINK_THRESHOLDS), best_links(bwd, f, e, LINK_THRESHOLDS)]
     assert ibm1_features((fwd, bwd), fx, en, i, j, f, e).tolist() == apart.tolist()
+    # with each side's expected links, the deficits follow (foreign's, then English's), the rest unchanged
+    from bitextmine.lexicon import expected_links, score_and_links
+
+    expected = (expected_links(fwd, flat(pairs_e), flat(pairs_f)),
+                expected_links(bwd, flat(pairs_f), flat(pairs_e)))
+    more = ibm1_features((fwd, bwd), fx, en, i, j, f, e, expected)
+    assert more.shape == (len(i), 16) and more[:, :10].tolist() == apart.tolist()
+    assert more[:, 10:13].tolist() == score_and_links(fwd, e, f, LINK_THRESHOLDS, expected=expected[0])[1][:, 3:].tolist()
+    assert more[:, 13:].tolist() == score_and_links(bwd, f, e, LINK_THRESHOLDS, expected=expected[1])[1][:, 3:].tolist()
 
 
 def two_classes(n: int, share: float, seed: int):
@@ -663,6 +672,38 @@ def test_a_stage_of_trees_is_checked_on_load_and_an_older_stage_still_reads(toy_
     old = load_second_stage(bad)
     assert old.features == BASE and old.vectors() is None
     assert np.allclose(old.probability("de", X), predict(model, X))
+
+
+def test_the_expected_links_are_checked_on_load_and_a_format_4_stage_still_reads(toy_stage_dir, tmp_path):
+    """Format 5 carries each piece's usual best link and gives the deficit features; format 4 has neither."""
+    from bitextmine.judge.features import DEFICIT, FEATURES
+    from bitextmine.judge.store import expected_file, trees_file
+    from bitextmine.model import load_model
+
+    stage = load_model(toy_stage_dir).second_stage
+    fx, en = stage.expected("de")
+    assert fx.shape == (stage.tables("de")[0].vocab_tgt,) and en.shape == (stage.tables("de")[1].vocab_tgt,)
+    assert np.isfinite(fx).all() and (fx <= 0).all() and fx.std() > 0
+    bad = str(tmp_path / "bad")
+    shutil.copytree(toy_stage_dir, bad)
+    folder = os.path.join(bad, "second_stage")
+    np.savez(os.path.join(folder, expected_file("de")), fx=fx[:-1], en=en)
+    with pytest.raises(ModelFormatError, match="expected.de.npz: expected finite float32"):
+        load_second_stage(bad).expected("de")
+    os.remove(os.path.join(folder, expected_file("de")))
+    with pytest.raises(ModelFormatError, match="expected.de.npz: missing"):
+        load_second_stage(bad)
+    path = os.path.join(folder, "second_stage.json")
+    data = json.load(open(path))
+    four = FEATURES[:-len(DEFICIT)]
+    X = np.random.default_rng(0).normal(size=(20, len(four)))
+    from bitextmine.judge.trees import fit_trees
+
+    np.savez(os.path.join(folder, trees_file("de")), **fit_trees(X, X[:, 0] > 0, 5, 4, 2, 0.1, 1.0, 0))
+    json.dump({**data, "format_version": 4, "features": list(four)}, open(path, "w"))
+    old = load_second_stage(bad)
+    assert old.features == four and old.expected("de") is None
+    assert old.probability("de", X).shape == (20,)
 
 
 def test_a_run_smaller_than_the_stage_applies_from_mines_without_it(toy_stage_dir, tmp_path):

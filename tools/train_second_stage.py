@@ -9,7 +9,8 @@ tools/f1_by_size.key compares), is one domain; :func:`bitextmine.judge.train.spl
 ``--tables``, a folder of ibm1.en-XX.npz / ibm1.XX-en.npz made by an earlier run with --keep-tables, or the
 model's own second_stage folder with ``--ship-floor 0`` to keep its shipped tables as they are), pruned to
 ``--ship-floor`` (what a model directory can carry: 0.01 keeps the entries that matter, docs/benchmarks.md),
-and the classifier is fitted on the tasks' candidates scored with the pruned tables. The stage is written
+and the classifier is fitted on the tasks' candidates scored with the pruned tables (and each piece's usual best
+link under them, over up to 40,000 of the tables' pairs: :func:`bitextmine.judge.train.expected_of`). The stage is written
 into ``--out`` (default: the model's own directory), its tables compact; min_prob is then calibrated on dev
 data by tools/calibrate_second_stage.py --write.
 """
@@ -74,7 +75,7 @@ def main() -> None:
     from bitextmine.errors import ModelFormatError
     from bitextmine.judge.features import FEATURES
     from bitextmine.judge.store import SecondStage, load_second_stage, save_second_stage, table_file
-    from bitextmine.judge.train import fit, split_pairs, train_tables, training_set
+    from bitextmine.judge.train import expected_of, fit, split_pairs, train_tables, training_set
     from bitextmine.lexicon import load_table, prune, save_table, vocabulary_fingerprint
     from bitextmine.model import default_model_dir, load_model
 
@@ -102,16 +103,17 @@ def main() -> None:
             for t, (a, b) in zip(full, (("en", lang), (lang, "en"))):
                 save_table(t, os.path.join(args.keep_tables, table_file(a, b)))
         tables = tuple(prune(t, args.ship_floor) for t in full)
+        expected = expected_of(lexicon, tables, model.tokenizer, cfg)
         t1 = time.perf_counter()
         stage = SecondStage(os.path.join(out, "second_stage"), {}, "", fp, {lang: tables},
-                            embeddings=model.embeddings)
+                            embeddings=model.embeddings, _expected={lang: expected})
         X, y = training_set(pools, model, stage, lang, cfg)
         languages[lang] = {"classifier": fit(X, y, cfg), "min_prob": cfg.min_prob, "floor": cfg.floor,
                            "prior": float(y.mean()), "max_lines": cfg.max_lines,
                            "trained_on": f"../shared/data/train less the held-apart pairs: {len(lexicon):,} pairs for "
                                          f"the tables (pruned below {tables[0].floor:g}), tasks from {len(pools)} "
                                          f"corpora ({sum(map(len, pools.values())):,} pairs)"}
-        save_second_stage(out, {lang: languages[lang]}, {lang: tables}, compact=True)
+        save_second_stage(out, {lang: languages[lang]}, {lang: tables}, compact=True, expected={lang: expected})
         save_second_stage(out, languages, {}, "tools/train_second_stage.py (min_prob not calibrated yet)")
         print(f"{lang}: {len(tables[0]):,} + {len(tables[1]):,} table entries (of {len(full[0]):,} + {len(full[1]):,}), "
               f"{len(y):,} candidates ({int(y.sum()):,} translations); tables {t1 - t0:.0f} s, classifier "

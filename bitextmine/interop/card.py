@@ -154,13 +154,16 @@ def _mining(m: dict) -> str:
 
 def _features_named(stage) -> str:
     """What the stage's classifier takes, in words."""
-    from ..judge.features import BASE
+    from ..judge.features import BASE, DEFICIT
 
     named = "margin, cosine, z, length ratio, IBM model 1 scores"
     if len(stage.features) == len(BASE):
         return named + " and the texts' surface"
-    return (named + ", the texts' surface and how well each line's pieces find a counterpart among the other's in "
-            "the model's space")
+    named += (", the texts' surface, how well each line's pieces find a counterpart among the other's in the model's "
+              "space")
+    if DEFICIT[0] in stage.features:
+        return named + " and which pieces the other line leaves unexplained where translations usually explain them"
+    return named
 
 
 def second_stage_section(stage) -> str:

@@ -11,7 +11,7 @@ from ..config import SecondStageConfig
 from ..errors import ConfigError
 from ..mining.calibrated import PIVOT
 from .store import SecondStage, save_second_stage
-from .train import fit, split_pairs, train_tables, training_set
+from .train import expected_of, fit, split_pairs, train_tables, training_set
 
 
 def english_side(spec) -> str | None:
@@ -55,14 +55,15 @@ def build_second_stage(model_dir: str, specs, config: SecondStageConfig = Second
     if not hasattr(model.tokenizer, "proto"):
         raise ConfigError(f"{model_dir}: the second stage needs a SentencePiece model (encoder sp or blstm-sp)")
     fp = vocabulary_fingerprint(model.tokenizer.proto)
-    languages, tables, report = {}, {}, {}
+    languages, tables, expected, report = {}, {}, {}, {}
     for lang, corpora in sorted(corpora_by_language(specs).items()):
         if lang == PIVOT:
             raise ConfigError("a corpus pairs English with English; expected English and another language")
         lexicon, pools = split_pairs(corpora, config.task_pairs, config.seed)
         tables[lang] = train_tables(lexicon, model.tokenizer)
+        expected[lang] = expected_of(lexicon, tables[lang], model.tokenizer, config)
         stage = SecondStage(os.path.join(model_dir, "second_stage"), {}, "", fp, {lang: tables[lang]},
-                            embeddings=model.embeddings)
+                            embeddings=model.embeddings, _expected={lang: expected[lang]})
         X, y = training_set(pools, model, stage, lang, config,
                             (lambda n, lang=lang: progress(lang, n)) if progress else None)
         languages[lang] = {"classifier": fit(X, y, config), "min_prob": config.min_prob, "floor": config.floor,
@@ -70,5 +71,6 @@ def build_second_stage(model_dir: str, specs, config: SecondStageConfig = Second
                            "trained_on": f"{len(lexicon):,} pairs for the tables, tasks from {len(pools)} corpora"}
         report[lang] = {"pairs": len(lexicon) + sum(map(len, pools.values())), "candidates": len(y),
                         "translations": int(y.sum())}
-    save_second_stage(model_dir, languages, tables, "bitextmine train --second-stage (min_prob not calibrated)")
+    save_second_stage(model_dir, languages, tables, "bitextmine train --second-stage (min_prob not calibrated)",
+                      expected=expected)
     return report

@@ -18,6 +18,12 @@
   numbers_shared ... chars       what the two texts share on their surface (:mod:`.surface`)
   align_fx ... worst_en          how well each line's pieces find a counterpart among the other's in the model's
                                  own space (:mod:`.interaction`); a stage of format 3 or before has none of them
+  deficit_fx   how far the foreign line's pieces fall below how well translations usually explain each of them
+  peak_fx      (sum, largest, and how many fall far: :func:`bitextmine.lexicon.deficits`, against each piece's usual
+  misses_fx    best link, :func:`bitextmine.lexicon.expected_links`): a negation, a pronoun, a number or a name
+  deficit_en, peak_en, misses_en   left unexplained, where the pieces translations seldom explain count for
+                                 nothing; the same of the English line's pieces. A stage of format 4 or before
+                                 has none of them
 
 Sides are oriented foreign / English whatever the order of mining, so one classifier per language serves
 both orders. Only the candidate pairs are scored: the cost grows with the lines.
@@ -35,7 +41,8 @@ from .surface import SURFACE, surface_features
 
 BASE = ("margin", "cosine", "z", "length", "ibm_fx", "ibm_en", "llr_fx", "llr_en",
         "cover_fx", "strong_fx", "best_fx", "cover_en", "strong_en", "best_en") + SURFACE  # second stage format <= 3
-FEATURES = BASE + INTERACTION
+DEFICIT = ("deficit_fx", "peak_fx", "misses_fx", "deficit_en", "peak_en", "misses_en")
+FEATURES = BASE + INTERACTION + DEFICIT  # second stage format 5 (format 4: BASE + INTERACTION)
 LINK_THRESHOLDS = (0.05, 0.2)  # cover_*, strong_*
 
 
@@ -104,28 +111,34 @@ def _with_background(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np
 
 
 def ibm1_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, f: tuple,
-                  e: tuple) -> np.ndarray:
+                  e: tuple, expected: tuple | None = None) -> np.ndarray:
     """(:func:`lexical_features`, then cover_fx, strong_fx, best_fx, cover_en, strong_en, best_en) float64 (c, 10)
     of the candidates (foreign row i, English row j) int (c,), whose pieces f = fx.take(i) and e = en.take(j) the
     caller has taken (:func:`pair_features` takes them once for these and the interaction): one look-up of each
-    pair's pieces a direction (:func:`bitextmine.lexicon.score_and_links`)."""
-    ibm_fx, links_fx = score_and_links(tables[0], e, f, LINK_THRESHOLDS)
-    ibm_en, links_en = score_and_links(tables[1], f, e, LINK_THRESHOLDS)
+    pair's pieces a direction (:func:`bitextmine.lexicon.score_and_links`). With ``expected`` (each foreign piece's
+    usual log best link float (V,), each English piece's), the :data:`DEFICIT` follow: (c, 16)."""
+    ex = expected if expected is not None else (None, None)
+    ibm_fx, links_fx = score_and_links(tables[0], e, f, LINK_THRESHOLDS, expected=ex[0])
+    ibm_en, links_en = score_and_links(tables[1], f, e, LINK_THRESHOLDS, expected=ex[1])
     own = np.stack([ibm_fx, ibm_en], axis=1).astype(np.float64)
-    return np.c_[_with_background(tables, fx, en, i, j, own), links_fx, links_en]
+    k = len(LINK_THRESHOLDS) + 1
+    return np.c_[_with_background(tables, fx, en, i, j, own), links_fx[:, :k], links_en[:, :k], links_fx[:, k:],
+                 links_en[:, k:]]
 
 
 def pair_features(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray, margin: np.ndarray,
-                  cosine: np.ndarray, z: np.ndarray, vectors: np.ndarray | None = None) -> np.ndarray:
-    """The :data:`FEATURES` float64 (c, 26) of the candidates (foreign row i, English row j) int (c,) with their
+                  cosine: np.ndarray, z: np.ndarray, vectors: np.ndarray | None = None,
+                  expected: tuple | None = None) -> np.ndarray:
+    """The :data:`FEATURES` float64 (c, 32) of the candidates (foreign row i, English row j) int (c,) with their
     margin, cosine and z float (c,), ``vectors`` the model's unit piece vectors float32 (V, d)
-    (:func:`bitextmine.judge.interaction.unit_rows`); without them the :data:`BASE` features (c, 20)."""
+    (:func:`bitextmine.judge.interaction.unit_rows`) and ``expected`` each side's usual log best links
+    (:func:`ibm1_features`); without ``expected`` the first 26; without either the :data:`BASE` features (c, 20)."""
     i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
     f, e = fx.take(i), en.take(j)
     length = np.abs(np.log(np.maximum(fx.lengths(i), 1) / np.maximum(en.lengths(j), 1)))
+    lex = ibm1_features(tables, fx, en, i, j, f, e, expected)
     base = np.c_[np.asarray(margin, np.float64), np.asarray(cosine, np.float64), np.asarray(z, np.float64),
-                 length, ibm1_features(tables, fx, en, i, j, f, e),
-                 surface_features(fx.text(i), en.text(j))]
+                 length, lex[:, :10], surface_features(fx.text(i), en.text(j))]
     if vectors is None:
         return base
-    return np.c_[base, interaction_features(vectors, f, e)]
+    return np.c_[base, interaction_features(vectors, f, e), lex[:, 10:]]

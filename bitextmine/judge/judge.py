@@ -54,6 +54,7 @@ class Judge:
         s, t = np.asarray(s, np.int64), np.asarray(t, np.int64)
         pieces = self._pieces(s, t)
         self.stage.tables(self.lang)
+        self.stage.expected(self.lang)
         self.stage.vectors()
         self.stage.probability(self.lang, np.zeros((0, len(self.stage.features))))  # loads the classifier
         cols = [s, t] + [np.asarray(a) for a in (score, cos, z)]

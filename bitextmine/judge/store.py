@@ -1,9 +1,11 @@
 """The second stage in a model directory: ``second_stage/second_stage.json`` (the classifier of each
 language paired with English, its probability floor and its margin floor) beside the IBM model 1 tables
 ``second_stage/ibm1.en-XX.npz`` (t(XX|en)) and ``ibm1.XX-en.npz`` (t(en|XX)), made for the model's
-vocabulary (:mod:`bitextmine.lexicon.ibm1`).
+vocabulary (:mod:`bitextmine.lexicon.ibm1`), and (format 5) ``second_stage/expected.XX.npz``: each piece's usual
+log best link in translations under those tables, ``fx`` float32 (V,) (XX's pieces given English) and ``en``
+float32 (V,) (:func:`bitextmine.lexicon.expected_links`), from which the deficit features are measured.
 
-    {"format_version": 4, "features": [...], "chosen_on": "...",
+    {"format_version": 5, "features": [...], "chosen_on": "...",
      "languages": {"fr": {"classifier": "trees", "min_prob": 0.5, "floor": 1.0, "prior": 0.16,
                           "max_lines": 30000, "trained_on": "..."},
                    "de": {"classifier": "logistic", "mean": [26 numbers], "std": [...], "w": [...], "b": 0.1,
@@ -11,9 +13,10 @@ vocabulary (:mod:`bitextmine.lexicon.ibm1`).
 
 ``classifier``: "trees", gradient-boosted trees in ``second_stage/trees.XX.npz`` (:mod:`bitextmine.judge.trees`),
 or "logistic", the logistic regression's numbers in the JSON (:mod:`bitextmine.judge.logistic`; format 2, still
-read, had only these, without the key). ``features``: format 4 has :data:`bitextmine.judge.features.FEATURES`, the
-interaction of the model's piece vectors among them (so the stage is loaded with the model's table); formats 2
-and 3, still read, the 20 of :data:`bitextmine.judge.features.BASE`.
+read, had only these, without the key). ``features``: format 5 has :data:`bitextmine.judge.features.FEATURES`, the
+interaction of the model's piece vectors among them (so the stage is loaded with the model's table) and the
+deficits; format 4, still read, all but the deficits; formats 2 and 3 the 20 of
+:data:`bitextmine.judge.features.BASE`.
 ``min_prob``: the probability a pair needs (calibrated on dev data); ``floor``: the margin below which a
 candidate is not judged (dropped), which bounds the cost; ``prior``: the share of translations among the
 training candidates, from which each run's probabilities are adjusted to its own share
@@ -33,14 +36,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelFormatError
-from .features import BASE, FEATURES, Pieces, pair_features
+from .features import BASE, DEFICIT, FEATURES, Pieces, pair_features
 from .logistic import predict
 
-# 4: the piece vectors' interaction among the features; 3: gradient-boosted trees or a logistic regression;
-# 2: a logistic regression; 1: 8 features
-FORMAT_VERSION = 4
-READS = (2, 3, 4)
-FEATURES_OF = {2: BASE, 3: BASE, 4: FEATURES}
+# 5: the deficits among the features, each language's expected links; 4: the piece vectors' interaction among
+# the features; 3: gradient-boosted trees or a logistic regression; 2: a logistic regression; 1: 8 features
+FORMAT_VERSION = 5
+READS = (2, 3, 4, 5)
+FEATURES_OF = {2: BASE, 3: BASE, 4: FEATURES[:-len(DEFICIT)], 5: FEATURES}
 FOLDER = "second_stage"
 FILE = "second_stage.json"
 NUMBERS = ("min_prob", "floor", "prior", "max_lines")
@@ -52,6 +55,11 @@ CLASSIFIERS = ("trees", "logistic")
 def table_file(src: str, tgt: str) -> str:
     """The IBM1 table t(tgt|src) of a second-stage folder."""
     return f"ibm1.{src}-{tgt}.npz"
+
+
+def expected_file(lang: str) -> str:
+    """Each piece's usual best link for ``lang`` (format 5) in a second-stage folder."""
+    return f"expected.{lang}.npz"
 
 
 def trees_file(lang: str) -> str:
@@ -76,6 +84,7 @@ class SecondStage:
     fingerprint: str | None = None
     _tables: dict = field(default_factory=dict, repr=False)
     _trees: dict = field(default_factory=dict, repr=False)
+    _expected: dict = field(default_factory=dict, repr=False)
     features: tuple = FEATURES
     embeddings: np.ndarray | None = field(default=None, repr=False)
     _vectors: np.ndarray | None = field(default=None, repr=False)
@@ -100,7 +109,7 @@ class SecondStage:
         order of the run (``src_is_english``: the English side is the source)."""
         if src_is_english:
             src, tgt, s, t = tgt, src, t, s
-        return pair_features(self.tables(lang), src, tgt, s, t, margin, cosine, z, self.vectors())
+        return pair_features(self.tables(lang), src, tgt, s, t, margin, cosine, z, self.vectors(), self.expected(lang))
 
     def reference_lines(self, lang: str, rows: tuple) -> int:
         """The rows R of the samples from which ``lang``'s stage is given reference margins in a run whose sides have
@@ -117,6 +126,26 @@ class SecondStage:
             self._tables[lang] = tuple(load_table(os.path.join(self.folder, table_file(a, b)), fingerprint=self.fingerprint)
                                        for a, b in (("en", lang), (lang, "en")))
         return self._tables[lang]
+
+    def expected(self, lang: str) -> tuple | None:
+        """(each of ``lang``'s pieces' usual log best link float32 (V,), each English piece's) when the features have
+        the deficits, else None; ModelFormatError if missing or damaged."""
+        if DEFICIT[0] not in self.features:
+            return None
+        if lang not in self._expected:
+            path = os.path.join(self.folder, expected_file(lang))
+            tables = self.tables(lang)
+            try:
+                with np.load(path, allow_pickle=False) as z:
+                    pair = (np.asarray(z["fx"]), np.asarray(z["en"]))
+            except (OSError, ValueError, KeyError) as e:
+                raise ModelFormatError(f"{path}: cannot read the second stage's expected links ({e})") from None
+            for a, table in zip(pair, tables):
+                if a.shape != (table.vocab_tgt,) or a.dtype != np.float32 or not np.isfinite(a).all():
+                    raise ModelFormatError(f"{path}: expected finite float32 arrays fx and en of "
+                                           f"{tables[0].vocab_tgt} and {tables[1].vocab_tgt} pieces")
+            self._expected[lang] = pair
+        return self._expected[lang]
 
     def trees(self, lang: str) -> dict:
         """``lang``'s trees (:mod:`bitextmine.judge.trees`); ModelFormatError if missing or damaged."""
@@ -191,10 +220,11 @@ def _check(data, path: str, folder: str) -> None:
     if not isinstance(langs, dict):
         raise ModelFormatError(f"{path}: no \"languages\" object")
     for lang, c in langs.items():
-        _check_language(lang, c, path, folder, len(features))
+        _check_language(lang, c, path, folder, features)
 
 
-def _check_language(lang: str, c, path: str, folder: str, n_features: int) -> None:
+def _check_language(lang: str, c, path: str, folder: str, features: tuple) -> None:
+    n_features = len(features)
     if not isinstance(c, dict) or kind(c) not in CLASSIFIERS:
         raise ModelFormatError(f"{path}: language {lang!r}: expected an object with \"classifier\" one of "
                                f"{', '.join(CLASSIFIERS)}")
@@ -207,16 +237,19 @@ def _check_language(lang: str, c, path: str, folder: str, n_features: int) -> No
         vectors = f" and {n_features} numbers each for {', '.join(VECTORS)}" if logistic else ""
         raise ModelFormatError(f"{path}: language {lang!r}: expected numbers {', '.join(numbers)}{vectors}")
     files = [table_file(a, b) for a, b in (("en", lang), (lang, "en"))] + ([] if logistic else [trees_file(lang)])
+    files += [expected_file(lang)] if DEFICIT[0] in features else []
     for name in files:
         if not os.path.isfile(os.path.join(folder, name)):
             raise ModelFormatError(f"{os.path.join(folder, name)}: missing; the second stage of {lang!r} needs it")
 
 
-def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: str = "", compact: bool = False) -> str:
+def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: str = "", compact: bool = False,
+                      expected: dict | None = None) -> str:
     """Write a second stage into ``model_dir``: ``languages`` {code: {"classifier": fit_trees's or fit_logistic's dict,
     "min_prob", "floor", "prior", "max_lines", "trained_on"}}, ``tables`` {code: (t(code|en), t(en|code))} (LexicalTable; a code
-    absent keeps the tables already there; ``compact``: stored compact, :func:`bitextmine.lexicon.save_table`).
-    Returns the folder."""
+    absent keeps the tables already there; ``compact``: stored compact, :func:`bitextmine.lexicon.save_table`),
+    ``expected`` {code: (fx, en)} each side's usual log best links float32 (V,) under those tables (a code absent
+    keeps the file already there). Returns the folder."""
     from ..lexicon import save_table
 
     folder = os.path.join(model_dir, FOLDER)
@@ -224,6 +257,9 @@ def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: 
     for lang, (fwd, bwd) in tables.items():
         save_table(fwd, os.path.join(folder, table_file("en", lang)), compact)
         save_table(bwd, os.path.join(folder, table_file(lang, "en")), compact)
+    for lang, (fx, en) in (expected or {}).items():
+        _save_arrays({"fx": np.asarray(fx, np.float32), "en": np.asarray(en, np.float32)},
+                     os.path.join(folder, expected_file(lang)))
     out = {"format_version": FORMAT_VERSION, "features": list(FEATURES), "chosen_on": chosen_on, "languages": {}}
     for lang, c in sorted(languages.items()):
         clf = c["classifier"]

@@ -134,6 +134,20 @@ def train_tables(pairs: list, tokenizer, lexicon_config=None) -> tuple:
     return fwd, train_ibm1(*f, *e, v, v, **options)
 
 
+def expected_of(pairs: list, tables: tuple, tokenizer, config: SecondStageConfig = SecondStageConfig()) -> tuple:
+    """(each foreign piece's usual log best link given English float32 (V,), each English piece's given the foreign)
+    under ``tables`` (t(foreign|English), t(English|foreign)) over up to config's ``expected_pairs`` of ``pairs``
+    [(foreign, English)] drawn with its seed (:func:`bitextmine.lexicon.expected_links`)."""
+    from ..lexicon import expected_links
+
+    rng = np.random.default_rng([config.seed, 7])
+    pick = np.sort(rng.permutation(len(pairs))[:config.expected_pairs])
+    f = tokenizer.encode([pairs[i][0] for i in pick])
+    e = tokenizer.encode([pairs[i][1] for i in pick])
+    return (expected_links(tables[0], e, f, shrink=config.expected_shrink),
+            expected_links(tables[1], f, e, shrink=config.expected_shrink))
+
+
 def fit(X: np.ndarray, y: np.ndarray, config: SecondStageConfig = SecondStageConfig()) -> dict:
     """The classifier of config (``classifier``: "trees", :func:`bitextmine.judge.trees.fit_trees`; "logistic",
     :func:`bitextmine.judge.logistic.fit_logistic`) on a :func:`training_set`."""

@@ -278,50 +278,74 @@ def best_links(table: LexicalTable, src, tgt, thresholds: tuple[float, ...] = (0
 
 def score_and_links(table: LexicalTable, src, tgt, thresholds: tuple[float, ...] = (0.05, 0.2), *,
                     min_prob: float | None = None, link_min_prob: float = 1e-4, batch: int | None = None,
-                    links: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+                    links: bool = True, expected: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """(:func:`score` float32 (n,), :func:`best_links` float64 (n, len(thresholds) + 1), None without ``links``)
     of the same pairs from one look-up of their co-occurrences (``min_prob`` is score's, ``link_min_prob``
-    best_links'); each target token's sources are looked up once however often it occurs."""
+    best_links'); each target token's sources are looked up once however often it occurs. ``expected`` float
+    (vocab_tgt,), each target token's usual log best link in translations (:func:`expected_links`): best_links
+    gains 3 columns, :func:`deficits`."""
     cfg = LexiconConfig()
     min_prob = cfg.min_prob if min_prob is None else float(min_prob)
-    batch = cfg.batch if batch is None else int(batch)
     if not 0 < min_prob <= 1:
         raise ConfigError(f"min_prob {min_prob}; expected 0 < min_prob <= 1")
-    s = _flat(*src, table.vocab_src, "source", ModelFormatError)
-    t = _flat(*tgt, table.vocab_tgt, "target", ModelFormatError)
-    if len(s[1]) != len(t[1]):
-        raise ConfigError(f"{len(s[1])} source sentences and {len(t[1])} target sentences; expected pairs")
-    null_id = table.vocab_src if table.null else None
+    s, t = _sides(table, src, tgt)
     n = len(t[1])
     scores = np.full(n, np.log(min_prob), np.float32)
-    out = np.zeros((n, len(thresholds) + 1)) if links else None
+    out = np.zeros((n, len(thresholds) + 1 + 3 * (expected is not None))) if links else None
     if links:
-        out[:, -1] = np.log(link_min_prob)
-    for a, b in _ranges(np.maximum(s[2] + table.null, 1) * t[2], batch):
-        m = t[2][a:b]
-        pair = np.repeat(np.arange(b - a), m)
-        distinct, inv = _distinct(t[0][t[1][a]:t[1][a] + len(pair)], pair, b - a)
-        e, f, sizes, grp, _ = _cross((s[0], s[1][a:b], s[2][a:b]), distinct, np.arange(b - a), null_id)
-        p = table.lookup(e, f) if len(e) else np.zeros(0)
+        out[:, len(thresholds)] = np.log(link_min_prob)
+    for a, b, m, pair, ids, inv, e, sizes, grp, p in _lookups(table, s, t, cfg.batch if batch is None else int(batch)):
         tok = np.bincount(grp, weights=p, minlength=len(sizes)) / np.maximum(sizes, 1)
         sums = np.bincount(pair, weights=np.log(np.maximum(tok[inv], min_prob)), minlength=b - a)
         scores[a:b] = np.where(m > 0, sums / np.maximum(m, 1), np.log(min_prob))
         if links:
-            out[a:b] = _links(p if null_id is None else p[e != null_id], sizes - (null_id is not None), inv, pair, m,
-                              thresholds, link_min_prob)
+            best = _best(table, p, e, sizes)[inv]
+            out[a:b, :len(thresholds) + 1] = _links(best, pair, m, thresholds, link_min_prob)
+            if expected is not None:
+                out[a:b, len(thresholds) + 1:] = deficits(best, pair, b - a, np.asarray(expected)[ids], link_min_prob)
     return scores, out
 
 
-def _links(p: np.ndarray, real: np.ndarray, inv: np.ndarray, pair: np.ndarray, m: np.ndarray,
-           thresholds: tuple[float, ...], min_prob: float) -> np.ndarray:
-    """:func:`best_links` of a batch: ``p`` the look-ups of each distinct target token's ``real`` sources (NULL
-    left out) in groups, ``inv`` each target token's distinct token, ``pair`` its pair, ``m`` the pairs'
-    target lengths."""
+def _sides(table: LexicalTable, src, tgt) -> tuple:
+    s = _flat(*src, table.vocab_src, "source", ModelFormatError)
+    t = _flat(*tgt, table.vocab_tgt, "target", ModelFormatError)
+    if len(s[1]) != len(t[1]):
+        raise ConfigError(f"{len(s[1])} source sentences and {len(t[1])} target sentences; expected pairs")
+    return s, t
+
+
+def _lookups(table: LexicalTable, s: tuple, t: tuple, batch: int):
+    """Per batch of pairs [a, b) (:func:`_flat` sides s, t): (a, b, m the targets' lengths, pair and ids each
+    target token's pair and id, inv its distinct token, then each distinct token's sources e and NULL (grouped,
+    ``sizes`` a group), grp each look-up's group, p the look-ups t(f|e))."""
+    null_id = table.vocab_src if table.null else None
+    for a, b in _ranges(np.maximum(s[2] + table.null, 1) * t[2], batch):
+        m = t[2][a:b]
+        pair = np.repeat(np.arange(b - a), m)
+        ids = t[0][t[1][a]:t[1][a] + len(pair)]
+        distinct, inv = _distinct(ids, pair, b - a)
+        e, f, sizes, grp, _ = _cross((s[0], s[1][a:b], s[2][a:b]), distinct, np.arange(b - a), null_id)
+        p = table.lookup(e, f) if len(e) else np.zeros(0)
+        yield a, b, m, pair, ids, inv, e, sizes, grp, p
+
+
+def _best(table: LexicalTable, p: np.ndarray, e: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Each distinct target token's best link float64 (g,): max t(f|e) over its sources, NULL left out (0 without
+    a source); ``p``, ``e``, ``sizes`` of :func:`_lookups`."""
+    real = sizes - table.null
+    if table.null:
+        p = p[e != table.vocab_src]
     best = np.zeros(len(real))
     some = real > 0
     if some.any():
         best[some] = np.maximum.reduceat(p, (np.cumsum(real) - real)[some])
-    best = best[inv]
+    return best
+
+
+def _links(best: np.ndarray, pair: np.ndarray, m: np.ndarray, thresholds: tuple[float, ...],
+           min_prob: float) -> np.ndarray:
+    """:func:`best_links` of a batch: ``best`` each target token's best link, ``pair`` its pair, ``m`` the
+    pairs' target lengths."""
     out = np.empty((len(m), len(thresholds) + 1))
     mm = np.maximum(m, 1)
     for k, th in enumerate(thresholds):
@@ -329,6 +353,44 @@ def _links(p: np.ndarray, real: np.ndarray, inv: np.ndarray, pair: np.ndarray, m
     logs = np.bincount(pair, weights=np.log(np.maximum(best, min_prob)), minlength=len(m)) / mm
     out[:, -1] = np.where(m > 0, logs, np.log(min_prob))
     return out
+
+
+DEFICIT_BIG = 2.0  # deficits' third column: tokens whose log best link falls this far below their usual
+
+
+def deficits(best: np.ndarray, pair: np.ndarray, n: int, expected: np.ndarray, min_prob: float = 1e-4) -> np.ndarray:
+    """How far n pairs' target tokens fall below how well translations usually explain them: float64 (n, 3), the
+    sum over a pair's tokens of max(0, expected - log(max(best, min_prob))), its largest term, and how many terms
+    exceed :data:`DEFICIT_BIG`. ``best`` float (g,) each token's best link, ``pair`` int (g,) its pair,
+    ``expected`` float (g,) its usual log best link (:func:`expected_links`). A negation, a pronoun or a number
+    that the other side does not explain stands out, where a token that translations seldom explain does not."""
+    d = np.maximum(0.0, np.asarray(expected, np.float64) - np.log(np.maximum(best, min_prob)))
+    peak = np.zeros(n)
+    np.maximum.at(peak, pair, d)
+    return np.c_[np.bincount(pair, weights=d, minlength=n), peak,
+                 np.bincount(pair, weights=d > DEFICIT_BIG, minlength=n)]
+
+
+def token_links(table: LexicalTable, src, tgt, *, batch: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each target token's best link, max_i t(f_j|e_i) over its pair's source tokens (NULL left out; 0 without
+    one): (float64 (total,), ids int64 (total,)), in the flat order of ``tgt``'s ids (``src``, ``tgt`` as
+    :func:`score`)."""
+    s, t = _sides(table, src, tgt)
+    bests = [_best(table, p, e, sizes)[inv]
+             for *_, inv, e, sizes, grp, p in _lookups(table, s, t, LexiconConfig().batch if batch is None else batch)]
+    return (np.concatenate(bests) if bests else np.zeros(0)), t[0]
+
+
+def expected_links(table: LexicalTable, src, tgt, *, min_prob: float = 1e-4, shrink: float = 5.0) -> np.ndarray:
+    """Each target token's usual log best link in the translations (src, tgt) (as :func:`score`), the mean of
+    log(max(best, min_prob)) over its occurrences, drawn toward the mean over all tokens as if ``shrink`` more
+    occurrences had that mean (a token seen once is not trusted): float32 (vocab_tgt,)."""
+    best, ids = token_links(table, src, tgt)
+    logs = np.log(np.maximum(best, min_prob))
+    total = np.bincount(ids, weights=logs, minlength=table.vocab_tgt)
+    count = np.bincount(ids, minlength=table.vocab_tgt)
+    overall = logs.mean() if len(logs) else np.log(min_prob)
+    return ((total + shrink * overall) / (count + shrink)).astype(np.float32)
 
 
 def _distinct(ids: np.ndarray, sent: np.ndarray, n: int):
