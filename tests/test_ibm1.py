@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from bitextmine.errors import ConfigError, ModelFormatError
-from bitextmine.lexicon import (LexicalTable, best_links, expected_links, load_table, save_table, score, score_and_links,
-                                score_both, train_ibm1, vocabulary_fingerprint)
+from bitextmine.lexicon import (LexicalTable, best_links, expected_links, load_table, save_table, score,
+                                score_and_links, score_both, token_links, train_ibm1, vocabulary_fingerprint)
 from bitextmine.lexicon.ibm1 import DEFICIT_BIG
 from conftest import toy_corpus
 
@@ -201,6 +201,12 @@ def test_deficits_and_expected_links_equal_reference(null):
         np.testing.assert_allclose(got[:, :3], ref_links, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(got[:, 3:], ref, rtol=1e-5, atol=1e-5)
     assert (np.array(ref)[:, 0] > 0).any()
+    # a target side whose offsets start past some ids: its links and ids are those of its own pairs
+    ids, offsets = tgt
+    shifted = (np.r_[[0, 1], ids], np.asarray(offsets) + 2)
+    links, got_ids = token_links(table, src, shifted)
+    assert len(links) == len(got_ids) == len(ids) and got_ids.tolist() == list(ids)
+    assert links.tolist() == token_links(table, src, tgt)[0].tolist()
 
 
 def lookup_pair_by_pair(table: LexicalTable, e: list[int], f: list[int], min_prob: float) -> float:

@@ -111,8 +111,9 @@ def test_lexical_features_are_ibm1_scores_and_their_ratio_to_the_null_background
                 expected_links(bwd, flat(pairs_f), flat(pairs_e)))
     more = ibm1_features((fwd, bwd), fx, en, i, j, f, e, expected)
     assert more.shape == (len(i), 16) and more[:, :10].tolist() == apart.tolist()
-    assert more[:, 10:13].tolist() == score_and_links(fwd, e, f, LINK_THRESHOLDS, expected=expected[0])[1][:, 3:].tolist()
-    assert more[:, 13:].tolist() == score_and_links(bwd, f, e, LINK_THRESHOLDS, expected=expected[1])[1][:, 3:].tolist()
+    fx_links = score_and_links(fwd, e, f, LINK_THRESHOLDS, expected=expected[0])[1]
+    en_links = score_and_links(bwd, f, e, LINK_THRESHOLDS, expected=expected[1])[1]
+    assert more[:, 10:13].tolist() == fx_links[:, 3:].tolist() and more[:, 13:].tolist() == en_links[:, 3:].tolist()
 
 
 def two_classes(n: int, share: float, seed: int):
@@ -681,13 +682,13 @@ def test_the_expected_links_are_checked_on_load_and_a_format_4_stage_still_reads
     from bitextmine.model import load_model
 
     stage = load_model(toy_stage_dir).second_stage
-    fx, en = stage.expected("de")
-    assert fx.shape == (stage.tables("de")[0].vocab_tgt,) and en.shape == (stage.tables("de")[1].vocab_tgt,)
-    assert np.isfinite(fx).all() and (fx <= 0).all() and fx.std() > 0
+    fx_exp, en_exp = stage.expected("de")
+    assert fx_exp.shape == (stage.tables("de")[0].vocab_tgt,) and en_exp.shape == (stage.tables("de")[1].vocab_tgt,)
+    assert np.isfinite(fx_exp).all() and (fx_exp <= 0).all() and fx_exp.std() > 0
     bad = str(tmp_path / "bad")
     shutil.copytree(toy_stage_dir, bad)
     folder = os.path.join(bad, "second_stage")
-    np.savez(os.path.join(folder, expected_file("de")), fx=fx[:-1], en=en)
+    np.savez(os.path.join(folder, expected_file("de")), fx=fx_exp[:-1], en=en_exp)
     with pytest.raises(ModelFormatError, match="expected.de.npz: expected finite float32"):
         load_second_stage(bad).expected("de")
     os.remove(os.path.join(folder, expected_file("de")))
@@ -695,6 +696,30 @@ def test_the_expected_links_are_checked_on_load_and_a_format_4_stage_still_reads
         load_second_stage(bad)
     path = os.path.join(folder, "second_stage.json")
     data = json.load(open(path))
+    # each column of the features is the one its name says
+    from bitextmine.judge.features import INTERACTION, LINK_THRESHOLDS, Pieces
+    from bitextmine.judge.interaction import interaction_features
+    from bitextmine.lexicon import score_and_links
+
+    model = load_model(toy_stage_dir)
+    de, en = toy_corpus(12, seed=3)
+    fx, ex = Pieces.of(np.arange(12), de, model.tokenizer), Pieces.of(np.arange(12), en, model.tokenizer)
+    i, j = np.array([0, 3, 5, 5, 11]), np.array([0, 4, 5, 2, 11])
+    margin, cosine, z = np.linspace(1, 2, 5), np.linspace(0.3, 0.6, 5), np.linspace(2, 9, 5)
+    X = stage.pair_features("de", fx, ex, i, j, margin, cosine, z)
+    assert X.shape == (5, len(FEATURES)) and stage.features == FEATURES
+    col = {name: X[:, k] for k, name in enumerate(FEATURES)}
+    assert col["margin"].tolist() == margin.tolist() and col["z"].tolist() == z.tolist()
+    t = stage.tables("de")
+    f_links = score_and_links(t[0], ex.take(j), fx.take(i), LINK_THRESHOLDS, expected=fx_exp)[1]
+    e_links = score_and_links(t[1], fx.take(i), ex.take(j), LINK_THRESHOLDS, expected=en_exp)[1]
+    for k, name in enumerate(("cover", "strong", "best", "deficit", "peak", "misses")):
+        assert col[f"{name}_fx"].tolist() == f_links[:, k].tolist()
+        assert col[f"{name}_en"].tolist() == e_links[:, k].tolist()
+    inter = interaction_features(stage.vectors(), fx.take(i), ex.take(j))
+    for k, name in enumerate(INTERACTION):
+        assert col[name].tolist() == inter[:, k].tolist()
+    assert (col["deficit_fx"] > 0).any()
     four = FEATURES[:-len(DEFICIT)]
     X = np.random.default_rng(0).normal(size=(20, len(four)))
     from bitextmine.judge.trees import fit_trees

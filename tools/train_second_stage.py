@@ -9,10 +9,10 @@ tools/f1_by_size.key compares), is one domain; :func:`bitextmine.judge.train.spl
 ``--tables``, a folder of ibm1.en-XX.npz / ibm1.XX-en.npz made by an earlier run with --keep-tables, or the
 model's own second_stage folder with ``--ship-floor 0`` to keep its shipped tables as they are), pruned to
 ``--ship-floor`` (what a model directory can carry: 0.01 keeps the entries that matter, docs/benchmarks.md),
-and the classifier is fitted on the tasks' candidates scored with the pruned tables (and each piece's usual best
-link under them, over up to 40,000 of the tables' pairs: :func:`bitextmine.judge.train.expected_of`). The stage is written
-into ``--out`` (default: the model's own directory), its tables compact; min_prob is then calibrated on dev
-data by tools/calibrate_second_stage.py --write.
+and the classifier is fitted on the tasks' candidates scored with the pruned tables (and each piece's usual
+best link under them, over up to 40,000 of the tables' pairs: :func:`bitextmine.judge.train.expected_of`). The
+stage is written into ``--out`` (default: the model's own directory), its tables compact; min_prob is then
+calibrated on dev data by tools/calibrate_second_stage.py --write.
 """
 
 from __future__ import annotations

@@ -159,11 +159,11 @@ def _features_named(stage) -> str:
     named = "margin, cosine, z, length ratio, IBM model 1 scores"
     if len(stage.features) == len(BASE):
         return named + " and the texts' surface"
-    named += (", the texts' surface, how well each line's pieces find a counterpart among the other's in the model's "
-              "space")
-    if DEFICIT[0] in stage.features:
-        return named + " and which pieces the other line leaves unexplained where translations usually explain them"
-    return named
+    space = "how well each line's pieces find a counterpart among the other's in the model's space"
+    if DEFICIT[0] not in stage.features:
+        return f"{named}, the texts' surface and {space}"
+    return (f"{named}, the texts' surface, {space} and which pieces the other line leaves unexplained where "
+            "translations usually explain them")
 
 
 def second_stage_section(stage) -> str:

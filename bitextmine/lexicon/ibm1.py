@@ -378,7 +378,7 @@ def token_links(table: LexicalTable, src, tgt, *, batch: int | None = None) -> t
     s, t = _sides(table, src, tgt)
     bests = [_best(table, p, e, sizes)[inv]
              for *_, inv, e, sizes, grp, p in _lookups(table, s, t, LexiconConfig().batch if batch is None else batch)]
-    return (np.concatenate(bests) if bests else np.zeros(0)), t[0]
+    return (np.concatenate(bests) if bests else np.zeros(0)), t[0][t[1][0]:] if len(t[1]) else t[0][:0]
 
 
 def expected_links(table: LexicalTable, src, tgt, *, min_prob: float = 1e-4, shrink: float = 5.0) -> np.ndarray:
