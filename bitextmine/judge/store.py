@@ -135,13 +135,10 @@ class SecondStage:
         if lang not in self._expected:
             path = os.path.join(self.folder, expected_file(lang))
             tables = self.tables(lang)
-            try:
-                with np.load(path, allow_pickle=False) as z:
-                    pair = (np.asarray(z["fx"]), np.asarray(z["en"]))
-            except (OSError, ValueError, KeyError) as e:
-                raise ModelFormatError(f"{path}: cannot read the second stage's expected links ({e})") from None
+            arrays = _load_arrays(path, "expected links")
+            pair = (arrays.get("fx"), arrays.get("en"))
             for a, table in zip(pair, tables):
-                if a.shape != (table.vocab_tgt,) or a.dtype != np.float32 or not np.isfinite(a).all():
+                if a is None or a.shape != (table.vocab_tgt,) or a.dtype != np.float32 or not np.isfinite(a).all():
                     raise ModelFormatError(f"{path}: expected finite float32 arrays fx and en of "
                                            f"{tables[0].vocab_tgt} and {tables[1].vocab_tgt} pieces")
             self._expected[lang] = pair
@@ -153,11 +150,7 @@ class SecondStage:
 
         if lang not in self._trees:
             path = os.path.join(self.folder, trees_file(lang))
-            try:
-                with np.load(path, allow_pickle=False) as z:
-                    arrays = {k: z[k] for k in z.files}
-            except (OSError, ValueError) as e:
-                raise ModelFormatError(f"{path}: cannot read the second stage's trees ({e})") from None
+            arrays = _load_arrays(path, "trees")
             problem = check_trees(arrays, len(self.features))
             if problem:
                 raise ModelFormatError(f"{path}: damaged trees: {problem}")
@@ -276,6 +269,15 @@ def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: 
         json.dump(out, f, indent=1, sort_keys=True)
     os.replace(tmp, os.path.join(folder, FILE))
     return folder
+
+
+def _load_arrays(path: str, what: str) -> dict:
+    """{name: array} of the npz file ``path`` (``what`` it holds, for the error); ModelFormatError if unreadable."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise ModelFormatError(f"{path}: cannot read the second stage's {what} ({e})") from None
 
 
 def _save_arrays(arrays: dict, path: str) -> None:

@@ -376,9 +376,11 @@ def token_links(table: LexicalTable, src, tgt, *, batch: int | None = None) -> t
     one): (float64 (total,), ids int64 (total,)), in the flat order of ``tgt``'s ids (``src``, ``tgt`` as
     :func:`score`)."""
     s, t = _sides(table, src, tgt)
-    bests = [_best(table, p, e, sizes)[inv]
-             for *_, inv, e, sizes, grp, p in _lookups(table, s, t, LexiconConfig().batch if batch is None else batch)]
-    return (np.concatenate(bests) if bests else np.zeros(0)), t[0][t[1][0]:] if len(t[1]) else t[0][:0]
+    batch = LexiconConfig().batch if batch is None else batch
+    parts = [(_best(table, p, e, sizes)[inv], ids) for *_, ids, inv, e, sizes, grp, p in _lookups(table, s, t, batch)]
+    if not parts:
+        return np.zeros(0), np.zeros(0, np.int64)
+    return np.concatenate([b for b, _ in parts]), np.concatenate([i for _, i in parts])
 
 
 def expected_links(table: LexicalTable, src, tgt, *, min_prob: float = 1e-4, shrink: float = 5.0) -> np.ndarray:

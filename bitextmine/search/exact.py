@@ -428,12 +428,12 @@ def _plan(n: int, m: int, d: int, c: int, dev, precision: str, block_rows: int, 
     return _Plan(dev, dtype, c, tile_rows, tile_cols, block_rows, shard, matmul)
 
 
-def _lists(n: int, m: int, plan: _Plan, c: int) -> tuple:
-    """Empty running candidates (row_v, row_i, col_v, col_i), c a row, of n x rows and m y rows (none for a
+def _lists(n: int, m: int, plan: _Plan) -> tuple:
+    """Empty running candidates (row_v, row_i, col_v, col_i), plan.c a row, of n x rows and m y rows (none for a
     direction the plan does not keep); row numbers < 2^31 in int32."""
     import torch
 
-    dev = plan.dev
+    dev, c = plan.dev, plan.c
     n_, m_ = n if plan.rows else 0, m if plan.cols else 0
     return (torch.full((n_, c), -torch.inf, device=dev), torch.full((n_, c), -1, dtype=torch.int32, device=dev),
             torch.full((m_, c), -torch.inf, device=dev), torch.full((m_, c), -1, dtype=torch.int32, device=dev))
@@ -448,8 +448,8 @@ def _pass(x: np.ndarray, y: np.ndarray, plan: _Plan, progress, sampled: tuple[in
     n, m = len(x), len(y)
     if sampled is not None:
         # as many candidates as the k-NN's: with 8, a quarter of the rows had to be searched again
-        sampled = _Sampled(*sampled, *_lists(n, m, plan, plan.c))
-    best = _Best(*_lists(n, m, plan, plan.c), np.zeros(n, np.float32), np.zeros(m, np.float32), sampled)
+        sampled = _Sampled(*sampled, *_lists(n, m, plan))
+    best = _Best(*_lists(n, m, plan), np.zeros(n, np.float32), np.zeros(m, np.float32), sampled)
     done = 0.0
     with torch.inference_mode():
         for s0 in range(0, m, plan.shard):
@@ -527,7 +527,7 @@ def _sampled_tile(S, x0: int, nx: int, y0: int, ny: int, plan: _Plan, sm: _Sampl
         if w < whole:
             T = S.clone()
             (T[:, w:] if axis == 0 else T[w:]).fill_(-torch.inf)
-        key, other, val = _candidates(T, V[k0 : k0 + nk, -1], nk, axis, V.shape[1])
+        key, other, val = _candidates(T, V[k0 : k0 + nk, -1], nk, axis, plan.c)
         real = val > -torch.inf  # a masked entry taken while a list is not full yet
         V[k0 : k0 + nk], I[k0 : k0 + nk] = _merge(V[k0 : k0 + nk], I[k0 : k0 + nk], key[real], other[real] + first,
                                                    val[real])
@@ -564,8 +564,8 @@ def _certified(x: np.ndarray, y: np.ndarray, best: _Best, k: int, precision: str
         if sm is not None:
             among = (sample.cols, sample.rows)[side]
             Vs, Is = ((sm.row_v, sm.row_i), (sm.col_v, sm.col_i))[side]
-            Ds, Js, sample_refined[side] = _exact_lists(q, o, od, Vs, Is, min(sample.k, len(among)), eps,
-                                                        Vs.shape[1], device, among)
+            Ds, Js, sample_refined[side] = _exact_lists(q, o, od, Vs, Is, min(sample.k, len(among)), eps, plan.c,
+                                                        device, among)
             sampled[2 * side : 2 * side + 2] = Ds, Js
         del od
     info = {"precision": precision, "refined": refined}
