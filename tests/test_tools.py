@@ -65,3 +65,28 @@ def test_weighted_logistic_fit_recovers_the_generating_coefficients():
     doubled = fit_logistic(np.vstack([f, f[:100]]), np.concatenate([y, y[:100]]),
                            np.concatenate([np.full(20000, 1.0), np.zeros(100)]))
     assert np.allclose(doubled, beta, atol=1e-6)  # rows of weight 0 change nothing
+
+
+def test_bench_second_stage_sides_plant_translations_and_keep_the_other_lines_apart(tmp_path):
+    import lzma
+
+    from bench_second_stage import line_orders, sides, write_pairs
+
+    # one pair a line: the former layout (one permutation, the planted lines first, then each side's own)
+    fx, en = line_orders(100, 40, 4, 1, np.random.default_rng(1))
+    order = np.random.default_rng(1).permutation(100).tolist()
+    assert [c[0] for c in fx] == order[:40] and [c[0] for c in en] == order[:4] + order[40:76]
+    # joined pairs: more lines than pairs, every line once, no pair shared by the sides but the planted lines'
+    fx, en = line_orders(300, 500, 25, 2, np.random.default_rng(1))
+    assert fx[:25] == en[:25] and len(set(fx)) == 500 and len(set(en)) == 500
+    a, b, p = ({i for c in side for i in c} for side in (fx[25:], en[25:], fx[:25]))
+    assert not a & b and not a & p and not b & p
+    # through a pairs file, as a machine without ../shared/data gets them
+    pairs = [(f"fx{i}  mot", f"en{i} word") for i in range(300)]
+    write_pairs(pairs, str(tmp_path / "p.xz"), 0, 0)
+    src, tgt = sides("fr", 500, 0.05, 1, str(tmp_path / "s"), join=2, pairs_file=str(tmp_path / "p.xz"))
+    s = lzma.open(src, "rt", encoding="utf-8").read().splitlines()
+    t = lzma.open(tgt, "rt", encoding="utf-8").read().splitlines()
+    assert len(s) == len(t) == 500 and s[0] == " ".join(f"fx{i} mot" for i in fx[0])
+    assert [x.replace("fx", "").replace(" mot", "") for x in s[:25]] == [y.replace("en", "").replace(" word", "")
+                                                                         for y in t[:25]]
