@@ -4,7 +4,7 @@
     python tools/bench_second_stage.py --lang fr --lines 200000 --write-sides gpu_data/fr200k   # where ../shared is
     python tools/bench_second_stage.py --lang fr --lines 200000 --sides gpu_data/fr200k --device cuda  # elsewhere
     python tools/bench_second_stage.py --lang fr --lines 1000000 --join 2                        # more lines than pairs
-    python tools/bench_second_stage.py --lang fr --write-pairs gpu_data/fr.pairs.xz --max-pairs 150000  # where ../shared is
+    python tools/bench_second_stage.py --lang fr --write-pairs gpu_data/fr.pairs.xz --max-pairs 150000  # ../shared
     python tools/bench_second_stage.py --lang fr --lines 1000000 --join 2 --pairs gpu_data/fr.pairs.xz --device cuda
 
 Sides: ``--lines`` French (or ``--lang``) and English lines from the training corpora of ../shared/data/train
@@ -18,8 +18,9 @@ translations too), and the ratio of the times. ``--join N`` makes each line of N
 (drawn with the seed: the planted lines from one third of the pairs, each side's other lines from a third of its own,
 every line once), so that a side can have more lines than the language has pairs (1M x 1M needs about 2M pairs
 otherwise); the sentences are real, their lengths N times. ``--pairs`` reads the pairs from a file that
-``--write-pairs`` wrote (foreign TAB English a line, xz), for a machine without ../shared/data. Above the stage's ``max_lines`` the stage is given reference margins
-(:mod:`bitextmine.mining.reference`: one more search of the candidates' lines among max_lines rows a side);
+``--write-pairs`` wrote (foreign TAB English a line, xz), for a machine without ../shared/data. Above the stage's
+``max_lines`` the stage is given reference margins (:mod:`bitextmine.mining.reference`: one more search of the
+candidates' lines among max_lines rows a side);
 ``--max-lines N`` raises the limit (a copy of the model), so that the stage judges the run's own margins. Run it
 alone: it times.
 """
@@ -155,7 +156,8 @@ def main() -> None:
     ap.add_argument("--sides", default="", help="a folder from --write-sides (same --lang, --lines, --share) instead "
                                                 "of ../shared/data")
     ap.add_argument("--join", type=int, default=1, help="pairs joined into each line (module docstring)")
-    ap.add_argument("--pairs", default="", help="read the pairs from this file (--write-pairs) instead of ../shared/data")
+    ap.add_argument("--pairs", default="",
+                    help="read the pairs from this file (--write-pairs) instead of ../shared/data")
     ap.add_argument("--write-pairs", default="", help="write the language's pairs (xz) to this file and stop")
     ap.add_argument("--max-pairs", type=int, default=0, help="with --write-pairs: a seeded sample of this many")
     ap.add_argument("--max-lines", type=int, default=0,
@@ -179,8 +181,8 @@ def main() -> None:
                 "--ids", "--device", args.device]
         base += ["--model", model] if model else []
         joins = f" ({args.join} pairs a line)" if args.join > 1 else ""
-        print(f"{args.lines:,} x {args.lines:,} lines{joins}, {args.lang}-en, {args.share:.0%} translations; CPU flags: "
-              f"{' '.join(flags)}; {os.cpu_count()} cores; --device {args.device}")
+        print(f"{args.lines:,} x {args.lines:,} lines{joins}, {args.lang}-en, {args.share:.0%} translations; "
+              f"CPU flags: {' '.join(flags)}; {os.cpu_count()} cores; --device {args.device}")
         print("| precision | second stage | seconds | pairs | planted translations among them | time with / without |")
         print("|---|---|---|---|---|---|")
         for precision in args.precision:
