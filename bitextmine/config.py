@@ -196,7 +196,7 @@ PAIR_CHUNK_LINES = 20_000
 # among its block's other pairs); within the sizes the stage was trained on, and its search costs a quarter of
 # a 20,000-line chunk's per pair (docs/benchmarks.md, "The filter's search")
 JUDGE_LINES = 5_000
-PROB_MIN_PAIRS = 10  # --score prob / --margin prob: fewer pairs given together are refused (k = 4 neighbours among
+PROB_MIN_PAIRS = 10  # --score prob / --margin prob: fewer pairs given together are not judged (k = 4 neighbours among
 # a handful of lines make every margin near 1; from 10 pairs up its decisions match larger blocks': docs/benchmarks.md)
 
 

@@ -45,6 +45,22 @@ class DamagedInput(CorpusError):
                            f"complete lines ({self.detail}); expected a complete {self.fmt} file")
 
 
+def read_once(path: str) -> bool:
+    """Whether ``path`` can be read only once: ``-`` (standard input), a pipe (a shell's ``<(...)``, a FIFO) or
+    another stream that is not a file. The commands that read an input more than once (``mine``: detecting the
+    language, planning its chunks, reading them; ``score --margin``: embedding, then writing) copy such an input
+    as they read it, as they copy standard input. A path that does not exist: False (the reader's own error)."""
+    if path == "-":
+        return True
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def open_binary(path: str) -> BinaryIO:
     """Open ``path`` (``-`` = stdin) for binary reading, decompressing gzip, xz and zstd by their magic bytes.
 

@@ -239,6 +239,7 @@ def load_model(path: str | None = None) -> Model:
             f"{path}: tokenizer has {tok.vocab_size} pieces, so the embeddings should have {rows} rows, "
             f"not {emb.shape[0]}"
         )
+    _check_fingerprint(cfg, cfg_path, tok.proto, emb, tensors)
     tensors = {k: (v.astype(np.float32) if v.dtype == np.float16 else v) for k, v in tensors.items()}
     model = Model(tokenizer=tok, embeddings=emb.astype(np.float32), config=cfg, path=path, tensors=tensors)
     if encoder == "blstm-sp" and "lstm.weight_hh_l0" not in tensors:
@@ -253,6 +254,17 @@ def load_model(path: str | None = None) -> Model:
 
         check_section(cfg["mining"], cfg_path)
     return model
+
+
+def _check_fingerprint(cfg: dict, cfg_path: str, proto: bytes, emb: np.ndarray, tensors: dict) -> None:
+    """ModelFormatError when the model's files, as stored, do not give the fingerprint ``config.json`` records (a
+    tokenizer or a table replaced after saving): the fingerprint names the model's embeddings and caches, so a
+    model that is not the one it names would reuse another model's vectors. A config without one: no check."""
+    said = cfg.get("fingerprint")
+    if said and compute_fingerprint(proto, emb, tensors) != said:
+        raise ModelFormatError(f"{cfg_path}: fingerprint {said}, but the model's tokenizer and tensors give "
+                               f"{compute_fingerprint(proto, emb, tensors)}: a file of the model changed after it "
+                               "was saved; save the changed model again (Model.save) or restore its files")
 
 
 # --- the trainable torch modules ------------------------------------------------------------

@@ -21,10 +21,10 @@ from typing import Callable, Iterable, Iterator, TextIO
 import numpy as np
 
 from .config import SCORE_MARGINS, ColumnsConfig, EncodeConfig, MineConfig, ScoreConfig
-from .corpus import iter_lines, parse_tsv_line
+from .corpus import iter_lines, parse_tsv_line, read_once
 from .encoding.npyfile import finish_npy, new_npy
 from .encoding.pipeline import Encoder
-from .errors import ConfigError
+from .errors import ConfigError, CorpusError
 from .model import Model
 
 
@@ -75,7 +75,7 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
     if score.k < 1:
         raise ConfigError(f"k {score.k}: expected at least 1 neighbour")
     with tempfile.TemporaryDirectory(prefix="bitextmine-score-") as tmp:
-        spool = os.path.join(tmp, "input.txt") if path == "-" else None  # stdin cannot be read twice
+        spool = os.path.join(tmp, "input.txt") if read_once(path) else None  # stdin, a pipe: read once
         xs_path, xt_path = os.path.join(tmp, "src.npy"), os.path.join(tmp, "tgt.npy")
         lines, scol, tcol = input_lines(path, columns, scol, tcol)
         cos = _encode_columns(path, lines(), model, xs_path, xt_path, spool, scol=scol, tcol=tcol, config=config)
@@ -86,7 +86,21 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
                                               device=resolve_device(config.device))
         del x, y
         scores = margin_scores(cos, mean_x, mean_y, score.margin).tolist()
-        yield from zip(lines() if spool is None else _spooled(spool), scores)
+        yield from _paired(lines() if spool is None else _spooled(spool), scores, path)
+
+
+def _paired(lines: Iterable[str], scores: list, path: str) -> Iterator[tuple[str, float]]:
+    """(line, score) for the lines of the second read of ``path``; CorpusError when it gives another number of lines
+    than the first read did (the input changed between the two reads)."""
+    n = 0
+    for n, line in enumerate(lines, 1):
+        if n > len(scores):
+            break
+        yield line, scores[n - 1]
+    if n != len(scores):
+        more = "more" if n > len(scores) else f"{n:,}"
+        raise CorpusError(f"{'<stdin>' if path == '-' else path}: {len(scores):,} lines were scored, the second read "
+                          f"gave {more}: the input changed while it was scored; score a file that stays as it is")
 
 
 def input_lines(path: str, columns: ColumnsConfig | None, scol: int = 1, tcol: int = 2):

@@ -102,7 +102,8 @@ def test_mine_with_embeddings_refuses_other_text(tmp_path, toy_model_dir):
     assert ok.exit_code == 0 and ok.output == direct.output and len(ok.output.splitlines()) >= 30
     bad = run("mine", sp, tp, "--src-emb", other + ".npy", "--model", toy_model_dir, "-q")
     assert bad.exit_code == 1
-    assert bad.output == f"Error: {other}.npy: encodes another text than the one given (input checksum differs)\n"
+    assert bad.output == (f"Error: {other}.npy: encodes another text than {sp} (input checksum differs); expected "
+                          "the embeddings of that text's lines\n")
 
 
 def test_mine_output_file_and_ids(tmp_path, toy_model_dir):

@@ -181,6 +181,30 @@ def test_eval_with_precomputed_embeddings_matches(tmp_path, toy_model_dir):
     wrong = runner.invoke(main, ["eval", "tatoeba", a, b, "--model", toy_model_dir, "--src-emb", a + ".npy",
                                  "--tgt-emb", b + ".npy", "--sif"])
     assert wrong.exit_code == 1 and "re-encode with the same --model (and --sif" in wrong.output
+    swapped = runner.invoke(main, ["eval", "tatoeba", a, b, "--model", toy_model_dir, "--src-emb", b + ".npy",
+                                   "--tgt-emb", a + ".npy"])  # the same count, from the same model: the text differs
+    assert swapped.exit_code == 1
+    assert swapped.output == (f"Error: {b}.npy: encodes another text than {a} (input checksum differs); expected the "
+                              "embeddings of that text's lines\n")
+
+
+def test_eval_sts_checks_the_column_a_sidecar_encodes(tmp_path, toy_model_dir):
+    """STS columns have no file of their own: a sidecar's text is checked against the column's lines, one a
+    line; the other column's embeddings (the same count) are refused."""
+    src, _ = toy_corpus(40, seed=23)
+    csv = write_lines(tmp_path / "sts.csv", [f"{src[i]},{src[(i + 1) % 40]},{i % 6}" for i in range(40)])
+    s1, s2 = write_lines(tmp_path / "s1", src), write_lines(tmp_path / "s2", src[1:] + src[:1])
+    runner = CliRunner()
+    for f in (s1, s2):
+        assert runner.invoke(main, ["encode", f, "-o", f + ".npy", "--model", toy_model_dir, "-q"]).exit_code == 0
+    direct = json.loads(runner.invoke(main, ["eval", "sts", csv, "--model", toy_model_dir, "--json"]).output)
+    pre = runner.invoke(main, ["eval", "sts", csv, "--model", toy_model_dir, "--emb1", s1 + ".npy", "--emb2",
+                               s2 + ".npy", "--json"])
+    assert pre.exit_code == 0, pre.output
+    assert json.loads(pre.output) == direct
+    swapped = runner.invoke(main, ["eval", "sts", csv, "--model", toy_model_dir, "--emb1", s2 + ".npy", "--emb2",
+                                   s1 + ".npy"])
+    assert swapped.exit_code == 1 and f"{s2}.npy: encodes another text than {csv} (s1)" in swapped.output
 
 
 def test_calibration_neighbours_equal_the_full_matrix():
@@ -200,6 +224,34 @@ def test_calibration_neighbours_equal_the_full_matrix():
     np.testing.assert_array_equal(shuf, sim[np.arange(30), shuffled])
     np.testing.assert_array_equal(mx, np.sort(sim, axis=1)[:, -4:].mean(1))
     np.testing.assert_array_equal(my, np.sort(sim, axis=0)[-4:, :].mean(0))
+
+
+def test_calibration_leaves_out_blank_pairs_and_says_which(toy_model):
+    """A gold pair with a blank side is no translation: calibrating with such pairs added gives the report of
+    the gold set without them, and names them (1-based) in the table and the JSON."""
+    from bitextmine.evaluation.calibration import calibrate
+
+    src, tgt = toy_corpus(60, seed=21)
+    clean = calibrate(src, tgt, toy_model, score="margin")
+    with_blank = calibrate(src[:10] + ["", "ein Haus"] + src[10:] + ["  "],
+                           tgt[:10] + ["a house", "\t"] + tgt[10:] + ["a tree"], toy_model, score="margin")
+    assert with_blank.blank == [11, 12, 63] and with_blank.to_json()["left_out_blank"] == [11, 12, 63]
+    assert "left out: 3 gold pairs with a blank side (pairs 11, 12, 63)" in with_blank.to_table()
+    assert with_blank.suggested == clean.suggested and with_blank.rows == clean.rows
+    assert {k: len(v) for k, v in with_blank.scores.items()} == {k: len(v) for k, v in clean.scores.items()}
+
+
+def test_calibration_takes_no_copy_of_a_good_target_for_a_bad_pair(toy_model):
+    """When the gold set repeats a target, a shuffled pair may give a source its own translation: it is not
+    counted as a bad pair (as near-miss pairs already were not)."""
+    from bitextmine.evaluation.calibration import calibrate
+
+    src, tgt = toy_corpus(40, seed=22)
+    tgt = [tgt[0] if i % 2 else t for i, t in enumerate(tgt)]  # every odd pair has the first pair's target
+    src = [src[0] if i % 2 else s for i, s in enumerate(src)]
+    report = calibrate(src, tgt, toy_model, score="cosine")
+    good = set(np.round(report.scores["good"], 6))
+    assert len(report.scores["shuffled"]) < 40 and not (set(np.round(report.scores["shuffled"], 6)) & good)
 
 
 def test_retrieval_accuracy_ties_count_only_for_the_first_maximum():

@@ -82,6 +82,23 @@ def test_raw_round_trip(tmp_path, fp16):
     assert open_embeddings(empty, fmt="raw", dim=6).shape == (0, 6)
 
 
+@pytest.mark.parametrize("scale", [0.01, 0.05, 3.0])
+def test_a_float16_raw_file_read_as_float32_at_half_the_dim_is_refused(tmp_path, scale):
+    """LASER's --fp16 output of dim 64 read as float32 of dim 32 has whole rows and the right row count; its
+    values are refused as float16 pairs, the message naming the options to give. The float32 file of the same
+    embeddings opens, and so does the float16 file read as it is."""
+    x = np.random.default_rng(3).normal(0, scale, (300, 64)).astype(np.float32)
+    p32, p16 = str(tmp_path / "e32.raw"), str(tmp_path / "e16.raw")
+    x.tofile(p32)
+    x.astype(np.float16).tofile(p16)
+    with pytest.raises(ConfigError) as e:
+        open_embeddings(p16, fmt="raw", dim=32, rows=300)
+    assert str(e.value) == (f"{p16}: its values read as float32 are pairs of float16 values (LASER's --fp16 output); "
+                            "expected float32 rows of dim 32: give --fp16 and --dim 64")
+    assert open_embeddings(p32, fmt="raw", dim=64, rows=300).shape == (300, 64)
+    assert open_embeddings(p16, fmt="raw", dim=64, fp16=True, rows=300).shape == (300, 64)
+
+
 def test_raw_wrong_size_dim_and_rows(tmp_path):
     p = str(tmp_path / "e.raw")
     rows(10, 8).tofile(p)  # 320 bytes

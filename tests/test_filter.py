@@ -192,15 +192,18 @@ def test_output_is_the_same_for_any_worker_count_and_margin_uses_the_chunk(tmp_p
     # margins of the aligned two thirds are higher than those of the shuffled third
     good = np.array([i % 3 != 0 for i in range(300)])
     assert np.median(scores[good]) > np.median(scores[~good])
-    # reference: the first chunk's margins from brute force
+    # reference: the first chunk's margins from brute force, neighbours among each side's distinct lines
     from bitextmine.encoding.pipeline import encode
 
-    x = encode(src[:64], toy_model)
-    y = encode([lines[i].split("\t")[1] for i in range(64)], toy_model)
-    sim = x @ y.T
-    mx = np.sort(sim, axis=1)[:, -4:].mean(1)
-    my = np.sort(sim, axis=0)[-4:, :].mean(0)
-    want = (x * y).sum(1) / ((mx + my) / 2)
+    chunk_src, chunk_tgt = src[:64], [lines[i].split("\t")[1] for i in range(64)]
+    assert len(set(chunk_tgt)) < 64  # the toy corpus repeats lines: the chunk has copies
+    us, ut = sorted(set(chunk_src)), sorted(set(chunk_tgt))
+    ux, uy = encode(us, toy_model), encode(ut, toy_model)
+    sim = ux @ uy.T
+    mx = dict(zip(us, np.sort(sim, axis=1)[:, -4:].mean(1)))
+    my = dict(zip(ut, np.sort(sim, axis=0)[-4:, :].mean(0)))
+    x, y = encode(chunk_src, toy_model), encode(chunk_tgt, toy_model)
+    want = (x * y).sum(1) / ((np.array([mx[s] for s in chunk_src]) + np.array([my[t] for t in chunk_tgt])) / 2)
     np.testing.assert_allclose(scores[:64], want, atol=2e-4)
 
 

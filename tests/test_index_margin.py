@@ -339,3 +339,23 @@ def test_recall_of_the_staged_run_equals_recall_at_k(tmp_path):
     stats = mine_files(*sides, io.StringIO(), config=config, src_emb=str(tmp_path / "x.npy"),
                        tgt_emb=str(tmp_path / "y.npy"), pipeline=PipelineConfig(chunk_lines=70))
     assert stats.info["recall"] == want.info["recall"] and max(want.info["recall"]) < 1
+
+
+def test_neighbour_means_among_distinct_lines_against_the_obvious_computation():
+    from bitextmine.mining.margin import distinct_neighbour_means, distinct_rows
+
+    rng = np.random.default_rng(3)
+    src_pool, tgt_pool = [f"s{i}" for i in range(12)], [f"t{i}" for i in range(9)]
+    src = [src_pool[i] for i in rng.integers(0, 12, 30)]
+    tgt = [tgt_pool[i] for i in rng.integers(0, 9, 30)]
+    vec = {w: v / np.linalg.norm(v) for w, v in zip(src_pool + tgt_pool, rng.standard_normal((21, 8)))}
+    x = np.array([vec[w] for w in src], np.float32)
+    y = np.array([vec[w] for w in tgt], np.float32)
+    first, inverse = distinct_rows(src)
+    assert [src[i] for i in first] == list(dict.fromkeys(src)) and [src[first[j]] for j in inverse] == src
+    mean_x, mean_y = distinct_neighbour_means(x, y, src, tgt, 4)
+    xs = np.array([vec[w] for w in dict.fromkeys(src)])
+    ys = np.array([vec[w] for w in dict.fromkeys(tgt)])
+    for i in range(30):  # the mean of the 4 best cosines among the other side's distinct lines
+        assert mean_x[i] == pytest.approx(np.sort(ys @ vec[src[i]])[-4:].mean(), abs=1e-5)
+        assert mean_y[i] == pytest.approx(np.sort(xs @ vec[tgt[i]])[-4:].mean(), abs=1e-5)

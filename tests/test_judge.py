@@ -411,8 +411,7 @@ def test_a_short_last_chunk_is_judged_with_the_chunk_before_and_a_handful_of_pai
     assert [float(r.split("\t")[-1]) for r in scored.getvalue().splitlines()] == pytest.approx(probs(path, 110),
                                                                                                abs=1e-4)
     few = write_lines(tmp_path / "few.tsv", lines[:PROB_MIN_PAIRS - 1])
-    with pytest.raises(CorpusError, match=f"9 pairs to judge: .* at least {PROB_MIN_PAIRS} pairs"):
-        probs(few, 240)
+    assert probs(few, 240) == []  # too few to judge among: each rejected as unjudged (below), not an error
     with pytest.raises(CorpusError, match="at least"):
         score_file(few, io.StringIO(), model, score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en"))
     assert len(probs(write_lines(tmp_path / "ten.tsv", lines[:PROB_MIN_PAIRS]), 240)) == PROB_MIN_PAIRS
@@ -750,3 +749,69 @@ def test_a_run_smaller_than_the_stage_applies_from_mines_without_it(toy_stage_di
     mine_files(src, tgt, plain, model=model, ids=True, src_lang="de", tgt_lang="en",
                config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage=False))
     assert runs[100][1] == plain.getvalue()  # the same pairs as without the stage
+
+
+def test_a_pair_repeated_among_the_pairs_judged_keeps_the_probability_and_margin_it_has_once(toy_stage_dir,
+                                                                                          tmp_path):
+    from bitextmine.config import FilterConfig, RuleConfig, ScoreConfig
+    from bitextmine.filtering.pipeline import filter_tsv
+    from bitextmine.model import load_model
+    from bitextmine.scoring import score_file
+
+    path, truth = noisy_toy_tsv(tmp_path)  # 240 distinct pairs
+    lines = open(path, encoding="utf-8").read().splitlines()
+    good, bad = int(np.flatnonzero(truth)[0]), int(np.flatnonzero(~truth)[0])
+    copied = write_lines(tmp_path / "copied.tsv", lines + [lines[good]] * 5 + [lines[bad]] * 2)
+    model = load_model(toy_stage_dir)
+
+    def prob(src: str) -> list[str]:
+        out = io.StringIO()
+        score_file(src, out, model, score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en"))
+        return [r.split("\t")[-1] for r in out.getvalue().splitlines()]
+
+    def margin(src: str) -> list[str]:
+        out = io.BytesIO()
+        filter_tsv(src, out, model=model, config=FilterConfig(score="margin", workers=1),
+                   rules=RuleConfig(script=False, langid="off", digits=False, max_ratio=100.0, dedup_pairs=False))
+        return [r.split("\t")[-1] for r in out.getvalue().decode().splitlines()]
+
+    for score in (prob, margin):
+        once, repeated = score(path), score(copied)
+        # counted among the neighbours, six copies of a pair would give it a margin of 1 (its cosine over itself)
+        assert repeated == once + [once[good]] * 5 + [once[bad]] * 2, score.__name__
+
+
+def test_a_side_below_the_stage_minimum_mines_without_it_however_large_the_other_side(toy_stage_dir):
+    from bitextmine.mining.calibrated import Choice, within_second_stage
+    from bitextmine.model import load_model
+
+    stage = load_model(toy_stage_dir).second_stage
+    lang = sorted(stage.languages)[0]
+    limit = int(stage.languages[lang]["max_lines"])
+    choice = Choice(MineConfig(), True, (lang, "en"), ("given", "given"), "", judged=lang)
+    small = within_second_stage(choice, stage, (50, limit + 1), 100)
+    assert small.judged is None and small.reference_lines == 0 and "50 distinct lines" in small.not_judged
+    large = within_second_stage(choice, stage, (100, limit + 1), 100)
+    assert large.judged == lang and large.reference_lines == limit
+    assert within_second_stage(choice, stage, (100, limit), 100) == choice
+
+
+def test_a_chunk_the_rules_leave_too_few_pairs_to_judge_rejects_them_as_unjudged(toy_stage_dir, tmp_path):
+    from bitextmine.config import PROB_MIN_PAIRS, FilterConfig, RuleConfig
+    from bitextmine.filtering.pipeline import filter_tsv
+    from bitextmine.model import load_model
+
+    path, _ = noisy_toy_tsv(tmp_path)
+    lines = open(path, encoding="utf-8").read().splitlines()
+    same = [f"{line.split(chr(9))[0]}\t{line.split(chr(9))[0]}" for line in lines[:15]]  # identical sides
+    mixed = write_lines(tmp_path / "mixed.tsv", same + lines[15:20] + lines[20:40])  # chunk 1: 5 pairs pass
+    model = load_model(toy_stage_dir)
+    rules = RuleConfig(script=False, langid="off", digits=False, max_ratio=100.0)
+    out, rejects = io.BytesIO(), io.BytesIO()
+    stats = filter_tsv(mixed, out, model=model, rules=rules, src_lang="de", tgt_lang="en", rejects=rejects,
+                       config=FilterConfig(score="prob", workers=1, chunk_lines=2 * PROB_MIN_PAIRS))
+    assert stats.reasons == {"identical": 15, "unjudged": 5} and stats.kept == 20
+    reasons = [r.rsplit("\t", 1)[1] for r in rejects.getvalue().decode().splitlines()]
+    assert reasons == ["identical"] * 15 + ["unjudged"] * 5
+    kept = out.getvalue().decode().splitlines()
+    assert [r.rsplit("\t", 1)[0] for r in kept] == lines[20:40]  # the second chunk judged as usual

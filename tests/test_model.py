@@ -36,6 +36,35 @@ def test_damaged_model_directory_is_refused(tmp_path, toy_model_dir, damage, mes
         load_model(d)
 
 
+def _rescore_a_piece(d: str) -> None:
+    """Another tokenizer of the same pieces (one piece's score lowered: other segmentations)."""
+    import sentencepiece.sentencepiece_model_pb2 as pb
+
+    m = pb.ModelProto.FromString(open(d + "/sentencepiece.model", "rb").read())
+    m.pieces[-1].score -= 1.0
+    open(d + "/sentencepiece.model", "wb").write(m.SerializeToString())
+
+
+def _scale_embeddings(d: str) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(d + "/embeddings.safetensors")
+    save_file({**tensors, "embeddings": tensors["embeddings"] * 2}, d + "/embeddings.safetensors")
+
+
+@pytest.mark.parametrize("change", [_rescore_a_piece, _scale_embeddings])
+def test_a_model_whose_files_changed_after_saving_is_refused(tmp_path, toy_model, change):
+    """The fingerprint names a model's vectors (caches, sidecars): a model whose tokenizer or table was replaced
+    after it was saved (same shapes, other bytes) would pass as the model it was; it is refused, naming both."""
+    d = str(tmp_path / "m")
+    toy_model.save(d)
+    assert load_model(d).fingerprint == toy_model.fingerprint
+    change(d)
+    with pytest.raises(ModelFormatError, match=f"config.json: fingerprint {toy_model.fingerprint}, but the model's "
+                                               "tokenizer and tensors give [0-9a-f]{16}: a file of the model changed"):
+        load_model(d)
+
+
 def test_not_a_directory(tmp_path):
     with pytest.raises(ModelFormatError, match="not a model directory"):
         load_model(str(tmp_path / "nothing"))

@@ -287,3 +287,24 @@ def test_a_ray_task_killed_twice_is_a_one_line_error():
         assert isinstance(e.value, BitextmineError)
     finally:
         engine.close()
+
+
+def test_a_pipe_is_mined_as_its_file_and_cannot_be_resumed(files, toy_model, tmp_path):
+    import threading
+
+    s, t, w = files
+    want, _ = _mine(s, t, toy_model)
+    for run in ("fresh", "resume"):
+        fifo = str(tmp_path / f"pipe-{run}")
+        os.mkfifo(fifo)  # as a shell's <(...) gives: read once, copied into the work directory as it is read
+        data = open(s, "rb").read()
+        thread = threading.Thread(target=lambda: open(fifo, "wb").write(data), daemon=True)
+        thread.start()
+        if run == "fresh":
+            got, _ = _mine(fifo, t, toy_model, w)
+            assert got == want
+        else:
+            with pytest.raises(ConfigError, match="pipe-resume: a pipe cannot be resumed"):
+                _mine(fifo, t, toy_model, w, resume=True)
+            open(fifo, "rb").read()  # let the writer finish
+        thread.join(5)

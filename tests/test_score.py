@@ -127,3 +127,33 @@ def test_margin_on_real_pairs(tmp_path):
     np.testing.assert_allclose(got, want, atol=1e-5)
     good, bad = np.delete(got, np.s_[2::3]), got[2::3]
     assert np.median(good) > 1.2 > np.median(bad)
+
+
+def feed_fifo(path, data: bytes):
+    """A FIFO at ``path`` (as a shell's ``<(...)`` gives) that a thread fills with ``data`` once; returns the thread."""
+    import threading
+
+    os.mkfifo(path)
+
+    def write():
+        with open(path, "wb") as f:
+            f.write(data)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_margin_from_a_pipe_equals_file_and_a_changed_input_is_an_error(tmp_path, toy_model):
+    from bitextmine.scoring import _paired
+
+    path = write_lines(tmp_path / "pairs.tsv", tsv_lines(40))
+    fifo = str(tmp_path / "pipe")
+    thread = feed_fifo(fifo, open(path, "rb").read())
+    from_pipe = scored(fifo, toy_model, score=ScoreConfig(margin="ratio"))  # read once, copied as it is read
+    thread.join(5)
+    assert from_pipe == scored(path, toy_model, score=ScoreConfig(margin="ratio")) and len(from_pipe) == 40
+    assert list(_paired(iter(["a", "b"]), [0.5, 0.25], "f")) == [("a", 0.5), ("b", 0.25)]
+    for lines in (["a"], ["a", "b", "c"]):  # the input changed between the reads: never a shorter output silently
+        with pytest.raises(CorpusError, match="f: 2 lines were scored, the second read gave .*changed"):
+            list(_paired(iter(lines), [0.5, 0.25], "f"))

@@ -351,3 +351,32 @@ def test_cli_train_takes_the_recipe_and_explicit_options(tmp_path, toy_files, to
     assert r.exit_code == 0, r.output
     t = load_model(str(tmp_path / "paper")).config["training"]
     assert (t["loss"], t["negatives"], t["lr"], t["batch_size"]) == ("hinge", "max", 0.002, 128)
+
+
+@pytest.mark.parametrize("change", [{"lr": 0.01}, {"dropout": 0.1}, {"margin": 0.2}, {"mix_prob": 0.9},
+                                    {"epochs": 3, "lr_decay": "linear"}])
+def test_resume_with_a_setting_that_changes_what_is_learned_is_a_config_error(tmp_path, toy_files, toy_model,
+                                                                             change):
+    """A resumed run must train as the checkpoint's run did: another learning rate, dropout, margin or mixing
+    share, or another number of epochs under a decaying rate, is refused with both values named."""
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    first = {**SMALL, "negatives": "mix", "lr_decay": change.get("lr_decay", "none")}
+    out = str(tmp_path / "m")
+    train(spec, out, config=TrainConfig(**{**first, "max_steps": 5}), tokenizer_path=spm)
+    key = next(k for k in change if k != "lr_decay")
+    with pytest.raises(ConfigError, match=f"was trained with {key}=.*this run has {key}="):
+        train(spec, out, config=TrainConfig(**{**first, **change}), tokenizer_path=spm, resume=True)
+    assert os.path.isdir(os.path.join(out, "checkpoint"))  # the checkpoint is left as it was
+
+
+def test_resume_may_add_epochs_under_a_constant_learning_rate(tmp_path, toy_files, toy_model):
+    """With a constant rate (the paper's), the epochs do not change the schedule: a one-epoch run stopped part-way
+    resumes as a two-epoch run and ends with the model of an uninterrupted two-epoch run."""
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    whole, part = str(tmp_path / "whole"), str(tmp_path / "part")
+    train(spec, whole, config=TrainConfig(**SMALL), tokenizer_path=spm)
+    train(spec, part, config=TrainConfig(**{**SMALL, "epochs": 1, "max_steps": 50}), tokenizer_path=spm)
+    train(spec, part, config=TrainConfig(**SMALL), tokenizer_path=spm, resume=True)
+    np.testing.assert_array_equal(load_model(whole).embeddings, load_model(part).embeddings)

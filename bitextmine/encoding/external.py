@@ -35,13 +35,15 @@ def embeddings_need_model(paths, fmt: str = "npy") -> bool:
 
 
 def open_embeddings(path: str, *, fmt: str = "npy", dim: int = 0, fp16: bool = False, rows: int | None = None,
-                    text: str | None = None, model=None, sif: bool = False, marked: bool = False) -> np.ndarray:
+                    text: str | None = None, model=None, sif: bool = False, marked: bool = False,
+                    text_sha256: tuple | None = None) -> np.ndarray:
     """Open precomputed embeddings as a read-only (n, d) array, memory-mapped (not read into memory).
 
     ``fmt`` "npy": a 2-D float16 or float32 ``.npy`` (its dtype and shape are in its header; ``fp16`` is
     ignored, ``dim`` checked when > 0). With a sidecar (:func:`has_sidecar`), ``model`` (a
     :class:`bitextmine.model.Model`, with ``sif``/``marked`` as encoded) is required and checked through
-    :func:`bitextmine.encoding.store.load_embeddings`; a chunked directory is concatenated in memory.
+    :func:`bitextmine.encoding.store.load_embeddings`, which also checks the text it encodes when
+    ``text_sha256`` (the sha256s that text may have) is given; a chunked directory is concatenated in memory.
     ``fmt`` "raw": headerless float32 rows (float16 with ``fp16``) of ``dim`` (> 0) values.
 
     ``rows``: the expected row count (the line count of the text file named ``text``); this opening, which
@@ -58,7 +60,7 @@ def open_embeddings(path: str, *, fmt: str = "npy", dim: int = 0, fp16: bool = F
     elif has_sidecar(path):
         if model is None:
             raise ConfigError(f"{path}: has the sidecar of 'bitextmine encode'; its model is needed to check it")
-        x = load_embeddings(path, model=model, sif=sif, marked=marked)
+        x = load_embeddings(path, model=model, sif=sif, marked=marked, text_sha256=text_sha256, text=text or "")
     else:
         x = _open_npy(path)
     if fmt == "npy" and dim > 0 and x.shape[1] != dim:
@@ -110,7 +112,26 @@ def _open_raw(path: str, dim: int, fp16: bool) -> np.ndarray:
         x = np.zeros((0, dim), dtype)
         x.setflags(write=False)
         return x
-    return np.memmap(path, dtype=dtype, mode="r", shape=(n, dim))
+    x = np.memmap(path, dtype=dtype, mode="r", shape=(n, dim))
+    if not fp16 and looks_like_float16_pairs(x[:PROBE_ROWS]):
+        raise ConfigError(f"{path}: its values read as float32 are pairs of float16 values (LASER's --fp16 "
+                          f"output); expected float32 rows of dim {dim}: give --fp16 and --dim {2 * dim}")
+    return x
+
+
+PROBE_ROWS = 256  # rows of a raw float32 file looked at by looks_like_float16_pairs
+
+
+def looks_like_float16_pairs(x: np.ndarray) -> bool:
+    """Whether x float32 (n, d) is float16 data read as float32: each value's low 16 bits, read as a float16,
+    is then a finite value of an embedding's size (1e-6 to 100), where the low bits of real float32 values are
+    near-random (a random float16 is that small or large, or not finite, a third of the time). Needs at least
+    1,000 values whose low bits are not all zero (rounded values such as 0.5 have none); else False."""
+    low = (np.ascontiguousarray(x, np.float32).view(np.uint32) & 0xFFFF).astype(np.uint16).view(np.float16)
+    low = np.abs(low[low != 0].astype(np.float32))
+    if low.size < 1000:
+        return False
+    return float(np.mean(np.isfinite(low) & (low >= 1e-6) & (low <= 100))) > 0.99
 
 
 def _open_npy(path: str) -> np.ndarray:

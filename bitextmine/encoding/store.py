@@ -111,13 +111,14 @@ def load_chunked(path: str) -> tuple[dict, np.ndarray]:
     return meta, x
 
 
-def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str | None = None,
-                    count: int | None = None, sif: bool = False, marked: bool = False) -> np.ndarray:
+def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str | tuple | None = None,
+                    count: int | None = None, sif: bool = False, marked: bool = False, text: str = "") -> np.ndarray:
     """Load an embedding ``.npy`` (memory-mapped) and check its sidecar, or a chunked encoding directory
     (``encode --chunk-lines``; its manifest is checked the same way).
 
     Returns float32 or float16 (count, dim). Raises ModelFormatError when the sidecar is missing,
-    has another format version, or does not match ``model``, ``text_sha256`` or ``count``.
+    has another format version, or does not match ``model``, ``text_sha256`` (the sha256 of the text encoded, or
+    a tuple of those it may be; ``text`` names it in the message) or ``count``.
     """
     if os.path.isdir(path):  # a chunked encoding (encode --chunk-lines): the chunks, concatenated in memory
         meta, x = load_chunked(path)
@@ -131,8 +132,10 @@ def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str |
             f"{path}: made by model {meta.get('model_fingerprint')}, but the model in use is {expected}; "
             "re-encode with the same --model (and --sif / --marked)"
         )
-    if text_sha256 is not None and meta.get("input_sha256") != text_sha256:
-        raise ModelFormatError(f"{path}: encodes another text than the one given (input checksum differs)")
+    allowed = (text_sha256,) if isinstance(text_sha256, str) else text_sha256
+    if allowed is not None and meta.get("input_sha256") not in allowed:
+        raise ModelFormatError(f"{path}: encodes another text than {text or 'the one given'} (input checksum "
+                               "differs); expected the embeddings of that text's lines")
     if x is None:
         try:
             x = np.load(path, mmap_mode="r")

@@ -26,17 +26,23 @@ class CalibrationReport:
     best: dict  # precision, recall, f1 at the suggested threshold
     rows: list[dict]  # threshold, precision, recall, f1 per grid point
     scores: dict = field(default_factory=dict)  # good, shuffled, near-miss: float arrays
+    blank: list = field(default_factory=list)  # the gold pairs (1-based) left out: a side empty or blank
 
     def to_json(self) -> dict:
         return {"score": self.score, "suggested_threshold": self.suggested, "at_suggested": self.best,
-                "pairs": {k: int(len(v)) for k, v in self.scores.items()}, "grid": self.rows}
+                "pairs": {k: int(len(v)) for k, v in self.scores.items()}, "left_out_blank": self.blank,
+                "grid": self.rows}
 
     def to_table(self) -> str:
         from ..report import table
 
         rows = [[f"{r['threshold']:.3f}", 100 * r["precision"], 100 * r["recall"], 100 * r["f1"]] for r in self.rows]
         n = {k: len(v) for k, v in self.scores.items()}
-        head = (f"{n['good']} good pairs; bad: {n['shuffled']} shuffled, {n['near-miss']} near-miss; score: {self.score}\n")
+        head = (f"{n['good']} good pairs; bad: {n['shuffled']} shuffled, {n['near-miss']} near-miss; "
+                f"score: {self.score}\n")
+        if self.blank:
+            shown = ", ".join(map(str, self.blank[:10])) + (", ..." if len(self.blank) > 10 else "")
+            head += f"left out: {len(self.blank)} gold pairs with a blank side (pairs {shown})\n"
         tail = (f"\nsuggested threshold: {self.suggested:.4f} (precision {100 * self.best['precision']:.1f}, "
                 f"recall {100 * self.best['recall']:.1f}, F1 {100 * self.best['f1']:.1f})")
         return head + table(["threshold", "precision %", "recall %", "F1 %"], rows) + tail
@@ -44,13 +50,22 @@ class CalibrationReport:
 
 def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "cosine", k: int = 4, seed: int = 1,
               grid: int = 21, config: EncodeConfig = EncodeConfig()) -> CalibrationReport:
-    """Calibrate on gold pairs (src[i], tgt[i]). Returns a CalibrationReport (see module docstring)."""
+    """Calibrate on gold pairs (src[i], tgt[i]). Returns a CalibrationReport (see module docstring). A pair with a
+    blank side is no translation to learn a threshold from: it is left out, and the report names it."""
     from ..encoding.pipeline import encode
     from ..mining.margin import margin_scores
 
+    if len(tgt) != len(src):
+        raise ConfigError(f"calibration needs aligned gold pairs, got {len(src)} sources and {len(tgt)} targets")
+    blank = [i + 1 for i, (s, t) in enumerate(zip(src, tgt)) if not (s.strip() and t.strip())]
+    if blank:
+        gone = set(blank)
+        src = [s for i, s in enumerate(src, 1) if i not in gone]
+        tgt = [t for i, t in enumerate(tgt, 1) if i not in gone]
     n = len(src)
-    if n < 3 or len(tgt) != n:
-        raise ConfigError(f"calibration needs at least 3 aligned gold pairs, got {n} and {len(tgt)}")
+    if n < 3:
+        raise ConfigError(f"calibration needs at least 3 gold pairs with text on both sides, got {n}"
+                          + (f" ({len(blank)} with a blank side)" if blank else ""))
     if score not in ("cosine", "margin"):
         raise ConfigError(f"score {score!r}: expected cosine or margin")
     x = encode(list(src), model, config=config)
@@ -60,7 +75,8 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
     shuffled = (rows + rng.integers(1, n, n)) % n  # never the pair itself
     near, (good, shuffled_cos, near_cos), mx, my = _neighbours(x, y, shuffled, k)
     same = np.array([tgt[j] == tgt[i] for i, j in enumerate(near)])  # an equal text is not a bad pair
-    pairs = {"good": (rows, rows, good), "shuffled": (rows, shuffled, shuffled_cos),
+    twin = np.array([tgt[j] == tgt[i] for i, j in enumerate(shuffled)])
+    pairs = {"good": (rows, rows, good), "shuffled": (rows[~twin], shuffled[~twin], shuffled_cos[~twin]),
              "near-miss": (rows[~same], near[~same], near_cos[~same])}
     if score == "margin":
         scores = {name: margin_scores(v, mx[i], my[j], "ratio") for name, (i, j, v) in pairs.items()}
@@ -76,7 +92,7 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
         r = evaluate_threshold(allv, correct, n, float(th))
         out_rows.append({"threshold": float(th), "precision": r.precision, "recall": r.recall, "f1": r.f1})
     return CalibrationReport(score, float(t), {"precision": best.precision, "recall": best.recall, "f1": best.f1},
-                             out_rows, scores)
+                             out_rows, scores, blank)
 
 
 def _neighbours(x: np.ndarray, y: np.ndarray, shuffled: np.ndarray, k: int):

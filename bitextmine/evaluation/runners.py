@@ -27,15 +27,34 @@ def _encode(texts: Sequence[str], model, config: EncodeConfig) -> np.ndarray:
     return encode(list(texts), model, config=config)
 
 
-def _embeddings(path: str, model, count: int, config: EncodeConfig, emb_config: EmbeddingsConfig,
+def _embeddings(path: str, model, lines: Sequence[str], config: EncodeConfig, emb_config: EmbeddingsConfig,
                 text: str) -> np.ndarray:
-    """Precomputed embeddings of ``text`` (``count`` lines) as float32 (count, dim): any encoder's, in
-    ``emb_config``'s format; the model is checked only for a file with a sidecar (:func:`open_embeddings`)."""
-    from ..encoding.external import open_embeddings
+    """Precomputed embeddings of ``lines`` (of ``text``) as float32 (len(lines), dim): any encoder's, in
+    ``emb_config``'s format; the model, and the text encoded (``lines``, read from ``text``), are checked only
+    for a file with a sidecar (:func:`open_embeddings`)."""
+    from ..encoding.external import has_sidecar, open_embeddings
 
-    x = open_embeddings(path, fmt=emb_config.format, dim=emb_config.dim, fp16=emb_config.fp16, rows=count, text=text,
-                        model=model, sif=config.sif, marked=config.marked)
+    digests = text_digests(lines, text) if has_sidecar(path) else None
+    x = open_embeddings(path, fmt=emb_config.format, dim=emb_config.dim, fp16=emb_config.fp16, rows=len(lines),
+                        text=text, model=model, sif=config.sif, marked=config.marked, text_sha256=digests)
     return np.asarray(x, np.float32)
+
+
+def text_digests(lines: Sequence[str], text: str) -> tuple[str, ...]:
+    """The sha256s that 'bitextmine encode' records for the text of ``lines``: of the file ``text`` (its
+    decompressed bytes, when it is a file) and of the lines one per line ('\n' after each), as a column or
+    field extracted to a file of its own gives them."""
+    import hashlib
+
+    from ..corpus import iter_blocks
+
+    digests = [hashlib.sha256("".join(line + "\n" for line in lines).encode("utf-8")).hexdigest()]
+    if os.path.isfile(text):
+        h = hashlib.sha256()
+        for _ in iter_blocks(text, hasher=h):
+            pass
+        digests.append(h.hexdigest())
+    return tuple(digests)
 
 
 # --- STS -----------------------------------------------------------------------------------------
@@ -74,8 +93,8 @@ def run_sts(files: Sequence[str] = (), pairs: Sequence[tuple[str, str]] = (), *,
     for d in datasets:
         if emb is not None:
             t1, t2 = (f"{files[0]} (s1)", f"{files[0]} (s2)") if files else pairs[0]
-            x1, x2 = _embeddings(emb[0], model, len(d.s1), c1, emb_config, t1), _embeddings(emb[1], model, len(d.s2),
-                                                                                           c2, emb_config, t2)
+            x1, x2 = _embeddings(emb[0], model, d.s1, c1, emb_config, t1), _embeddings(emb[1], model, d.s2, c2,
+                                                                                      emb_config, t2)
         else:
             x1, x2 = _encode(d.s1, model, c1), _encode(d.s2, model, c2)
         results.append(sts_eval(x1, x2, d))
@@ -145,8 +164,7 @@ def run_tatoeba(src: str | None = None, tgt: str | None = None, *, folder: str |
         if not xa:
             raise CorpusError(f"{a}: empty; expected aligned sentences")
         if emb is not None:
-            x, y = _embeddings(emb[0], model, len(xa), cs, emb_config, a), _embeddings(emb[1], model, len(xb), ct,
-                                                                                   emb_config, b)
+            x, y = _embeddings(emb[0], model, xa, cs, emb_config, a), _embeddings(emb[1], model, xb, ct, emb_config, b)
         else:
             x, y = _encode(xa, model, cs), _encode(xb, model, ct)
         results.append(tatoeba_eval(x, y, name))
@@ -193,8 +211,8 @@ def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: Mi
             raise CorpusError(f"{gold_path}: pair {a}\t{b} names an id missing from {src if a not in known_s else tgt}")
     cs, ct = side_configs(config, marked, ("src", "tgt"))
     if emb is not None:
-        x = _embeddings(emb[0], model, len(stext), cs, emb_config, src)
-        y = _embeddings(emb[1], model, len(ttext), ct, emb_config, tgt)
+        x = _embeddings(emb[0], model, stext, cs, emb_config, src)
+        y = _embeddings(emb[1], model, ttext, ct, emb_config, tgt)
     else:
         x, y = _encode(stext, model, cs), _encode(ttext, model, ct)
     return bucc_candidates(x, y, sid, tid, gold, config=mine, name=os.path.basename(src),

@@ -25,7 +25,7 @@ from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 
-from ..config import ColumnsConfig, FilterConfig, RuleConfig, SCORES
+from ..config import PROB_MIN_PAIRS, SCORES, ColumnsConfig, FilterConfig, RuleConfig
 from ..corpus import DamagedInput, open_binary
 from ..errors import ConfigError, CorpusError
 from ..mining.calibrated import PIVOT
@@ -161,6 +161,10 @@ def _check_chunk(chunk: _Chunk) -> _Checked:
         texts.append((i, s, t))
         keys[i] = (text_key(s), text_key(t))
     scores = np.full(n, np.nan, np.float32)
+    if config.score == "prob" and len(texts) < PROB_MIN_PAIRS:  # too few left by the rules to judge among
+        for i, _, _ in texts:
+            reasons[i], keys[i] = "unjudged", None
+        texts = []
     if texts and _W["embedder"] is not None:
         rows = np.array([i for i, _, _ in texts])
         sc = _score([s for _, s, _ in texts], [t for _, _, t in texts])
@@ -174,7 +178,8 @@ def _check_chunk(chunk: _Chunk) -> _Checked:
 
 
 def _score(src: list[str], tgt: list[str]) -> np.ndarray:
-    """Cosine, or ratio margin within these pairs, of each pair: float32 (n,)."""
+    """Cosine, or ratio margin within these pairs (among each side's distinct lines), of each pair: float32
+    (n,)."""
     model, embedder, config = _W["model"], _W["embedder"], _W["config"]
     src_pieces, tgt_pieces = model.tokenizer.encode(src, threads=1), model.tokenizer.encode(tgt, threads=1)
     x, y = embedder(*src_pieces), embedder(*tgt_pieces)
@@ -186,9 +191,9 @@ def _score(src: list[str], tgt: list[str]) -> np.ndarray:
 
         return aligned_probability(x, y, src_pieces, tgt_pieces, (src, tgt), model.second_stage, _W["judged"],
                                    _W["langs"][0] == PIVOT, config.k, config.judge_lines)
-    from ..mining.margin import both_neighbour_means, margin_scores
+    from ..mining.margin import distinct_neighbour_means, margin_scores
 
-    return margin_scores(cos, *both_neighbour_means(x, y, config.k), "ratio")
+    return margin_scores(cos, *distinct_neighbour_means(x, y, src, tgt, config.k), "ratio")
 
 
 BINARY_MIN_LINES = 8  # an input is refused as binary when at least this many of its first 1,000 lines,

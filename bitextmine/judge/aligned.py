@@ -43,28 +43,32 @@ def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pie
 
 def _block(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pieces: tuple, texts: tuple, stage: SecondStage,
            lang: str, src_is_english: bool, k: int) -> np.ndarray:
-    """:func:`aligned_probability` of one block of rows."""
-    from ..mining.margin import both_neighbour_means, margin_scores
+    """:func:`aligned_probability` of one block of rows. As `mine` judges distinct lines, each side's repeated lines
+    count once (neighbourhoods, the z's moments) and each distinct pair is judged once (the prior's share), its
+    probability given to every copy: a pair gets the same probability however often the block repeats it."""
+    from ..mining.margin import both_neighbour_means, distinct_rows, margin_scores
     from ..mining.standout import moments_of, pair_standout
 
     n = len(x)
     if n == 0:
         return np.zeros(0, np.float32)
-    x, y = np.ascontiguousarray(x, np.float32), np.ascontiguousarray(y, np.float32)
-    cos = (x * y).sum(1)
-    margin = margin_scores(cos, *both_neighbour_means(x, y, k), "ratio")
-    rows = np.arange(n, dtype=np.int64)
-    out = np.zeros(n, np.float32)
+    (fx, ix), (fy, iy) = distinct_rows(texts[0]), distinct_rows(texts[1])
+    x, y = np.ascontiguousarray(x[fx], np.float32), np.ascontiguousarray(y[fy], np.float32)
+    _, first, inverse = np.unique(ix * len(fy) + iy, return_index=True, return_inverse=True)
+    s, t = ix[first], iy[first]  # the distinct pairs, as rows of the distinct lines x, y
+    cos = (x[s] * y[t]).sum(1)
+    mean_x, mean_y = both_neighbour_means(x, y, k)
+    margin = margin_scores(cos, mean_x[s], mean_y[t], "ratio")
+    p = np.zeros(len(first), np.float32)
     ok = margin >= float(stage.languages[lang]["floor"])
-    if not ok.any():
-        return out
-    r = rows[ok]
-    z = pair_standout(cos[r], r, r, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
-    ps = Pieces.of(rows, texts[0], None, src_pieces)
-    pt = Pieces.of(rows, texts[1], None, tgt_pieces)
-    X = stage.pair_features(lang, ps, pt, r, r, margin[r], cos[r], z, src_is_english)
-    out[ok] = stage.adjusted(lang, X)
-    return out
+    if ok.any():
+        s, t = s[ok], t[ok]
+        z = pair_standout(cos[ok], s, t, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
+        rows = np.arange(n, dtype=np.int64)
+        ps, pt = Pieces.of(rows, texts[0], None, src_pieces), Pieces.of(rows, texts[1], None, tgt_pieces)
+        X = stage.pair_features(lang, ps, pt, fx[s], fy[t], margin[ok], cos[ok], z, src_is_english)
+        p[ok] = stage.adjusted(lang, X)
+    return p[inverse.reshape(-1)]
 
 
 def check_prob_options(chunk_lines: int, judge_lines: int, k: int, sif: bool, option: str) -> None:

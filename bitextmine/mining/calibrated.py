@@ -168,18 +168,17 @@ def with_second_stage(choice: Choice, stage) -> Choice:
 
 def within_second_stage(choice: Choice, stage, rows: tuple[int, int], min_lines: int) -> Choice:
     """``choice`` without its second stage when a side has fewer distinct lines (``rows``: both sides) than
-    ``min_lines`` (MineConfig.second_stage_min_lines); with ``reference_lines`` set to the stage's ``max_lines``
-    when a side has more than it: margins fall as the sides grow, and beyond the sizes its probability floor was
-    chosen on, the stage given a run's own margins drops translations (a stage calibrated up to 3,000 lines kept
-    12 % of the translations at 200,000 lines a side, against 61 % without it: docs/benchmarks.md), so it is
-    given margins as sides of ``max_lines`` give them (:mod:`bitextmine.mining.reference`)."""
-    limit = stage.reference_lines(choice.judged, rows)
-    if limit:
-        return replace(choice, reference_lines=limit, side_lines=max(rows))
-    if min(rows) < min_lines:
+    ``min_lines`` (MineConfig.second_stage_min_lines), however large the other; else with ``reference_lines``
+    set to the stage's ``max_lines`` when a side has more than it: margins fall as the sides grow, and beyond the
+    sizes its probability floor was chosen on, the stage given a run's own margins drops translations (a stage
+    calibrated up to 3,000 lines kept 12 % of the translations at 200,000 lines a side, against 61 % without it:
+    docs/benchmarks.md), so it is given margins as sides of ``max_lines`` give them
+    (:mod:`bitextmine.mining.reference`)."""
+    if min(rows) < min_lines:  # whatever the other side's size
         why = f"{min(rows):,} distinct lines on a side, below the {min_lines:,} it applies from"
         return replace(choice, judged=None, not_judged=why)
-    return choice
+    limit = stage.reference_lines(choice.judged, rows)
+    return replace(choice, reference_lines=limit, side_lines=max(rows)) if limit else choice
 
 
 def _why_not(section: dict, src: str | None, tgt: str | None) -> str:

@@ -44,6 +44,27 @@ def both_neighbour_means(x: np.ndarray, y: np.ndarray, k: int, **search) -> tupl
     return neighbour_means(Dxy), neighbour_means(Dyx)
 
 
+def distinct_rows(texts) -> tuple[np.ndarray, np.ndarray]:
+    """(first int64 (u,): the first row of each distinct text, ascending; inverse int64 (n,): each row's distinct
+    text as an index into ``first``) of ``texts`` (n strings, compared exactly, as mining's dedup compares
+    lines)."""
+    seen: dict = {}
+    inverse = np.fromiter((seen.setdefault(t, len(seen)) for t in texts), np.int64, len(texts))
+    return np.unique(inverse, return_index=True)[1].astype(np.int64), inverse  # texts numbered as first met
+
+
+def distinct_neighbour_means(x: np.ndarray, y: np.ndarray, src_texts, tgt_texts, k: int,
+                             **search) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`both_neighbour_means` of the pairs (x[i], y[i]) given together (a chunk of a corpus), taken among
+    each side's distinct lines (``src_texts``, ``tgt_texts``: the rows' lines, n each), as `mine` takes them
+    after its dedup (LASER's --unify): copies of a line do not crowd each other's neighbourhoods (four copies
+    of a pair would give it a ratio margin of exactly 1), and every copy gets its line's mean. x, y float32
+    (n, d) L2-normalised; returns float32 (n,) each."""
+    (fx, ix), (fy, iy) = distinct_rows(src_texts), distinct_rows(tgt_texts)
+    mean_x, mean_y = both_neighbour_means(x[fx], y[fy], k, **search)
+    return mean_x[ix], mean_y[iy]
+
+
 def margin_scores(cos: np.ndarray, mean_x: np.ndarray, mean_y: np.ndarray, kind: str = "ratio") -> np.ndarray:
     """Element-wise margin score; all arguments broadcast together. Returns float32 of the broadcast shape.
     A NaN mean (a sentence without neighbours) leaves the other sentence's mean alone in the margin."""

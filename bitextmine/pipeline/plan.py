@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from ..corpus import GZIP_MAGIC, XZ_MAGIC, ZSTD_MAGIC, decode_block, iter_blocks, open_binary
+from ..corpus import GZIP_MAGIC, XZ_MAGIC, ZSTD_MAGIC, decode_block, iter_blocks, open_binary, read_once
 from .workdir import WorkDir, atomic_path, commit, load_json, save_json, verifies
 
 PLAN_FILE = "plan.json"
@@ -64,7 +64,7 @@ def plan_side(work: WorkDir, side: str, path: str, chunk_lines: int, column: str
         from ..errors import ConfigError
 
         raise ConfigError(f"{path}: --id-col {id_column} needs a Parquet or JSONL input; a text file has no columns")
-    stdin = path == "-"
+    stdin = read_once(path)  # standard input or a pipe: its chunks are copied into the work directory
     if not stdin:
         open_binary(path).close()  # the corpus reader's errors for a missing or unreadable file
     compressed = stdin or _compressed(path)
@@ -104,7 +104,7 @@ def plan_side(work: WorkDir, side: str, path: str, chunk_lines: int, column: str
                 close(pos)
     if cur_lines:
         close(pos)
-    fp = {"path": "-" if stdin else os.path.abspath(path), "sha256": h.hexdigest()}
+    fp = {"path": "-" if path == "-" else os.path.abspath(path), "sha256": h.hexdigest()}
     plan = {"input": fp, "lines": first_line - 1, "chunks": chunks}
     save_json(out, plan)
     return plan

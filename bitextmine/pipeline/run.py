@@ -573,6 +573,11 @@ def _check_resume(pipeline: PipelineConfig, paths: tuple[str, str]) -> None:
     if pipeline.resume and "-" in paths:
         raise ConfigError("standard input ('-') cannot be resumed: it is read once; save it to a file and mine "
                           "the file")
+    from ..corpus import read_once
+
+    pipe = next((p for p in paths if p and read_once(p)), None) if pipeline.resume else None
+    if pipe:
+        raise ConfigError(f"{pipe}: a pipe cannot be resumed: it is read once; save it to a file and mine the file")
 
 
 def _inputs(paths: dict) -> dict:
@@ -587,13 +592,14 @@ def _per_language(config: MineConfig, model, paths: tuple[str, str], langs: tupl
     in the model, vectors other than its plain embeddings, ``not_plain`` saying which; no settings for these
     languages). A language not given is the identifier's best guess for the side's first
     ``config.detect_lines`` non-blank lines (:func:`bitextmine.language.side_language`; not for standard
-    input, which is read once; a table's ``columns``)."""
+    input or a pipe, which are read once; a table's ``columns``)."""
+    from ..corpus import read_once
     from ..language import side_language
     from ..mining import calibrated
     from ..tabular import iter_texts
 
     def detect(side: int) -> str | None:
-        if paths[side] == "-":
+        if read_once(paths[side]):  # standard input or a pipe: its first lines are not read twice
             return None
         return side_language(calibrated.first_lines(iter_texts(paths[side], columns[side]), config.detect_lines))[0]
 
@@ -643,7 +649,7 @@ def _check_rows(run: _Run, sources: dict, model, encode_config: EncodeConfig, ma
             dims[side] = (model.dim, f"the model {model.path or 'in use'}")
         elif src["sidecar"]:
             x = load_embeddings(src["path"], model=model, text_sha256=plan["input"]["sha256"], count=plan["lines"],
-                                sif=cfgs[side].sif, marked=cfgs[side].marked)
+                                sif=cfgs[side].sif, marked=cfgs[side].marked, text=plan["input"]["path"])
             check_finite(x, src["path"])  # a file edited after `bitextmine encode` wrote it
             dims[side] = (x.shape[1], src["path"])
         else:

@@ -147,12 +147,16 @@ def input_record(path: str) -> dict:
     """The fingerprint of an input that a resume compares: {"path": absolute path, "size": bytes, "sha256":
     of every byte} (a directory, such as a chunked encoding: its files' sizes summed and their relative
     names and bytes hashed in name order; a glob of Parquet or JSONL shards: the files it matches, likewise);
-    standard input ("-"): {"path": "-"}, which no resume matches.
+    standard input ("-"): {"path": "-"}, which no resume matches; a pipe: its path, size and sha256 None.
     Reads the whole input, so any change of its bytes, size or place is detected (a file of the same path,
     size and time with other bytes too)."""
     if path == "-":
         return {"path": "-"}
+    from ..corpus import read_once
     from ..tabular import shards, table_kind
+
+    if read_once(path):  # a pipe: its bytes are read once, by the run
+        return {"path": os.path.abspath(path), "size": None, "sha256": None}
 
     path = os.path.abspath(path)
     if os.path.isdir(path):

@@ -30,9 +30,14 @@ CHECKPOINT_DIR = "checkpoint"
 CHECKPOINT_VERSION = 2
 TOKENIZER_CKPT = "tokenizer.bin"
 STATE_KEYS = ("epoch", "pos", "step", "history", "pairs_seen")
+# the settings a resumed run must share with the checkpoint: each changes the model it trains to (data, order,
+# objective, optimiser, schedule); the others (device, threads, eval_every, checkpoint_every, max_steps, fp16)
+# change how it runs or is saved, not what it learns
 MATCHING_KEYS = ("encoder", "dim", "batch_size", "seed", "megabatch_start", "megabatch_max", "megabatch_every",
-                 "dev_pairs", "negatives", "paraphrase", "loss", "sampling_temperature", "warmup", "lr_decay",
-                 "hinge_weight")
+                 "dev_pairs", "negatives", "mix_prob", "paraphrase", "untrained", "shuffle_words", "reg_to_init",
+                 "sts_min_score", "clean", "separate_vocab", "sif_a", "sif_sample", "loss", "margin", "hinge_weight",
+                 "scale", "sampling_temperature", "dropout", "lr", "warmup", "lr_decay", "init_scale")
+SCHEDULE_KEYS = ("warmup", "lr_decay")  # with either set, the learning rate follows the number of epochs
 
 
 def new_state() -> dict:
@@ -101,12 +106,21 @@ def _check_meta(ckpt_dir: str, meta: dict, data_fp: str, config: TrainConfig) ->
     if saved_fp.split("/")[0] != pairs_fp:
         raise ConfigError(f"--resume: {ckpt_dir} was made from other training data (or other cleaning/dev split)")
     saved = meta.get("config", {})
-    for key in MATCHING_KEYS:  # a key a checkpoint predates had its default then
-        if saved.get(key, getattr(TrainConfig, key)) != getattr(config, key):
-            raise ConfigError(f"--resume: checkpoint has {key}={saved.get(key)}, this run {getattr(config, key)}")
+    for key in MATCHING_KEYS + _schedule_keys(config):  # a key a checkpoint predates had its default then
+        then = saved.get(key, getattr(TrainConfig, key))
+        if then != getattr(config, key):
+            raise ConfigError(f"--resume: {ckpt_dir} was trained with {key}={then!r}, this run has "
+                              f"{key}={getattr(config, key)!r}; resume with the checkpoint's settings, or start a new "
+                              "run in another directory")
     if saved_fp not in (data_fp, pairs_fp):  # a checkpoint older than the groups' part holds the pairs' part only
         raise ConfigError(f"--resume: {ckpt_dir} was made with other sampling groups (language pairs) for the "
                           "same training pairs; the epoch order would change")
+
+
+def _schedule_keys(config: TrainConfig) -> tuple[str, ...]:
+    """("epochs",) when the learning rate's schedule depends on the number of epochs (warmup or a decay), else ():
+    with a constant rate, a resumed run may add epochs and trains on as the longer run would."""
+    return ("epochs",) if config.warmup or config.lr_decay != "none" else ()
 
 
 def _check_generator(ckpt_dir: str, meta: dict, stored, gen) -> None:
