@@ -71,7 +71,8 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class ColumnsConfig:
-    """The columns read from Parquet and JSONL inputs (:mod:`bitextmine.tabular`); text inputs ignore them."""
+    """The columns read from Parquet and JSONL inputs (:mod:`bitextmine.tabular`); a text input of pairs given one
+    is refused (`filter`, `mine`)."""
 
     column: str = "text"  # the text column of one-sided inputs (the usual name in Hugging Face datasets)
     src_col: str = ""  # the source text column (pairs: required; mine: "" = column)

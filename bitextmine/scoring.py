@@ -107,8 +107,9 @@ def input_lines(path: str, columns: ColumnsConfig | None, scol: int = 1, tcol: i
     """(a function giving the TSV lines of ``path``, source column, target column): a text file's lines
     with ``scol``/``tcol``; a Parquet or JSONL input's rows as ``[id<TAB>]src<TAB>tgt`` lines
     (:func:`bitextmine.tabular.tsv_lines`: the id with ``columns.id_col``) with the columns they land in."""
-    from .tabular import table_kind, tsv_lines
+    from .tabular import check_pair_options, table_kind, tsv_lines
 
+    check_pair_options(path, columns, scol, tcol)
     if table_kind(path) is None:
         return (lambda: iter_lines(path)), scol, tcol
     columns = columns or ColumnsConfig()

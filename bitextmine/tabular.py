@@ -55,6 +55,21 @@ def table_kind(path: str) -> str | None:
     return _suffix_kind(path)
 
 
+def check_pair_options(path: str, columns, scol: int, tcol: int) -> None:
+    """ConfigError when the column options given for the pairs input ``path`` do not fit its kind: named columns
+    (``columns``: a ColumnsConfig or None; --src-col, --tgt-col, --id-col) for a text TSV, or column numbers
+    (``scol``, ``tcol``) other than 1 and 2 for a Parquet or JSONL input; either would be ignored."""
+    if table_kind(path) is None:
+        named = [f"--{o.replace('_', '-')} {getattr(columns, o)}" for o in ("src_col", "tgt_col", "id_col")
+                 if columns is not None and getattr(columns, o)]
+        if named:
+            raise ConfigError(f"{path}: {', '.join(named)}: named columns need a Parquet or JSONL input; a text "
+                              "file's pairs are its columns --scol and --tcol")
+    elif (scol, tcol) != (1, 2):
+        raise ConfigError(f"{path}: --scol and --tcol number a TSV's columns; a Parquet or JSONL input names its "
+                          "columns with --src-col and --tgt-col")
+
+
 def shards(path: str) -> list[str]:
     """The files of a tabular input in reading order: the file itself, a folder's Parquet or JSONL files
     (hidden files and others skipped) or a glob's matches, sorted by name. CorpusError when there are none

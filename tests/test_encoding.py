@@ -169,6 +169,29 @@ def test_chunked_encoding_resumes_to_the_same_bytes(tmp_path, toy_model_dir, toy
     assert r.exit_code == 1 and "lines 1-50 differ" in r.output
 
 
+def test_resuming_a_complete_chunked_encoding_checks_the_input(tmp_path, toy_model_dir):
+    """A complete chunked encoding resumed is returned as it is only while its input is unchanged: an input
+    rewritten under the same name (other lines, another count) is refused, not reported as encoded."""
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+    from conftest import toy_corpus
+
+    src, _ = toy_corpus(25, seed=52)
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(src) + "\n")
+    out = str(tmp_path / "chunks")
+    base = ["encode", str(text), "--model", toy_model_dir, "--chunk-lines", "10", "-q", "-o", out]
+    assert CliRunner().invoke(main, base).exit_code == 0
+    again = CliRunner().invoke(main, base + ["--resume"])
+    assert again.exit_code == 0, again.output
+    text.write_text("\n".join(toy_corpus(40, seed=53)[0]) + "\n")
+    changed = CliRunner().invoke(main, base + ["--resume"])
+    assert changed.exit_code == 1
+    assert changed.output == (f"Error: --resume: the input changed since {out} was completed (its sha256 differs "
+                              "from the manifest's); encode it into a new directory\n")
+
+
 def test_mine_reads_chunked_embeddings(tmp_path, toy_model_dir):
     from click.testing import CliRunner
 

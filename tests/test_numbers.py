@@ -20,6 +20,11 @@ from bitextmine.filtering.rules import check_pair
     ("10:30", {"1030": 1}),
     ("007 and 0 and 000", {"7": 1, "0": 2}),  # leading zeros dropped
     ("1" * 5000, {"1" * 5000: 1}),  # longer than int() converts
+    ("0.5 mg, not 5 mg or 0.05 mg", {"5<1": 2, "5": 1}),  # a fraction of one is not the whole number
+    ("is .08 %, %.1f, %2$.1f, 0.0, 0:30, Nr.5", {"8<1": 1, "1": 2, "0": 1, "30": 1, "5": 1}),
+    (",5 as 0,5 and 0'05", {"5<1": 3}),  # a comma starting the text, the decimal comma and apostrophe
+    ("In 2019 100 people", {"2019": 1, "100": 1}),  # a first group of four digits: no thousands grouping
+    ("٣٫٥ ٪ and ١٬٢٠٠", {"35": 1, "1200": 1}),  # the Arabic decimal and thousands separators
 ])
 def test_digit_numbers(text, want):
     assert digit_numbers(text) == Counter(want)
@@ -29,9 +34,16 @@ def _slow_digit_numbers(text):
     """The obvious reference: int() of each run (fine below 4,300 digits)."""
     import re
 
-    text = re.sub(r"%\d+\$", " ", text)
-    runs = re.findall(r"\d+(?:(?:[.,'’:]|[\u00a0\u202f ](?=\d{3}(?!\d)))\d+)*", text)
-    return Counter(str(int(re.sub(r"\D", "", r))) for r in runs)
+    text = re.sub(r"%\d+\$", "%", text)
+    out = Counter()
+    for m in re.finditer(r"(?:\d{1,3}(?:[\u00a0\u202f ]\d{3}(?!\d))+|\d+)(?:[.,'’:\u066b\u066c]\d+)*", text):
+        first, rest = re.match(r"(\d+)(.*)", m.group(0), re.S).groups()
+        digits = [int(c) for c in re.findall(r"\d", m.group(0))]
+        fraction = int(first) == 0 and rest[:1] in (".", ",", "'", "’", "\u066b") and any(digits)
+        before = text[max(0, m.start() - 2):m.start()]
+        lone = before in (".", ",") or len(before) == 2 and before[1] == "." and before[0] in " \t("
+        out[str(int("".join(map(str, digits)))) + ("<1" if (fraction or lone and any(digits)) else "")] += 1
+    return out
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -39,7 +51,8 @@ def test_digit_numbers_equal_int_conversion_on_random_text(seed):
     import random
 
     rng = random.Random(seed)
-    pieces = ["0", "00", "7", "٣", "３", "12", "1,200", "4.3", " ", "a", "%1$s", "1 200", "000123", "\u202f"]
+    pieces = ["0", "00", "7", "٣", "３", "12", "1,200", "4.3", " ", "a", "%1$s", "1 200", "000123", "\u202f", "0.5",
+              "٣٫٥", "2019 100", "\u066c", ".", "(", ",", "0'5", "%2$.1f"]
     for _ in range(200):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         assert digit_numbers(text) == _slow_digit_numbers(text), text
@@ -51,6 +64,7 @@ def test_digit_numbers_equal_int_conversion_on_random_text(seed):
     ("两千", "zh", 2000), ("一九九九年", "zh", 1999), ("Ein Titel", "de", 1), ("on iki ay", "tr", 12),
     ("ثلاثة أيام", "ar", 3), ("tři dny", "cs", 3), ("zweimal", "de", 2), ("die vierte Woche", "de", 4),
     ("ein Viertel", "de", 4), ("die zwanzigste", "de", 20), ("пятилетний план", "ru", 5), ("тысячи", "ru", 1000),
+    ("三十万居民", "zh", 300_000), ("一百万", "zh", 1_000_000), ("一万五千", "zh", 15_000), ("一千零五", "zh", 1005),
     ("однокомнатная", "ru", 1), ("ein Zehner", "de", 10), ("eine Zweierpotenz", "de", 2),
 ])
 def test_word_numbers(text, lang, value):
@@ -78,6 +92,12 @@ def test_words_that_are_no_numbers_here(text, lang):
     ("In 432 cases", "V 423 případech", False),
     ("We have 30 employees.", "Tenemos trece empleados.", False),  # 13 in words is not 30
     ("Take 2 pills.", "Nimm Tabletten.", False),  # a number with no counterpart
+    ("Take 0.5 mg daily.", "Nehmen Sie 5 mg täglich.", False),  # ten times the dose
+    ("Take 0.5 mg daily.", "Nehmen Sie 0,5 mg täglich.", True),
+    ("Growth of 3.5% in 2020.", "نمو بنسبة ٣٫٥٪ في عام ٢٠٢٠.", True),  # the Arabic decimal separator
+    ("1,200 people.", "١٬٢٠٠ شخص.", True),  # and the thousands one
+    ("The city has 300000 residents.", "该市有三十万居民。", True),  # 万 multiplies all before it
+    ("In 2019 100 people came.", "2019 kamen 100 Menschen.", True),  # two numbers, not 2019100
 ])
 def test_numbers_agree(src, tgt, agree):
     assert numbers_agree(src, tgt) is agree

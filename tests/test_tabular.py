@@ -182,6 +182,33 @@ def test_filter_writes_parquet_with_typed_columns(tmp_path, toy_model_dir):
     assert [float(line.split("\t")[2]) for line in tsv] == kept.column("score").to_pylist()
 
 
+@pytest.mark.parametrize("command", ["filter", "score", "mine"])
+def test_column_options_that_do_not_fit_the_input_are_refused(tmp_path, toy_model_dir, command):
+    """Named columns for a text file, or column numbers for a Parquet input, would be ignored: a TSV of id, source
+    and target filtered with --src-col/--tgt-col/--id-col paired the id with the source and rejected every line.
+    Each command refuses them in one line, before any output."""
+    src, tgt, p = _pairs_file(tmp_path)
+    tsv = write_lines(tmp_path / "pairs.tsv", [f"p{i}\t{s}\t{t}" for i, (s, t) in enumerate(zip(src, tgt))])
+    out = tmp_path / "out.tsv"
+    base = ["--model", toy_model_dir, "-q", "-o", str(out)]
+    r = CliRunner()
+    if command == "mine":
+        s_txt, t_txt = write_lines(tmp_path / "s.txt", src), write_lines(tmp_path / "t.txt", tgt)
+        res = r.invoke(main, ["mine", s_txt, t_txt, "--src-col", "de", *base])
+        assert res.exit_code == 1
+        assert res.output == (f"Error: {s_txt}: --src-col de needs a Parquet or JSONL input; a text file has no "
+                              "columns\n")
+    else:
+        res = r.invoke(main, [command, tsv, "--src-col", "s", "--tgt-col", "t", "--id-col", "id", *base])
+        assert res.exit_code == 1
+        assert res.output == (f"Error: {tsv}: --src-col s, --tgt-col t, --id-col id: named columns need a Parquet or "
+                              "JSONL input; a text file's pairs are its columns --scol and --tcol\n")
+    assert not out.exists()
+    if command == "filter":
+        res = r.invoke(main, ["filter", p, "--src-col", "s", "--tgt-col", "t", "--scol", "2", "--tcol", "3", *base])
+        assert res.exit_code == 1 and "--scol and --tcol number a TSV's columns" in res.output
+
+
 def test_filter_annotate_parquet_from_a_tsv(tmp_path):
     tsv = write_lines(tmp_path / "a.tsv", ["a b c\tx y z", "same\tsame", "d e f\tu v w"])
     out = tmp_path / "o.parquet"

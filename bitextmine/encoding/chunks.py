@@ -69,6 +69,7 @@ def encode_chunked(
                 "inputs": input_names(inputs)}
     old = _previous_run(out_dir, settings, resume)
     if old is not None and old.get("complete"):
+        _check_unchanged(inputs, out_dir, old["input_sha256"], config, column)
         return EncodeResult(old["count"], model.dim, str(dtype), old["input_sha256"], out_dir)
     os.makedirs(out_dir, exist_ok=True)
     hasher = hashlib.sha256()
@@ -92,6 +93,16 @@ def encode_chunked(
     write_manifest(out_dir, {**settings, "chunks": run.chunks, "complete": True, "count": count,
                              "input_sha256": hasher.hexdigest()})
     return EncodeResult(count, model.dim, str(dtype), hasher.hexdigest(), out_dir)
+
+
+def _check_unchanged(inputs: Sequence[str], out_dir: str, sha256: str, config: EncodeConfig, column: str) -> None:
+    """ConfigError unless ``inputs`` (read once, not encoded) still have the sha256 a complete ``out_dir`` holds."""
+    hasher = hashlib.sha256()
+    for _ in raw_blocks(inputs, hasher, config, column):
+        pass
+    if hasher.hexdigest() != sha256:
+        raise ConfigError(f"--resume: the input changed since {out_dir} was completed (its sha256 differs from the "
+                          "manifest's); encode it into a new directory")
 
 
 def _previous_run(out_dir: str, settings: dict, resume: bool) -> dict | None:

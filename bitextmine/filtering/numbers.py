@@ -2,11 +2,12 @@
 as words, so that "thirty" and "30", "2,000" and "2000", "drei" and "3" agree.
 
 Digits: any Unicode digits (Arabic-Indic and full-width ones included). Separators inside a number
-(``.``, ``,``, ``'``, ``’``, ``:``) and spaces (plain, thin or no-break) before a group of exactly three
-digits are dropped, so a number reads the same whatever the locale writes ("4.3" and "4,3" both give 43,
-"1 200" and "1,200" both 1200). A positional printf placeholder ("%1$s") holds no number. Numbers are
-compared as strings of ASCII digits without leading zeros ("007" is "7"), so a run of any length is one
-number (no conversion to int, which Python refuses beyond 4,300 digits).
+(``.``, ``,``, ``'``, ``’``, ``:``, Arabic ``٫`` and ``٬``) and spaces (plain, thin or no-break) between
+groups of three digits after a first group of one to three are dropped, so a number reads the same whatever
+the locale writes ("4.3" and "4,3" both give 43, "1 200" and "1,200" both 1200, "٣٫٥" 35). A positional printf
+placeholder ("%1$s") holds no number. Numbers are compared as strings of ASCII digits without leading zeros
+("007" is "7"), so a run of any length is one number (no conversion to int, which Python refuses beyond 4,300
+digits); a fraction of one is marked as such ("0.5" and ".5" are "5<1", not the "5" of "5"; "0.0" is "0").
 
 Words: cardinal numbers from 0 to 20, the tens, 100 and 1000 (and a few ordinals) in the languages of
 the bundled model (en, de, fr, es, cs, ru, tr, ar), and Chinese numerals (一 to 九 with 十, 百, 千, 万, 两,
@@ -28,7 +29,10 @@ from collections import Counter
 from functools import lru_cache
 
 _PLACEHOLDER = re.compile(r"%\d+\$")
-_NUMBER = re.compile(r"\d+(?:(?:[.,'’:]|[\u00a0\u202f ](?=\d{3}(?!\d)))\d+)*")
+_MARK = "[.,'’:\u066b\u066c]"  # separators inside a number (U+066B, U+066C: the Arabic decimal and thousands ones)
+# a number: groups of three digits after spaces when it starts with a group of 1 to 3 digits ("1 200 000"), and
+# any groups after the separators ("4.3", "1,200.50"); "In 2019 100 people" is two numbers
+_NUMBER = re.compile(f"\\d{{1,3}}(?:[\u00a0\u202f ]\\d{{3}}(?!\\d))+(?:{_MARK}\\d+)*|\\d+(?:{_MARK}\\d+)*")
 _SEPARATOR = re.compile(r"\D")
 
 # per language, value: words. A word matches whole; "w-" matches every word starting with w (long stems
@@ -159,11 +163,31 @@ def _digits(run: str) -> str:
     return ascii_digits.lstrip("0") or "0"
 
 
+BELOW_ONE = "<1"  # the mark of a number below one: "0.5" is "5<1", not the "5" of "5"
+
+
+def _below_one(text: str, m: re.Match) -> bool:
+    """Whether the number ``m`` found in ``text`` is a fraction of one, not zero: a first group of zeros and a
+    nonzero digit after a separator ("0.5", "0,05"), or digits after a lone point (" .08", "(.5"; not a printf
+    precision, "%.1f", which placeholders become: "%6$.1f" is "%.1f"), or a comma that starts the text (",5")."""
+    number = m.group(0)
+    head = re.match("0+(?=[.,'’\u066b])", number.translate(_ASCII_ZEROS))  # a decimal mark ("0'05"), not "0:30"
+    if head is not None:
+        return any(c.isdigit() and unicodedata.decimal(c) for c in number[head.end():])
+    start = m.start()
+    lone = start == 1 and text[0] in ".," or start > 1 and text[start - 1] == "." and text[start - 2] in " \t("
+    return lone and any(unicodedata.decimal(c) for c in number if c.isdigit())
+
+
+_ASCII_ZEROS = {ord(c): "0" for c in "٠۰０"}  # the zeros of the Arabic-Indic, Persian and full-width digits
+
+
 def digit_numbers(text: str) -> Counter:
-    """The numbers written in digits, as ASCII digit strings without leading zeros (a Counter: how often
-    each occurs)."""
-    text = _PLACEHOLDER.sub(" ", text)
-    return Counter(_digits(_SEPARATOR.sub("", m.group(0))) for m in _NUMBER.finditer(text))
+    """The numbers written in digits, as ASCII digit strings without separators and leading zeros, a fraction
+    of one marked BELOW_ONE (a Counter: how often each occurs)."""
+    text = _PLACEHOLDER.sub("%", text)
+    return Counter(_digits(_SEPARATOR.sub("", m.group(0))) + (BELOW_ONE if _below_one(text, m) else "")
+                   for m in _NUMBER.finditer(text))
 
 
 def word_numbers(text: str, lang: str | None) -> set[int]:
@@ -182,17 +206,23 @@ def word_numbers(text: str, lang: str | None) -> set[int]:
 
 
 def _cjk_value(s: str) -> int:
-    """The value of a run of Chinese numerals ("三" 3, "十五" 15, "二十" 20, "两千" 2000, "一九九九" 1999)."""
+    """The value of a run of Chinese numerals ("三" 3, "十五" 15, "二十" 20, "两千" 2000, "一九九九" 1999, "三十万"
+    300,000, "一万五千" 15,000)."""
     if not any(c in _CJK_UNITS for c in s):
         return int("".join(str(_CJK_DIGITS[c]) for c in s))
-    total, digit = 0, 0
+    total = section = digit = 0  # 万 multiplies the whole section before it: 三十万 = (30) x 10,000
     for c in s:
         if c in _CJK_DIGITS:
             digit = _CJK_DIGITS[c]
+            continue
+        unit = _CJK_UNITS[c]
+        if unit >= 10_000:
+            total += ((section + digit) or 1) * unit
+            section = 0
         else:
-            total += (digit or 1) * _CJK_UNITS[c]
-            digit = 0
-    return total + digit
+            section += (digit or 1) * unit
+        digit = 0
+    return total + section + digit
 
 
 def _side_language(text: str, lang: str | None) -> str | None:

@@ -354,8 +354,9 @@ def judged_language(model, src_lang: str | None, tgt_lang: str | None) -> str:
 def _table_input(path: str, columns: ColumnsConfig | None, config: FilterConfig):
     """(the tabular input's (pair columns, id column) or None for text, its column names in line order
     (empty for text), config with scol/tcol pointing at the pair in those lines)."""
-    from ..tabular import table_kind
+    from ..tabular import check_pair_options, table_kind
 
+    check_pair_options(path, columns, config.scol, config.tcol)
     if table_kind(path) is None:
         return None, [], config
     columns = columns or ColumnsConfig()
