@@ -22,6 +22,12 @@ from .errors import CorpusError
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+COMPRESSED_SUFFIXES = (".gz", ".xz", ".zst", ".bz2")  # stripped from a file's name to find its language suffix
+
+
+def without_compression(name: str) -> str:
+    """``name`` without a compression suffix (``train.de.zst`` -> ``train.de``)."""
+    return next((name[: -len(ext)] for ext in COMPRESSED_SUFFIXES if name.endswith(ext)), name)
 BZIP2_MAGIC = b"BZh"  # then the block size "1"-"9" and a block's or the end's magic (below)
 _BZIP2_NEXT = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
 
@@ -469,14 +475,12 @@ class CorpusSpec:
 
     def group_name(self) -> str:
         """The corpus's sampling group: ``group`` if set, else the language suffix of the target file
-        (``train.de.gz`` and ``en-de.de`` -> ``de``), else the TSV file's name."""
+        (``train.de.gz``, ``train.de.zst`` and ``en-de.de`` -> ``de``), else the TSV file's name."""
         if self.group:
             return self.group
         if self.tsv is not None:
             return os.path.basename(self.tsv)
-        name = os.path.basename(str(self.tgt))
-        for ext in (".gz", ".xz", ".bz2"):
-            name = name[: -len(ext)] if name.endswith(ext) else name
+        name = without_compression(os.path.basename(str(self.tgt)))
         return name.rsplit(".", 1)[-1] if "." in name else name
 
     def describe(self) -> str:

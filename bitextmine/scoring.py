@@ -193,6 +193,23 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
         yield from zip(lines, p.tolist())
 
 
+_USES = {"none": (), "ratio": ("k",), "distance": ("k",),
+         "prob": ("k", "chunk_lines", "judge_lines", "src_lang", "tgt_lang")}  # ScoreConfig's fields per margin
+
+
+def check_score_options(score: ScoreConfig) -> None:
+    """ConfigError for a ScoreConfig field set (not its default) that ``score.margin`` does not use, which would
+    be ignored without a word (--k with the cosine, --src-lang without --margin prob)."""
+    if score.margin not in _USES:
+        raise ConfigError(f"--margin {score.margin}: expected one of {', '.join(_USES)}")
+    unused = [f"--{n.replace('_', '-')} {getattr(score, n)}" for n in ("k", "chunk_lines", "judge_lines", "src_lang",
+                                                                         "tgt_lang")
+              if getattr(score, n) != getattr(ScoreConfig, n) and n not in _USES[score.margin]]
+    if unused:
+        raise ConfigError(f"{', '.join(unused)}: not used by --margin {score.margin}; drop them or choose the margin "
+                          "that uses them (k: ratio, distance, prob; the others: prob)")
+
+
 def score_file(path: str, out: TextIO, model: Model, *, config: EncodeConfig = EncodeConfig(),
                score: ScoreConfig = ScoreConfig(), columns: ColumnsConfig | None = None,
                progress: Callable[[int], None] | None = None) -> int:
@@ -200,6 +217,7 @@ def score_file(path: str, out: TextIO, model: Model, *, config: EncodeConfig = E
     the number of lines written. ``score.margin`` none: the cosine (:func:`score_lines`, streaming); ratio or
     distance: the margin score (:func:`margin_score_lines`). A Parquet or JSONL ``path`` is read as the
     lines ``[id<TAB>]src<TAB>tgt`` of its ``columns`` (src_col, tgt_col, id_col: :func:`input_lines`)."""
+    check_score_options(score)
     n = 0
     name = "<stdin>" if path == "-" else path
     if score.margin == "none":

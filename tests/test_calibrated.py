@@ -5,6 +5,7 @@ import io
 import json
 import os
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -245,3 +246,48 @@ def test_plateau_prefers_a_broad_top_to_a_lone_peak():
     f1[2:5, 3:6] = 0.9  # a broad top
     assert best(f1) == (3, 4)
     np.testing.assert_allclose(plateau(np.full((3, 4), 0.5)), 0.5)  # a flat surface stays flat
+
+
+class _Stage:
+    """A second stage as with_second_stage reads it: the languages it holds, each with its min_prob and floor."""
+    languages = {"de": {"min_prob": 0.6, "floor": 1.05}}
+
+
+@pytest.mark.parametrize("config, off", [
+    (MineConfig(threshold=1.2, min_z=4, min_cosine=0.4, pinned=("threshold", "min_z", "min_cosine")),
+     "threshold, min-z and min-cosine all given"),
+    (MineConfig(per_language=False), "per-language settings off"),
+])
+def test_the_second_stage_applies_when_the_floors_are_given_or_not_per_language(config, off):
+    """The second stage is its own switch: with the three floors given, or per-language settings off, the sides'
+    languages are still detected and the stage judges (its min_prob unless given); the settings line says so."""
+    from bitextmine.mining.calibrated import choose, with_second_stage
+
+    asked = []
+
+    def detect(side):
+        asked.append(side)
+        return ("de", "en")[side]
+
+    choice = with_second_stage(choose(config, {"de-en": {}}, (None, None), detect), _Stage())
+    assert asked == [0, 1] and choice.languages == ("de", "en") and choice.judged == "de"
+    assert choice.config.min_prob == 0.6 and choice.config.judged_floor == 1.05
+    assert f"second stage: min-prob 0.6, not per language: {off}; languages: source de (detected)" in \
+        choice.describe()
+    given = with_second_stage(choose(replace(config, min_prob=0.9, pinned=config.pinned + ("min_prob",)), None,
+                                     (None, None), detect), _Stage())
+    assert given.judged == "de" and given.config.min_prob == 0.9
+    off_stage = with_second_stage(choose(replace(config, second_stage=False), None, (None, None), detect), _Stage())
+    assert off_stage.judged is None and off_stage.languages == (None, None)  # nothing detected for nothing
+
+
+@pytest.mark.parametrize("langs, says", [
+    ((None, None), "a side's language is not known (give --src-lang and --tgt-lang)"),
+    (("de", "fr"), "it judges pairs of English and another language, not de-fr"),
+    (("tr", "en"), "the model has none for tr-en"),
+])
+def test_a_second_stage_not_applied_says_why(langs, says):
+    from bitextmine.mining.calibrated import choose, with_second_stage
+
+    choice = with_second_stage(choose(MineConfig(per_language=False), None, langs, lambda side: None), _Stage())
+    assert choice.judged is None and f"second stage not applied: {says}" in choice.describe()

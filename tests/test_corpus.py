@@ -187,3 +187,14 @@ def test_commands_stop_with_one_line_on_a_truncated_zst(tmp_path, toy_model_dir,
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 1 and r.stderr.count("\n") == 1, r.output
     assert r.stderr.startswith(f"Error: {p} line ") and "corrupt or truncated zstd data after" in r.stderr
+
+
+@pytest.mark.parametrize("ext", ["", ".gz", ".xz", ".zst", ".bz2"])
+def test_a_compressed_corpus_is_named_by_its_language_not_its_compression(ext):
+    """Sampling groups and the second stage's languages come from the file's language suffix: train.de.zst is
+    de, as train.de.gz always was (it was "zst", so two languages shared a group and the stage a wrong name)."""
+    from bitextmine.judge.build import english_side
+
+    spec = CorpusSpec(src=f"train.en{ext}", tgt=f"train.de{ext}")
+    assert spec.group_name() == "de" and english_side(spec) == "src"
+    assert english_side(CorpusSpec(src=f"train.de{ext}", tgt=f"train.en{ext}")) == "tgt"

@@ -207,6 +207,16 @@ def test_output_is_the_same_for_any_worker_count_and_margin_uses_the_chunk(tmp_p
     np.testing.assert_allclose(scores[:64], want, atol=2e-4)
 
 
+@pytest.mark.parametrize("score, config, says", [
+    ("cosine", {"k": 9}, "--k 9: not used by --score cosine"),
+    ("none", {"k": 9, "judge_lines": 100}, "--k 9, --judge-lines 100: not used by --score none"),
+    ("margin", {"judge_lines": 100}, "--judge-lines 100: not used by --score margin"),
+])
+def test_options_the_score_does_not_use_are_refused(tmp_path, toy_model, score, config, says):
+    with pytest.raises(ConfigError, match=says):
+        run_filter(b"a house\tein Haus\n", tmp_path, model=toy_model, config=FilterConfig(score=score, **config))
+
+
 def test_cosine_scores_and_min_score(tmp_path, toy_model):
     src, tgt = toy_corpus(50, seed=32)
     lines = [f"{s}\t{t}" for s, t in zip(src, tgt)] + [f"{src[i]}\t{tgt[(i + 7) % 50]}" for i in range(50)]

@@ -244,6 +244,32 @@ def test_every_floor_comes_before_the_one_to_one_selection():
     assert sorted(asked[0]) == [(0, 1), (0, 2)]
 
 
+@pytest.mark.parametrize("mode", ["max", "union", "forward", "backward"])
+def test_the_rules_screen_comes_before_the_one_to_one_selection(mode):
+    """A candidate the rules refuse (mine --rules) does not take its sentences in mode max: source 0's best,
+    target 1, breaks a rule; target 2's best, source 0, does not and is chosen. The screen is asked once per
+    distinct pair, after the floors (target 3's candidate, below the threshold, is never asked about)."""
+    from bitextmine.mining.select import finish
+
+    f = (np.array([0]), np.array([1]), np.array([2.0], np.float32), np.array([0.8], np.float32))
+    b = (np.array([0, 0, 0]), np.array([1, 2, 3]), np.array([2.0, 1.6, 0.9], np.float32),
+         np.array([0.8, 0.7, 0.6], np.float32))
+    config = MineConfig(threshold=1.0, min_cosine=0, min_z=0, mode=mode)
+    asked = []
+
+    def screen(s, t):
+        asked.append(sorted(zip(s.tolist(), t.tolist())))
+        return t != 1
+
+    plain = finish(f, b, config)
+    screened = finish(f, b, config, screen=screen)
+    assert asked == [[(0, 1), (0, 2)]]
+    assert list(zip(plain[0].tolist(), plain[1].tolist())) == {"max": [(0, 1)], "union": [(0, 1), (0, 2)],
+                                                              "forward": [(0, 1)], "backward": [(0, 1), (0, 2)]}[mode]
+    want = {"max": [(0, 2)], "union": [(0, 2)], "forward": [], "backward": [(0, 2)]}[mode]
+    assert list(zip(screened[0].tolist(), screened[1].tolist())) == want
+
+
 def test_the_staged_run_keeps_the_real_pair_too(tmp_path):
     from conftest import write_lines
 

@@ -90,9 +90,13 @@ def test_default_output_is_the_cosine_unchanged(tmp_path, toy_model_dir, toy_mod
     want = "".join(f"{line}\t{c:.6f}\n" for line, c in score_lines(lines, toy_model, config=EncodeConfig(device="cpu")))
     runner = CliRunner()
     default = runner.invoke(main, ["score", path, "--model", toy_model_dir, "--device", "cpu", "-q"])
-    none = runner.invoke(main, ["score", path, "--margin", "none", "-k", "9", "--model", toy_model_dir, "--device",
-                                "cpu", "-q"])
+    none = runner.invoke(main, ["score", path, "--margin", "none", "--model", toy_model_dir, "--device", "cpu", "-q"])
     assert default.exit_code == 0 and default.output == want and none.output == want
+    # options the cosine does not use are refused, not ignored
+    unused = runner.invoke(main, ["score", path, "-k", "9", "--src-lang", "de", "--model", toy_model_dir, "-q"])
+    assert unused.exit_code == 1
+    assert unused.output == ("Error: --k 9, --src-lang de: not used by --margin none; drop them or choose the margin "
+                             "that uses them (k: ratio, distance, prob; the others: prob)\n")
 
 
 def test_margin_errors(tmp_path, toy_model_dir, toy_model):
@@ -157,3 +161,26 @@ def test_margin_from_a_pipe_equals_file_and_a_changed_input_is_an_error(tmp_path
     for lines in (["a"], ["a", "b", "c"]):  # the input changed between the reads: never a shorter output silently
         with pytest.raises(CorpusError, match="f: 2 lines were scored, the second read gave .*changed"):
             list(_paired(iter(lines), [0.5, 0.25], "f"))
+
+
+@pytest.mark.parametrize("ext", [".gz", ".xz"])
+def test_score_and_mine_compress_an_output_named_so(tmp_path, toy_model_dir, ext):
+    """An output named *.gz or *.xz is compressed (it held plain text under the compressed name), the same
+    bytes as the output to stdout once decompressed."""
+    import gzip
+    import lzma
+
+    unpack = {".gz": gzip.decompress, ".xz": lzma.decompress}[ext]
+    path = write_lines(tmp_path / "pairs.tsv", tsv_lines(20))
+    runner = CliRunner()
+    plain = runner.invoke(main, ["score", path, "--model", toy_model_dir, "--device", "cpu", "-q"]).output
+    out = tmp_path / f"scored.tsv{ext}"
+    assert runner.invoke(main, ["score", path, "--model", toy_model_dir, "--device", "cpu", "-q", "-o",
+                                str(out)]).exit_code == 0
+    assert unpack(out.read_bytes()).decode("utf-8") == plain
+    s, t = toy_corpus(40, seed=61)
+    a, b = write_lines(tmp_path / "a.txt", s), write_lines(tmp_path / "b.txt", t)
+    args = ["mine", a, b, "--model", toy_model_dir, "-q", "--threshold", "0", "--min-z", "0"]
+    mined, out = runner.invoke(main, args).output, tmp_path / f"pairs.tsv{ext}"
+    assert runner.invoke(main, args + ["-o", str(out)]).exit_code == 0
+    assert unpack(out.read_bytes()).decode("utf-8") == mined and mined.count("\n") >= 20

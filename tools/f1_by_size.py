@@ -167,7 +167,8 @@ def main() -> None:
     ap.add_argument("--langs", nargs="+", default=list(LANGS))
     ap.add_argument("--threshold", type=float, default=None,
                     help="set the threshold, min-z and min-cosine for every language (the others at mine's defaults) "
-                         "instead of mine's defaults: the model's settings for the detected languages")
+                         "instead of mine's defaults: the model's settings for the detected languages (the second "
+                         "stage still judges, as in mine; --no-second-stage for none)")
     ap.add_argument("--min-z", type=float, default=None)
     ap.add_argument("--min-cosine", type=float, default=None)
     ap.add_argument("--seed", type=int, default=0)

@@ -298,7 +298,8 @@ def evaluate(folder: str, task: Task, model, oracles: bool = True) -> dict:
            "settings": used, "calibrated_for": stats.info.get("calibrated_for"), "wrong": wrong}
     if not oracles:
         return out
-    everything = replace(MineConfig(), threshold=-1e9, min_z=0.0, min_cosine=0.0, per_language=False)
+    everything = replace(MineConfig(), threshold=-1e9, min_z=0.0, min_cosine=0.0, per_language=False,
+                         second_stage=False)  # the margin alone
     pairs, scores, _ = mined(folder, model, everything)
     margin_only = best_f1(scores, np.array([q in task.gold for q in pairs], bool), len(task.gold))
     floors = replace(MineConfig(), threshold=-1e9, pinned=("threshold",))

@@ -4,6 +4,7 @@ adds, for the help's option groups)."""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from contextlib import contextmanager
@@ -80,8 +81,8 @@ def cannot_write(path: str, e: OSError) -> ConfigError:
 @contextmanager
 def atomic_output(path: str | None, *, binary: bool = False):
     """A text (or ``binary``) stream for ``path`` (None or '-' = stdout), written atomically for files:
-    to ``path.partial``, renamed when the block ends without an error. Binary files are compressed
-    by the extension of ``path`` (.gz, .xz, .zst). A block that fails removes the partial file; a
+    to ``path.partial``, renamed when the block ends without an error. Files, text or binary, are
+    compressed by the extension of ``path`` (.gz, .xz, .zst). A block that fails removes the partial file; a
     rename that fails keeps it and says where the result is."""
     if path in (None, "-"):
         stream = sys.stdout.buffer if binary else sys.stdout
@@ -92,7 +93,8 @@ def atomic_output(path: str | None, *, binary: bool = False):
 
     tmp = path + ".partial"
     try:
-        f = open_output(tmp, path) if binary else open(tmp, "w", encoding="utf-8", newline="\n")
+        f = open_output(tmp, path)  # compressed by the path's extension (.gz, .xz, .zst), text or binary
+        f = f if binary else io.TextIOWrapper(f, encoding="utf-8", newline="\n")
     except OSError as e:
         raise cannot_write(tmp, e) from None
     done = False

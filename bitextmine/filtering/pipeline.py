@@ -177,6 +177,9 @@ def _check_chunk(chunk: _Chunk) -> _Checked:
     return _Checked(reasons, scores, keys)
 
 
+_USES = {"cosine": (), "none": (), "margin": ("k",), "prob": ("k", "judge_lines")}  # FilterConfig's per score
+
+
 def _score(src: list[str], tgt: list[str]) -> np.ndarray:
     """Cosine, or ratio margin within these pairs (among each side's distinct lines), of each pair: float32
     (n,)."""
@@ -271,6 +274,11 @@ def filter_tsv(
         raise ConfigError("--min-score needs a score (--score cosine, margin or prob)")
     if config.chunk_lines < 1:
         raise ConfigError("chunk size must be >= 1 line")
+    unused = [f"--{n.replace('_', '-')} {getattr(config, n)}" for n in ("k", "judge_lines")
+              if getattr(config, n) != getattr(FilterConfig, n) and n not in _USES[config.score]]
+    if unused:
+        raise ConfigError(f"{', '.join(unused)}: not used by --score {config.score}; drop them or choose the score "
+                          "that uses them (k: margin, prob; judge-lines: prob)")
     if config.scol == config.tcol:
         raise ConfigError(f"--scol and --tcol are both {config.scol}; expected two different columns")
     if annotate and rejects is not None:

@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..config import SecondStageConfig
+from ..corpus import without_compression
 from ..errors import ConfigError
 from ..mining.calibrated import PIVOT
 from .store import SecondStage, save_second_stage
@@ -15,10 +16,11 @@ from .train import expected_of, fit, split_pairs, train_tables, training_set
 
 
 def english_side(spec) -> str | None:
-    """"src" or "tgt": the side of a CorpusSpec whose file name ends in .en (or .en.gz); None for neither."""
+    """"src" or "tgt": the side of a CorpusSpec whose file name ends in .en (or .en.gz, .en.xz, .en.zst); None for
+    neither."""
     for side in ("src", "tgt"):
         name = getattr(spec, side)
-        if name and str(name).removesuffix(".gz").endswith("." + PIVOT):
+        if name and without_compression(str(name)).endswith("." + PIVOT):
             return side
     return None
 
@@ -33,7 +35,7 @@ def corpora_by_language(specs) -> dict[str, dict[str, list]]:
         if spec.tsv is not None or side is None:
             raise ConfigError(f"{spec}: the second stage learns from pairs with English; expected two files, one "
                               "named *.en or *.en.gz")
-        other = str(spec.tgt if side == "src" else spec.src).removesuffix(".gz")
+        other = without_compression(str(spec.tgt if side == "src" else spec.src))
         lang = spec.group or os.path.splitext(other)[1].lstrip(".")
         src, tgt = spec.read()
         pairs = list(zip(src, tgt)) if side == "tgt" else list(zip(tgt, src))

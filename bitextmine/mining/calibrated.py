@@ -116,25 +116,33 @@ def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, st
     only when the settings could apply). ``plain``: whether the vectors are the model's plain embeddings,
     on which the section was calibrated; else ``why_not_plain`` is the reason given."""
     found = tuple("given" if lang else "not looked for" for lang in langs)
-    if not config.per_language:
-        return Choice(config, False, langs, found, "per-language settings off", False)
-    if set(KEYS) <= set(config.pinned):
-        return Choice(config, False, langs, found, "threshold, min-z and min-cosine all given", False)
-    if not section:
-        return Choice(config, False, langs, found, "the model carries no per-language settings", False)
     if not plain:
         return Choice(config, False, langs, found, f"{why_not_plain}; the per-language settings were chosen "
                       "on the model's plain embeddings")
+    # the second stage is its own switch: without per-language floors it still needs the sides' languages
+    stage = config.second_stage
+    off = ("per-language settings off" if not config.per_language else
+           "threshold, min-z and min-cosine all given" if set(KEYS) <= set(config.pinned) else
+           "the model carries no per-language settings" if not section else "")
+    if off:
+        known, found = _sides(langs, detect) if stage else (langs, found)
+        return Choice(config, False, known, found, off, False)
     other = other_margin(config)
     if other:
-        return Choice(config, False, langs, found, f"{other}; the per-language settings were chosen with the "
+        known, found = _sides(langs, detect) if stage else (langs, found)
+        return Choice(config, False, known, found, f"{other}; the per-language settings were chosen with the "
                       f"default {MineConfig.margin} margin over {MineConfig.k} neighbours")
-    known = tuple(lang or detect(i) for i, lang in enumerate(langs))
-    found = tuple("given" if lang else ("detected" if k else "not detected") for lang, k in zip(langs, known))
+    known, found = _sides(langs, detect)
     reason = _why_not(section, *known)
     if reason:
         return Choice(config, False, known, found, reason)
     return Choice(apply(config, section, *known)[0], True, known, found, "")
+
+
+def _sides(langs: tuple[str | None, str | None], detect: Detect) -> tuple[tuple, tuple[str, str]]:
+    """(the sides' languages: declared, else detected, else None; how each was found)."""
+    known = tuple(lang or detect(i) for i, lang in enumerate(langs))
+    return known, tuple("given" if lang else ("detected" if k else "not detected") for lang, k in zip(langs, known))
 
 
 def other_margin(config: MineConfig) -> str:
@@ -152,11 +160,15 @@ def with_second_stage(choice: Choice, stage) -> Choice:
     replaces config's unless given (config.pinned), and its margin floor is where candidates are judged from
     (config.judged_floor); the threshold, min_z and min_cosine stay as chosen."""
     c, (src, tgt) = choice.config, choice.languages
-    if not c.second_stage or stage is None or not src or not tgt or src == tgt or PIVOT not in (src, tgt):
+    if not c.second_stage or stage is None:
         return choice
+    if not src or not tgt:
+        return replace(choice, not_judged="a side's language is not known (give --src-lang and --tgt-lang)")
+    if src == tgt or PIVOT not in (src, tgt):
+        return replace(choice, not_judged=f"it judges pairs of English and another language, not {src}-{tgt}")
     other = tgt if src == PIVOT else src
     if other not in stage.languages:
-        return choice
+        return replace(choice, not_judged=f"the model has none for {other}-en")
     margin = other_margin(c)
     if margin:
         return replace(choice, not_judged=f"{margin}; it was trained on the default {MineConfig.margin} margin "

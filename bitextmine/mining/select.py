@@ -23,7 +23,7 @@ Judgement = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
 
 
 def finish(f: tuple, b: tuple, config: MineConfig, standout: Standout | None = None,
-           judge: Judgement | None = None) -> tuple:
+           judge: Judgement | None = None, screen: Callable | None = None) -> tuple:
     """The pairs ``config`` keeps of the forward candidates f = (src, tgt, score, cos) (one per source row,
     ascending src) and the backward ones b (one per target row, ascending tgt); int64 / float32 (c,) arrays.
 
@@ -31,7 +31,9 @@ def finish(f: tuple, b: tuple, config: MineConfig, standout: Standout | None = N
     remaining one gets its z, and with config.min_z > 0 those below it are dropped; then config.mode's
     selection (:func:`select_pairs`). With ``judge`` (the second stage, which needs ``standout``), every
     candidate from the judge's own margin floor up is judged first, then those below config.min_prob or a
-    floor are dropped (:func:`_judged_then_floors`). Returns (src, tgt,
+    floor are dropped (:func:`_judged_then_floors`). ``screen(src, tgt)`` (int64 (p,) each: distinct pairs)
+    gives bool (p,), whether a pair may be chosen (filter's rules): those it refuses are dropped after the
+    floors and before the mode, so in mode max a refused pair does not take its sentences. Returns (src, tgt,
     score, cos, origin int8: 0 forward, 1 backward, z float32: NaN without ``standout``, prob float32: NaN
     without ``judge``), sorted by score descending, ties by source, then target row.
     """
@@ -44,6 +46,9 @@ def finish(f: tuple, b: tuple, config: MineConfig, standout: Standout | None = N
         else:
             f, b = _stand_out(f, b, standout, config.min_z)
         f, b = (*f, np.full(len(f[0]), np.nan, np.float32)), (*b, np.full(len(b[0]), np.nan, np.float32))
+    if screen is not None and len(f[0]) + len(b[0]):
+        kf, kb = _per_distinct_pair(f, b, lambda s, t, *rest: screen(s, t))
+        f, b = tuple(a[kf > 0] for a in f), tuple(a[kb > 0] for a in b)
     s, t, sc, cos, z, prob, origin = select_pairs(f, b, config)
     order = np.lexsort((t, s, -sc.astype(np.float64)))
     return s[order], t[order], sc[order], cos[order], origin[order], z[order], prob[order]

@@ -189,11 +189,12 @@ def _candidates(run: _Run, side: str) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in keys}
 
 
-def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=None, reference: int = 0):
+def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=None, reference: int = 0,
+            screen=None):
     """The pairs config keeps of both sides' candidates (:func:`bitextmine.mining.select.finish`: every floor,
-    the second stage ``judge`` when given, then the mode), best first, with what ``explain`` prints of them.
-    ``reference`` > 0: the candidates' margins are taken as sides of that many lines give them
-    (:func:`_reference`)."""
+    the second stage ``judge`` when given, the rules' ``screen`` (:func:`_screen`), then the mode), best first,
+    with what ``explain`` prints of them. ``reference`` > 0: the candidates' margins are taken as sides of that
+    many lines give them (:func:`_reference`)."""
     from ..mining.select import finish
 
     fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
@@ -202,7 +203,7 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
     f = (fc["row"], fc["other"], fc["score"], fc["cos"])
     b = (bc["other"], bc["row"], bc["score"], bc["cos"])
     standout = _standout(run, sources) if config.min_z > 0 or explain or judge else None
-    s, t, sc, cos, origin, z, _ = finish(f, b, config, standout, judge)
+    s, t, sc, cos, origin, z, _ = finish(f, b, config, standout, judge, screen)
     # neighbour means and whether the other direction proposed the same pair (for --explain)
     mean_s = np.concatenate([fc["mean_q"], bc["mean_o"]])[_lookup(np.concatenate([fc["row"], bc["other"]]), s)]
     mean_t = np.concatenate([fc["mean_o"], bc["mean_q"]])[_lookup(np.concatenate([fc["other"], bc["row"]]), t)]
@@ -210,6 +211,24 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
     in_b = _pair_in(bc["other"], bc["row"], s, t)
     direction = np.where(in_f & in_b, 2, origin)
     return s, t, sc, cos, mean_s, mean_t, direction, z
+
+
+def _screen(run: _Run, rules, langs: tuple, rejected: dict):
+    """The rules as :func:`bitextmine.mining.select.finish`'s screen: bool (p,) of the distinct candidate pairs
+    (src, tgt row ids) that pass :func:`bitextmine.filtering.rules.check_pair`; each refused pair is counted in
+    ``rejected`` under its reason."""
+    from ..filtering.rules import check_pair
+
+    def screen(s: np.ndarray, t: np.ndarray) -> np.ndarray:
+        src, tgt = _texts(run, "src", s, False)[0], _texts(run, "tgt", t, False)[0]
+        keep = np.ones(len(s), bool)
+        for i, (a, b) in enumerate(zip(s.tolist(), t.tolist())):
+            why = check_pair(src[a], tgt[b], rules, *langs)
+            if why:
+                rejected[why] = rejected.get(why, 0) + 1
+                keep[i] = False
+        return keep
+    return screen
 
 
 def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dict, bc: dict) -> tuple[dict, dict]:
@@ -326,12 +345,11 @@ def _ids(run: _Run, side: str, lines: dict) -> dict:
 DIRECTIONS = ("fwd", "bwd", "both")
 
 
-def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool, rules, langs) -> tuple[int, dict]:
-    """Write the TSV rows of the pairs the rules keep; the ids columns hold the id column's values when the
-    inputs have one (src[2], tgt[2]), else line numbers. Returns (written, rejected per reason)."""
-    rejected: dict[str, int] = {}
+def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool) -> int:
+    """Write the TSV rows of the pairs; the ids columns hold the id column's values when the inputs have one
+    (src[2], tgt[2]), else line numbers. Returns the rows written."""
     written = 0
-    for s, t, sc, cos, ms, mt, d, z in _kept(pairs, src, tgt, rules, langs, rejected):
+    for s, t, sc, cos, ms, mt, d, z in zip(*(a.tolist() for a in pairs)):
         a, b = src[0][s], tgt[0][t]
         _check_tsv(a, b)
         row = f"{sc:.6f}\t{a}\t{b}"
@@ -342,20 +360,7 @@ def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool,
             row += f"\t{cos:.6f}\t{ms:.6f}\t{mt:.6f}\t{DIRECTIONS[d]}\t{z:.3f}"
         out.write(row + "\n")
         written += 1
-    return written, rejected
-
-
-def _kept(pairs, src: tuple, tgt: tuple, rules, langs, rejected: dict):
-    """The pairs' rows (src, tgt, score, cos, src mean, tgt mean, direction, z) that pass ``rules``."""
-    from ..filtering.rules import check_pair
-
-    for row in zip(*(a.tolist() for a in pairs)):
-        if rules is not None:
-            why = check_pair(src[0][row[0]], tgt[0][row[1]], rules, *langs)
-            if why:
-                rejected[why] = rejected.get(why, 0) + 1
-                continue
-        yield row
+    return written
 
 
 def _check_tsv(a: str, b: str) -> None:
@@ -365,14 +370,13 @@ def _check_tsv(a: str, b: str) -> None:
                               "write Parquet instead (an output named *.parquet)")
 
 
-def _write_parquet(out, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool, rules, langs) -> tuple[int, dict]:
+def _write_parquet(out, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool) -> int:
     """:func:`_write` as Parquet: score float32, src, tgt string; with ``ids`` or ``explain`` src_lines, tgt_lines
     list<int64> (1-based) and, with an id column, src_ids, tgt_ids (list<int64> when every id is an integer,
     else list<string>); with ``explain`` cosine, src_mean, tgt_mean float32, direction string, z float32."""
     from ..tabular import ParquetRows
 
-    rejected: dict[str, int] = {}
-    rows = list(_kept(pairs, src, tgt, rules, langs, rejected))
+    rows = list(zip(*(a.tolist() for a in pairs)))
     cols: dict = {"score": [r[2] for r in rows], "src": [src[0][r[0]] for r in rows],
                   "tgt": [tgt[0][r[1]] for r in rows]}
     fields = [("score", "float32"), ("src", "string"), ("tgt", "string")]
@@ -395,7 +399,7 @@ def _write_parquet(out, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool,
     sink = ParquetRows(out, fields)
     sink.add(cols)
     sink.close()
-    return len(rows), rejected
+    return len(rows)
 
 
 def mine_files(
@@ -512,12 +516,13 @@ def mine_files(
         if n_rows["src"] and n_rows["tgt"]:
             _search(run, sources, config, kinds, choice.reference_lines)
             judge = _judge(run, model, choice, encode_config.threads) if choice.judged else None
-            pairs = _select(run, config, sources, explain, judge, choice.reference_lines)
+            screen = None if rules is None else _screen(run, rules, (src_lang, tgt_lang), rejected)
+            pairs = _select(run, config, sources, explain, judge, choice.reference_lines, screen)
             src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)
-            written, rejected = write(out, pairs, src, tgt, ids, explain, rules, (src_lang, tgt_lang))
+            written = write(out, pairs, src, tgt, ids, explain)
         elif output_format == "parquet":  # no pairs: a table with its columns and no rows
             none = tuple(np.zeros(0, np.int64) for _ in range(8))
-            write(out, none, ({}, {}, None), ({}, {}, None), ids, explain, None, (src_lang, tgt_lang))
+            write(out, none, ({}, {}, None), ({}, {}, None), ids, explain)
         sig = (f"bitextmine {__version__}|{vectors}|k:{config.k}|margin:{config.margin}|"
                f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}|min-z:{config.min_z:g}")
         if choice.judged:
