@@ -231,11 +231,16 @@ def test_init_from_with_regularisation_stays_closer(tmp_path, small_files, toy_m
     dists = {}
     for lam in (0.0, 10.0):
         out = str(tmp_path / f"r{lam}")
-        train(spec, out, config=TrainConfig(**{**FEW, "dim": 32, "fp16": False}, reg_to_init=lam),
-              init_from=toy_model_dir)
+        said = []
+        train(spec, out, config=TrainConfig(**{**FEW, "dim": init.dim + 16, "fp16": False}, reg_to_init=lam),
+              init_from=toy_model_dir, progress=lambda e: said.append(e.get("message", "")))
         m = load_model(out)
         assert m.tokenizer.proto == init.tokenizer.proto
         assert m.config["training"]["init_fingerprint"] == init.fingerprint
+        # the model's own dimension and tokenizer, recorded as such (--dim does not apply to its weights)
+        assert m.dim == init.dim == m.config["training"]["dim"]
+        assert f"--init-from: the model's own dimension, {init.dim} (not {init.dim + 16})" in said
+        assert m.config["training"]["tokenizer"] == {"init_from": os.path.basename(toy_model_dir)}
         dists[lam] = float(np.linalg.norm(m.embeddings - init.embeddings))
     assert 0 < dists[10.0] < dists[0.0]
     with pytest.raises(ConfigError, match="needs --init-from"):

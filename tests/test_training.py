@@ -380,3 +380,59 @@ def test_resume_may_add_epochs_under_a_constant_learning_rate(tmp_path, toy_file
     train(spec, part, config=TrainConfig(**{**SMALL, "epochs": 1, "max_steps": 50}), tokenizer_path=spm)
     train(spec, part, config=TrainConfig(**SMALL), tokenizer_path=spm, resume=True)
     np.testing.assert_array_equal(load_model(whole).embeddings, load_model(part).embeddings)
+
+
+def test_dev_sets_of_the_same_file_name_are_each_scored(tmp_path, toy_files, toy_model):
+    """STS13 and STS14 both hold STS.input.headlines.txt: two dev sets of one file name were kept under one name,
+    so one was dropped from the history and from the mean that picks the weights. Each is scored now."""
+    from conftest import toy_corpus, write_lines
+
+    src, _ = toy_corpus(30, seed=71)
+    paths = []
+    for year, rows in (("13", [f"{src[i]},{src[i]},5" if i % 2 else f"{src[i]},{src[i + 1]},0" for i in range(28)]),
+                       ("14", [f"{src[i]},{src[(i + 3) % 30]},{i % 6}" for i in range(28)])):
+        (tmp_path / year).mkdir()
+        paths.append(write_lines(tmp_path / year / "test.csv", rows))
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    out = str(tmp_path / "m")
+    train(spec, out, config=TrainConfig(**{**SMALL, "epochs": 1}), dev_sts=paths,
+          tokenizer_path=os.path.join(toy_model.path, "sentencepiece.model"))
+    last = load_model(out).config["training"]["dev_history"][-1]
+    assert sorted(last["scores"]) == ["heldout", "sts:13/test.csv", "sts:14/test.csv"]
+    assert last["score"] == pytest.approx(np.mean(list(last["scores"].values())), abs=1e-3)
+
+
+def test_training_into_a_folder_removes_the_second_stage_of_the_model_there_before(tmp_path, toy_files, toy_model):
+    """A second stage left in OUT by an earlier model was fitted on that model's margins; training new weights
+    there removes it (and says so), rather than leave it to judge the new model without a word."""
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    out = tmp_path / "m"
+    (out / "second_stage").mkdir(parents=True)
+    (out / "second_stage" / "second_stage.json").write_text("{}")
+    said = []
+    train(spec, str(out), config=TrainConfig(**{**SMALL, "epochs": 1, "max_steps": 5}),
+          tokenizer_path=os.path.join(toy_model.path, "sentencepiece.model"),
+          progress=lambda e: said.append(e.get("message", "")))
+    assert not (out / "second_stage").exists()
+    assert any("the second stage of the model trained there before" in m for m in said)
+    assert load_model(str(out)).second_stage is None
+
+
+def test_max_steps_at_an_epochs_end_evaluates_that_epoch(tmp_path, toy_files, toy_model):
+    """--max-steps equal to the whole schedule is the whole run: the last epoch is evaluated and its weights
+    can be kept, the run is complete and no checkpoint is left; at the end of an earlier epoch, that epoch is
+    evaluated before the run stops for --resume."""
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    whole, capped, half = (str(tmp_path / n) for n in ("whole", "capped", "half"))
+    train(spec, whole, config=TrainConfig(**SMALL), tokenizer_path=spm)
+    steps = load_model(whole).config["training"]["steps"]
+    train(spec, capped, config=TrainConfig(**{**SMALL, "max_steps": steps}), tokenizer_path=spm)
+    a, b = load_model(whole).config["training"], load_model(capped).config["training"]
+    assert b["complete"] and b["dev_history"] == a["dev_history"] and len(b["dev_history"]) == 2
+    assert not os.path.exists(os.path.join(capped, "checkpoint"))
+    np.testing.assert_array_equal(load_model(whole).embeddings, load_model(capped).embeddings)
+    train(spec, half, config=TrainConfig(**{**SMALL, "max_steps": steps // 2}), tokenizer_path=spm)
+    c = load_model(half).config["training"]
+    assert not c["complete"] and c["dev_history"] == a["dev_history"][:1]
+    assert os.path.exists(os.path.join(half, "checkpoint"))

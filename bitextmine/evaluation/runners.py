@@ -31,13 +31,20 @@ def _embeddings(path: str, model, lines: Sequence[str], config: EncodeConfig, em
                 text: str) -> np.ndarray:
     """Precomputed embeddings of ``lines`` (of ``text``) as float32 (len(lines), dim): any encoder's, in
     ``emb_config``'s format; the model, and the text encoded (``lines``, read from ``text``), are checked only
-    for a file with a sidecar (:func:`open_embeddings`)."""
+    for a file with a sidecar (:func:`open_embeddings`). Another encoder's rows are L2-normalised (zero rows stay
+    zero), as `mine` takes them: every score here is a cosine."""
     from ..encoding.external import has_sidecar, open_embeddings
 
-    digests = text_digests(lines, text) if has_sidecar(path) else None
+    own = has_sidecar(path)
     x = open_embeddings(path, fmt=emb_config.format, dim=emb_config.dim, fp16=emb_config.fp16, rows=len(lines),
-                        text=text, model=model, sif=config.sif, marked=config.marked, text_sha256=digests)
-    return np.asarray(x, np.float32)
+                        text=text, model=model, sif=config.sif, marked=config.marked,
+                        text_sha256=text_digests(lines, text) if own else None)
+    if own:  # bitextmine's own rows are L2-normalised
+        return np.asarray(x, np.float32)
+    x = np.array(x, np.float32)  # another encoder's (LASER's are not unit length): normalised, as mine does
+    norm = np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
+    np.divide(x, norm, out=x, where=norm > 0)
+    return x
 
 
 def text_digests(lines: Sequence[str], text: str) -> tuple[str, ...]:

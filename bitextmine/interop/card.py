@@ -106,6 +106,8 @@ def _recipe(t: dict) -> str:
     tok = t.get("tokenizer") or {}
     if "path" in tok:
         rows.append(f"| tokenizer | the SentencePiece model {tok['path']} given to train |")
+    elif "init_from" in tok:
+        rows.append(f"| tokenizer | the one of {tok['init_from']}, the model training started from |")
     else:
         rows += [f"| tokenizer {k} | {v} |" for k, v in tok.items() if k in ("vocab_size", "model_type",
                                                                            "normalization", "character_coverage")]

@@ -173,13 +173,24 @@ def build_devsets(build: Callable[..., Side], dev_src: list[str], dev_tgt: list[
     devsets: list[DevSet] = []
     if dev_src:
         devsets.append(DevSet("heldout", "retrieval", build(dev_src, "src"), build(dev_tgt, "tgt")))
-    for a, b in dev_tatoeba:
+    names = _dev_names([("tatoeba", a) for a, _ in dev_tatoeba] + [("sts", p) for p in dev_sts])
+    for (a, b), name in zip(dev_tatoeba, names):
         xa, xb = read_parallel(a, b)
-        devsets.append(DevSet(f"tatoeba:{os.path.basename(a)}", "retrieval", build(xa, "src"), build(xb, "tgt")))
-    for p in dev_sts:
+        devsets.append(DevSet(name, "retrieval", build(xa, "src"), build(xb, "tgt")))
+    for p, name in zip(dev_sts, names[len(dev_tatoeba):]):
         d = read_sts(p)
-        devsets.append(DevSet(f"sts:{os.path.basename(p)}", "sts", build(d.s1), build(d.s2), d.gold))
+        devsets.append(DevSet(name, "sts", build(d.s1), build(d.s2), d.gold))
     return devsets
+
+
+def _dev_names(sets: Sequence[tuple[str, str]]) -> list[str]:
+    """A distinct name for each (kind, path) dev set: kind:file name, with its folder where two share a file
+    name (STS13 and STS14 both hold STS.input.headlines.txt), then a number where that is not enough; the scores
+    are kept under these names, and a name given twice would drop a set from the mean that picks the weights."""
+    short = [f"{kind}:{os.path.basename(p)}" for kind, p in sets]
+    names = [f"{kind}:{os.path.basename(os.path.dirname(os.path.abspath(p)))}/{os.path.basename(p)}"
+             if short.count(s) > 1 else s for (kind, p), s in zip(sets, short)]
+    return [n if names.count(n) == 1 else f"{n}#{names[:i + 1].count(n)}" for i, n in enumerate(names)]
 
 
 def shared_text_ids(src: Sequence[str], tgt: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -124,6 +124,7 @@ def train(
             log(f"stopped after {run.state['step']} mini-batches (max_steps); continue with --resume")
         info = dict(corpora=corpora, stats=stats, tokenizer_config=tokenizer_config, tokenizer_path=tokenizer_path,
                     init_from=init_from, init_model=init_model, sts_pairs=sts_pairs, languages=languages)
+        _drop_stale_stage(out_dir, log)
         _save_model(run, out_dir, stopped_early, info, log)
     if not stopped_early and os.path.isdir(ckpt_dir):
         shutil.rmtree(ckpt_dir)
@@ -141,7 +142,7 @@ def train(
 
 def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> TrainConfig:
     """``config`` checked against itself, ``init_model`` and ``tokenizer_path``; ConfigError otherwise.
-    With ``init_model``, its encoder kind replaces ``config.encoder``."""
+    With ``init_model``, its encoder kind and dimension replace ``config.encoder`` and ``config.dim``."""
     from ..model import ENCODERS, TOKENIZER_OF
 
     if config.batch_size < 1 or config.megabatch_start < 1 or config.megabatch_max < config.megabatch_start:
@@ -175,6 +176,9 @@ def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> Tra
     if init_model is not None and init_model.encoder != config.encoder:
         log(f"--init-from: continuing the model's own encoder, {encoder}")
         config = replace(config, encoder=encoder)
+    if init_model is not None and init_model.dim != config.dim:  # its weights are the module: their dimension
+        log(f"--init-from: the model's own dimension, {init_model.dim} (not {config.dim})")
+        config = replace(config, dim=init_model.dim)
     if config.reg_to_init and init_model is None:
         raise ConfigError("--reg-to-init needs --init-from MODEL (the weights to stay close to)")
     if config.separate_vocab not in ("", "src", "tgt"):
@@ -379,12 +383,15 @@ class _Run:
                 state["epoch"] += 1
                 state["pos"] = 0
                 self.checkpoint()
+                # max_steps reached at an epoch's end: stopped after its evaluation, unless it was the last
+                stopped_early = bool(config.max_steps) and state["step"] >= config.max_steps and state["epoch"] < epochs
         if config.untrained:
             self.evaluate()  # reported, not selected on: the random model is saved as it is
         return stopped_early, self.pairs_run / max(1e-9, time.time() - self.t_start)
 
     def _epoch(self, perm: np.ndarray) -> bool:
-        """Train on ``perm`` from state["pos"] to its end, one mega-batch at a time; True if max_steps stopped it."""
+        """Train on ``perm`` from state["pos"] to its end, one mega-batch at a time; True if max_steps stopped it
+        before the end."""
         config, state, n_pairs = self.config, self.state, len(perm)
         while state["pos"] < n_pairs:
             size = megabatch_pairs(config, state["step"])
@@ -401,8 +408,8 @@ class _Run:
                        "advance": n_mb})
             if self._crossed(config.eval_every, before) and state["pos"] < n_pairs:  # epoch ends evaluate anyway
                 self.evaluate()
-            if config.max_steps and state["step"] >= config.max_steps:
-                return True
+            if config.max_steps and state["step"] >= config.max_steps and state["pos"] < n_pairs:
+                return True  # within the epoch (at its end, epochs() evaluates it first)
             if self._crossed(config.checkpoint_every, before):
                 self.checkpoint()
         return False
@@ -572,6 +579,19 @@ def sif_component(enc, S: Side, T: Side, counts: np.ndarray, config: TrainConfig
     return first_component(np.concatenate(xs))
 
 
+def _drop_stale_stage(out_dir: str, log) -> None:
+    """Remove a second stage that ``out_dir`` holds from a model trained there before: it was fitted on that
+    model's margins and cosines, and the new weights would be judged by it without a word (its check, the
+    vocabulary, passes whenever the tokenizer is the same)."""
+    from ..judge.store import FOLDER
+
+    stale = os.path.join(out_dir, FOLDER)
+    if os.path.isdir(stale):
+        shutil.rmtree(stale)
+        log(f"removed {stale}: the second stage of the model trained there before (build one for these weights "
+            "with --second-stage-only)")
+
+
 def _save_model(run: _Run, out_dir: str, stopped_early: bool, info: dict, log) -> None:
     """Load the best weights, add token counts and the SIF component, and save the model to ``out_dir``."""
     config, state, data, enc = run.config, run.state, run.data, run.enc
@@ -586,8 +606,9 @@ def _save_model(run: _Run, out_dir: str, stopped_early: bool, info: dict, log) -
     init_from, init_model, tokenizer_path = info["init_from"], info["init_model"], info["tokenizer_path"]
     training = {
         **asdict(config),
-        "tokenizer": (asdict(info["tokenizer_config"]) if not tokenizer_path
-                      else {"path": os.path.basename(tokenizer_path)}),
+        "tokenizer": ({"path": os.path.basename(tokenizer_path)} if tokenizer_path and init_from is None else
+                      {"init_from": os.path.basename(os.path.normpath(init_from))} if init_from
+                      else asdict(info["tokenizer_config"])),  # the tokenizer the run used (_tokenizer)
         "init_from": os.path.basename(os.path.normpath(init_from)) if init_from else None,
         "init_fingerprint": init_model.fingerprint if init_model is not None else None,
         "sts_pairs": [os.path.basename(p) for p in info["sts_pairs"]],
