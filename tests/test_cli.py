@@ -230,12 +230,12 @@ def test_mine_languages_alone_switch_on_no_rule(tmp_path, toy_model_dir):
 
     s, t = toy_corpus(n=30, seed=12)
     sp, tp = write_lines(tmp_path / "s.txt", s), write_lines(tmp_path / "t.txt", t)
-    base = ["mine", sp, tp, "--model", toy_model_dir, "--threshold", "0", "--min-z", "0", "--max-words", "1"]
+    base = ["mine", sp, tp, "--model", toy_model_dir, "--threshold", "0", "--min-z", "0"]
     plain = run(*base, "-q")
     assert plain.exit_code == 0 and len(plain.output.splitlines()) >= 20
     langs = run(*base, "-q", "--src-lang", "en", "--tgt-lang", "de")  # every side has more than 1 word
     assert langs.exit_code == 0 and langs.output == plain.output
-    ruled = CliRunner().invoke(main, base + ["--rules", "--src-lang", "en", "--tgt-lang", "de"])
+    ruled = CliRunner().invoke(main, base + ["--max-words", "1", "--rules", "--src-lang", "en", "--tgt-lang", "de"])
     assert ruled.exit_code == 0 and ruled.stdout == "" and "dropped by rules: too-long" in ruled.stderr
 
 
@@ -315,3 +315,21 @@ def test_mine_resume_without_work_dir_is_one_line(tmp_path):
     r = run("mine", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--resume")
     assert r.exit_code == 1
     assert r.output == "Error: --resume needs --work-dir DIR, the work directory of the run to continue\n"
+
+
+def test_options_a_command_would_ignore_are_refused(tmp_path, toy_model_dir):
+    """Rule options without --rules, embedding format options without --src-emb/--tgt-emb, and training options
+    with --second-stage-only were accepted and ignored; each is a one-line error naming the options."""
+    de, en = "examples/de.txt", "examples/en.txt"
+    r = run("mine", de, en, "--model", toy_model_dir, "-q", "--max-words", "1", "--no-digits")
+    assert r.exit_code == 1
+    assert r.output == ("Error: --max-words, --digits/--no-digits: need --rules (the rules apply to mined candidates "
+                        "only with it)\n")
+    r = run("mine", de, en, "--model", toy_model_dir, "-q", "--dim", "8")
+    assert r.exit_code == 1 and r.output == "Error: --dim: needs --src-emb or --tgt-emb (how those files are stored)\n"
+    r = run("train", "--second-stage-only", "--out", str(tmp_path / "m"), "--src", de, "--tgt", en, "--epochs", "3",
+            "--lr", "0.1")
+    assert r.exit_code == 1
+    assert r.output == ("Error: --epochs, --lr: need training a model, not --second-stage-only (which reads the "
+                        "corpora, --out and --seed)\n")
+    assert not os.path.exists(tmp_path / "m")

@@ -34,6 +34,9 @@ R = RuleConfig()
     ("Page 12 of 30", "Seite 30 von 12", (None, None), None),  # order may change
     ("See www.example.com now", "Siehe www.beispiel.de jetzt", (None, None), "urls"),
     ("Mail me: a@b.com", "Schreib mir: a@b.com", (None, None), None),
+    ("The docs are at https://example.com/docs.", "文档见 https://example.com/docs。", ("en", "zh"), None),
+    ("Write to support@example.com to reach us.", "请发邮件至support@example.com联系我们。", ("en", "zh"), None),
+    ("Write to support@example.com to reach us.", "请发邮件至help@example.com联系我们。", ("en", "zh"), "urls"),
     ("Wait!!!!!!!!!!!!", "Warte!", (None, None), "repeats"),
     ("Hello world", "Привет мир", ("en", "de"), "tgt-script"),
     ("Привет мир", "Hallo Welt", ("en", "de"), "src-script"),

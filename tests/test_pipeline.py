@@ -352,3 +352,26 @@ def test_one_side_flat_the_other_ivf_searches_each_direction_once(tmp_path):
     st, tt = read_lines(sides[0]), read_lines(sides[1])
     want = "".join(f"{sc:.6f}\t{st[s]}\t{tt[t]}\t{s + 1}\t{t + 1}\n" for s, t, sc in zip(p.src, p.tgt, p.score))
     assert got == want
+
+
+def test_the_text_is_embedded_by_the_runs_own_model(tmp_path, sides, toy_model):
+    """The encode stage loads the model from its directory: a model in memory only is refused (the bundled
+    model would embed instead), and a directory saved again with other weights in the same process embeds with
+    the new weights, as a fresh process would, not with the copy loaded before."""
+    from bitextmine.model import Model, load_model
+
+    d, other = str(tmp_path / "m"), str(tmp_path / "other")
+    dataclasses.replace(toy_model, config=dict(toy_model.config)).save(d)  # a copy: save moves what it saves
+    rng = np.random.default_rng(9)
+    changed = Model(tokenizer=toy_model.tokenizer, config=dict(toy_model.config), tensors=dict(toy_model.tensors),
+                    embeddings=rng.normal(size=toy_model.embeddings.shape).astype(np.float32))
+    changed.save(other)
+    config = MineConfig(threshold=0, min_z=0, min_cosine=-1)
+    first, _ = _mine(sides, load_model(d), config=config)
+    with pytest.raises(ConfigError, match="a model saved in a directory"):
+        _mine(sides, Model(tokenizer=changed.tokenizer, embeddings=changed.embeddings, config=dict(changed.config),
+                           tensors=dict(changed.tensors)), config=config)
+    changed.save(d)  # the same directory, other weights
+    again, _ = _mine(sides, load_model(d), config=config)
+    want, _ = _mine(sides, load_model(other), config=config)
+    assert again == want != first

@@ -169,6 +169,18 @@ def rule_options(f):
     return f
 
 
+def refuse_unused(names, needs: str) -> None:
+    """ConfigError naming the options among ``names`` (parameter names) given on the command line, which only
+    ``needs`` (an option, said in the message) uses: accepted without it, they would be ignored without a word."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    given = ["/".join(p.opts[-1:] + getattr(p, "secondary_opts", [])) for p in ctx.command.params
+             if p.name in names and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT)]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: {'needs' if len(given) == 1 else 'need'} {needs}")
+
+
 def rules_from(kw: dict) -> RuleConfig:
     """The RuleConfig of :func:`rule_options`, taken out of a command's keyword arguments."""
     return RuleConfig(**{name: kw.pop(name) for name in RULE_NAMES})

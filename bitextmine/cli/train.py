@@ -8,7 +8,7 @@ import click
 
 from ..config import AMP_MODES, DEFAULT_RECIPE, ENCODERS, LOSSES, LR_DECAYS, NEGATIVES, RECIPES, SPM_NORMALIZATIONS
 from ..config import SecondStageConfig, TokenizerConfig, TrainConfig, recipe_configs
-from .common import device_option, info, progress_bar, quiet_option
+from .common import device_option, info, progress_bar, quiet_option, refuse_unused
 from .help import GroupedCommand
 
 T, K = TrainConfig, TokenizerConfig
@@ -33,6 +33,9 @@ OPTION_GROUPS = (
     ("Second stage", ("second_stage", "second_stage_only")),
     ("Run", ("checkpoint_every", "seed", "threads", "amp")),
 )
+
+
+SECOND_STAGE_ONLY = {"src", "tgt", "tsv", "scol", "tcol", "out", "seed", "quiet", "second_stage_only"}  # its options
 
 
 @click.command(cls=GroupedCommand, option_groups=OPTION_GROUPS)
@@ -160,7 +163,10 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
     if second_stage_only:
         from ..judge.build import build_second_stage
 
-        report = build_second_stage(out, specs, SecondStageConfig())
+        ctx = click.get_current_context()
+        refuse_unused({p.name for p in ctx.command.params} - SECOND_STAGE_ONLY,
+                      "training a model, not --second-stage-only (which reads the corpora, --out and --seed)")
+        report = build_second_stage(out, specs, SecondStageConfig(seed=seed))
         for lang, r in report.items():
             info(quiet, f"second stage {lang}-en: {r['pairs']:,} pairs, {r['candidates']:,} candidates "
                         f"({r['translations']:,} translations)")
@@ -203,7 +209,7 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
     result = run_train(specs, out, config=config, tokenizer_config=tok_config, tokenizer_path=spm_model,
                        init_from=init_from, sts_pairs=sts_pairs, dev_tatoeba=dev_tatoeba,
                        dev_sts=dev_sts, languages=languages, resume=resume,
-                       second_stage=SecondStageConfig() if second_stage else None, progress=progress)
+                       second_stage=SecondStageConfig(seed=seed) if second_stage else None, progress=progress)
     if bar is not None:
         bar.close()
     info(quiet, f"wrote {result.model_dir}: {result.steps} mini-batches in {result.seconds:.0f}s "

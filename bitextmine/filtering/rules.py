@@ -23,7 +23,11 @@ REASONS = (
 )
 
 _NUMBER = re.compile(r"\d+")
-_URL = re.compile(r"(?:https?://|www\.)[^\s<>\"']+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
+# a URL ends at a space, a quote, < or >, or CJK text and punctuation ("https://example.com/docs。", "访问
+# https://example.com了解"); an e-mail address is ASCII, so "请发邮件至support@example.com联系" gives support@example.com
+_CJK = "\u3000-\u303f\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef"
+_URL = re.compile(f"(?:https?://|www\\.)[^\\s<>\"'{_CJK}]+|[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+",
+                  re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 
 

@@ -114,9 +114,12 @@ def _encode(run: _Run, sources: dict, model, encode_configs: dict) -> None:
                 run.stage("import", stages.import_chunk, [(stages.emb_file(side, c), (run.work, side, plan, c,
                                                            sources[side])) for c in range(len(plan["chunks"]))])
             continue
+        if model.path is None:  # the stage's workers load the model from its directory
+            raise ConfigError("mining text needs a model saved in a directory (Model.save); this one is in memory "
+                              "only")
         run.stage("encode", stages.encode_chunk,
-                  [(stages.emb_file(side, c), (run.work, side, plan, c, model.path, encode_configs[side]))
-                   for c in range(len(plan["chunks"]))], gpu=True)
+                  [(stages.emb_file(side, c), (run.work, side, plan, c, (model.path, model.fingerprint),
+                                               encode_configs[side])) for c in range(len(plan["chunks"]))], gpu=True)
 
 
 def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict, reference: int = 0) -> None:

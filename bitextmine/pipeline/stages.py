@@ -53,21 +53,29 @@ def cand_file(side: str, c: int) -> str:
     return f"{side}/cand-{c:06d}.npz"
 
 
-def _model(path):
+def _model(path: str, fingerprint: str):
+    """The model at ``path`` (loaded once per process), which must still be the run's (``fingerprint``): a
+    directory saved again during a run would embed some chunks with other weights than the rest."""
+    from ..errors import ConfigError
     from ..model import load_model
 
-    if path not in _MODELS:
-        _MODELS[path] = load_model(path)
-    return _MODELS[path]
+    if (path, fingerprint) not in _MODELS:
+        model = load_model(path)
+        if model.fingerprint != fingerprint:
+            raise ConfigError(f"{path}: the model there is {model.fingerprint}, this run's is {fingerprint}: it "
+                              "changed during the run; mine again")
+        _MODELS[path, fingerprint] = model
+    return _MODELS[path, fingerprint]
 
 
-def encode_chunk(work: WorkDir, side: str, plan: dict, c: int, model_path, encode_config) -> None:
-    """Write chunk c's distinct rows' embeddings (float32 (u, d), L2-normalised; model at ``model_path``)."""
+def encode_chunk(work: WorkDir, side: str, plan: dict, c: int, model_at: tuple, encode_config) -> None:
+    """Write chunk c's distinct rows' embeddings (float32 (u, d), L2-normalised; ``model_at``: the model's
+    directory and fingerprint)."""
     from ..encoding import Encoder
 
     lines = read_chunk(work, plan, c)
     first = firsts(work, side, plan, c) - (plan["chunks"][c]["first_line"] - 1)
-    x = Encoder(_model(model_path), encode_config).encode_all([lines[p] for p in first])
+    x = Encoder(_model(*model_at), encode_config).encode_all([lines[p] for p in first])
     save_npy(work.path(emb_file(side, c)), np.ascontiguousarray(x, np.float32))
 
 
