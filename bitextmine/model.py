@@ -84,7 +84,7 @@ class Model:
             # the tables name the SentencePiece vocabulary; an export read back (interop) has the same piece ids
             # in its tokenizer.json, checked when it was written
             fp = vocabulary_fingerprint(self.tokenizer.proto) if isinstance(self.tokenizer, Tokenizer) else None
-            stage = load_second_stage(self.path, fp, self.embeddings) if self.path else None
+            stage = load_second_stage(self.path, fp, self.embeddings, self.config.get("unk_id")) if self.path else None
             self.__dict__["_second_stage"] = stage
         return self.__dict__["_second_stage"]
 

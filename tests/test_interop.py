@@ -380,3 +380,31 @@ def test_bundled_model_exports_give_its_vectors_on_dev_sentences(bundled_exports
     assert np.abs(m2v.StaticModel.from_pretrained(paths["model2vec"]).encode(texts) - want).max() < TOL
     for path in paths.values():
         assert np.array_equal(vectors(load_model(path), texts), want)
+
+
+@pytest.mark.slow
+def test_the_exports_second_stage_judges_lines_with_unknown_characters_as_the_model_does(bundled_exports, tmp_path):
+    """The model2vec export reads a run of unknown characters as one token past the vocabulary (its row the <unk>
+    row); the second stage copied with it reads that token as <unk>, as the tables know it: both exports give the
+    model's probabilities, where the model2vec one stopped with an error at the first such line."""
+    import io
+
+    from bitextmine.config import ScoreConfig
+    from bitextmine.scoring import score_file
+
+    model, paths = bundled_exports
+    de = open(shared_path("dev", "tatoeba", "v1", "tatoeba.deu-eng.deu"), encoding="utf-8").read().split("\n")[:60]
+    en = open(shared_path("dev", "tatoeba", "v1", "tatoeba.deu-eng.eng"), encoding="utf-8").read().split("\n")[:60]
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{a}\t{b} \U00013000\n" for a, b in zip(de, en)), encoding="utf-8")
+    assert any(0 in ids for ids in model.tokenizer.encode_lists([f"{en[0]} \U00013000"]))
+
+    def probs(m) -> str:
+        out = io.StringIO()
+        score_file(str(tsv), out, m, score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en"))
+        return out.getvalue()
+
+    want = probs(model)
+    assert want.count("\n") == 60
+    for path in paths.values():
+        assert probs(load_model(path)) == want

@@ -141,7 +141,9 @@ def bitextmine_json(model) -> str:
     from .load import SIDECAR_VERSION
 
     keep = {k: model.config[k] for k in ("languages", "mining") if model.config.get(k)}
-    return json.dumps({"format_version": SIDECAR_VERSION, "source_fingerprint": model.fingerprint, **keep}, indent=2)
+    unk = {"unk_id": int(model.tokenizer.sp.unk_id())} if hasattr(model.tokenizer, "sp") else {}
+    return json.dumps({"format_version": SIDECAR_VERSION, "source_fingerprint": model.fingerprint, **keep, **unk},
+                      indent=2)
 
 
 def _write_texts(out: str, files: dict[str, str]) -> None:

@@ -171,7 +171,7 @@ def _sidecar(path: str) -> dict:
     if not os.path.exists(p):
         return {}
     data = read_versioned_json(p, version=SIDECAR_VERSION, what="bitextmine.json written by 'bitextmine export'")
-    out = {k: data[k] for k in ("languages", "mining", "source_fingerprint") if k in data}
+    out = {k: data[k] for k in ("languages", "mining", "source_fingerprint", "unk_id") if k in data}
     if "mining" in out:
         from ..mining.calibrated import check_section
 

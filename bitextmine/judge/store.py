@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -88,6 +88,9 @@ class SecondStage:
     features: tuple = FEATURES
     embeddings: np.ndarray | None = field(default=None, repr=False)
     _vectors: np.ndarray | None = field(default=None, repr=False)
+    # a model2vec export's tokenizer gives each run of unknown characters one id past the vocabulary (its row the
+    # <unk> row: bitextmine.interop.export); the tables know that run as this <unk> piece. None: no such ids
+    unk_id: int | None = None
 
     def vectors(self) -> np.ndarray | None:
         """The model's unit piece vectors float32 (V, d) when the features need them, else None; made once."""
@@ -109,7 +112,13 @@ class SecondStage:
         order of the run (``src_is_english``: the English side is the source)."""
         if src_is_english:
             src, tgt, s, t = tgt, src, t, s
-        return pair_features(self.tables(lang), src, tgt, s, t, margin, cosine, z, self.vectors(), self.expected(lang))
+        tables = self.tables(lang)
+        if self.unk_id is not None:  # the unknown run's id, past the tables' vocabularies, read as <unk>
+            src, tgt = self._known(src, tables[0].vocab_src), self._known(tgt, tables[1].vocab_src)
+        return pair_features(tables, src, tgt, s, t, margin, cosine, z, self.vectors(), self.expected(lang))
+
+    def _known(self, pieces: Pieces, vocab: int) -> Pieces:
+        return replace(pieces, ids=np.where(pieces.ids >= vocab, self.unk_id, pieces.ids))
 
     def reference_lines(self, lang: str, rows: tuple) -> int:
         """The rows R of the samples from which ``lang``'s stage is given reference margins in a run whose sides have
@@ -180,11 +189,11 @@ class SecondStage:
         return adjust_to_prior(p, float(self.languages[lang]["prior"]))[0]
 
 
-def load_second_stage(model_dir: str, fingerprint: str | None = None,
-                      embeddings: np.ndarray | None = None) -> SecondStage | None:
+def load_second_stage(model_dir: str, fingerprint: str | None = None, embeddings: np.ndarray | None = None,
+                      unk_id: int | None = None) -> SecondStage | None:
     """The second stage of a model directory, or None when it has none; ``embeddings`` the model's piece table
-    float (V, d) (:attr:`SecondStage.embeddings`). Raises ModelFormatError when its file is unreadable, of
-    another version, or lacks a number or a table."""
+    float (V, d) (:attr:`SecondStage.embeddings`); ``unk_id`` (:attr:`SecondStage.unk_id`). Raises
+    ModelFormatError when its file is unreadable, of another version, or lacks a number or a table."""
     folder = os.path.join(model_dir, FOLDER)
     path = os.path.join(folder, FILE)
     if not os.path.isdir(folder):
@@ -198,7 +207,7 @@ def load_second_stage(model_dir: str, fingerprint: str | None = None,
         raise ModelFormatError(f"{path}: not JSON ({e})") from None
     _check(data, path, folder)
     return SecondStage(folder, data["languages"], data.get("chosen_on", ""), fingerprint,
-                       features=FEATURES_OF[data["format_version"]], embeddings=embeddings)
+                       features=FEATURES_OF[data["format_version"]], embeddings=embeddings, unk_id=unk_id)
 
 
 def _check(data, path: str, folder: str) -> None:
