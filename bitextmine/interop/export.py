@@ -15,7 +15,9 @@ model2vec: ``normalize: true``). Neither library needs bitextmine or the network
     README.md                                 (and bitextmine.json)
 
 ``bitextmine.json`` (format version 1) keeps what only bitextmine reads: the source model's fingerprint,
-languages and calibrated mining settings, so ``--model`` on the export mines as the source model did.
+languages and calibrated mining settings, so ``--model`` on the export mines as the source model did, and the
+``<unk>`` piece's id (``unk_id``), as which the second stage copied with the export reads the model2vec
+tokenizer's unknown-run token (older exports without it: that token is an error there).
 
 model2vec removes its unknown token from every sentence before averaging, where bitextmine averages
 SentencePiece's ``<unk>`` piece in (one per run of characters outside the vocabulary). So the model2vec
