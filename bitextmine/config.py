@@ -215,6 +215,12 @@ class ScoreConfig:
     tgt_lang: str = ""
 
 
+def options_set(config, names) -> list[str]:
+    """"--name value" of each field among ``names`` that ``config`` (a config dataclass) holds at another value
+    than its class's default: the options given, for a message refusing those the command would not use."""
+    return [f"--{n.replace('_', '-')} {getattr(config, n)}" for n in names if getattr(config, n) != getattr(type(config), n)]
+
+
 def _h(default, help: str):
     """A dataclass field with its help text (the CLI shows it)."""
     return field(default=default, metadata={"help": help})

@@ -22,14 +22,14 @@ from .errors import CorpusError
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+BZIP2_MAGIC = b"BZh"  # then the block size "1"-"9" and a block's or the end's magic (below)
+_BZIP2_NEXT = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
 COMPRESSED_SUFFIXES = (".gz", ".xz", ".zst", ".bz2")  # stripped from a file's name to find its language suffix
 
 
 def without_compression(name: str) -> str:
     """``name`` without a compression suffix (``train.de.zst`` -> ``train.de``)."""
     return next((name[: -len(ext)] for ext in COMPRESSED_SUFFIXES if name.endswith(ext)), name)
-BZIP2_MAGIC = b"BZh"  # then the block size "1"-"9" and a block's or the end's magic (below)
-_BZIP2_NEXT = (b"\x31\x41\x59\x26\x53\x59", b"\x17\x72\x45\x38\x50\x90")
 
 
 def _name(path: str) -> str:

@@ -261,10 +261,13 @@ def _check_fingerprint(cfg: dict, cfg_path: str, proto: bytes, emb: np.ndarray, 
     tokenizer or a table replaced after saving): the fingerprint names the model's embeddings and caches, so a
     model that is not the one it names would reuse another model's vectors. A config without one: no check."""
     said = cfg.get("fingerprint")
-    if said and compute_fingerprint(proto, emb, tensors) != said:
+    if not said:
+        return
+    given = compute_fingerprint(proto, emb, tensors)
+    if given != said:
         raise ModelFormatError(f"{cfg_path}: fingerprint {said}, but the model's tokenizer and tensors give "
-                               f"{compute_fingerprint(proto, emb, tensors)}: a file of the model changed after it "
-                               "was saved; save the changed model again (Model.save) or restore its files")
+                               f"{given}: a file of the model changed after it was saved; save the changed model "
+                               "again (Model.save) or restore its files")
 
 
 # --- the trainable torch modules ------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Iterator, TextIO
 
 import numpy as np
 
-from .config import SCORE_MARGINS, ColumnsConfig, EncodeConfig, MineConfig, ScoreConfig
+from .config import SCORE_MARGINS, ColumnsConfig, EncodeConfig, MineConfig, ScoreConfig, options_set
 from .corpus import iter_lines, parse_tsv_line, read_once
 from .encoding.npyfile import finish_npy, new_npy
 from .encoding.pipeline import Encoder
@@ -202,9 +202,7 @@ def check_score_options(score: ScoreConfig) -> None:
     be ignored without a word (--k with the cosine, --src-lang without --margin prob)."""
     if score.margin not in _USES:
         raise ConfigError(f"--margin {score.margin}: expected one of {', '.join(_USES)}")
-    unused = [f"--{n.replace('_', '-')} {getattr(score, n)}" for n in ("k", "chunk_lines", "judge_lines", "src_lang",
-                                                                         "tgt_lang")
-              if getattr(score, n) != getattr(ScoreConfig, n) and n not in _USES[score.margin]]
+    unused = options_set(score, [n for n in _USES["prob"] if n not in _USES[score.margin]])
     if unused:
         raise ConfigError(f"{', '.join(unused)}: not used by --margin {score.margin}; drop them or choose the margin "
                           "that uses them (k: ratio, distance, prob; the others: prob)")

@@ -57,11 +57,9 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
 
     if len(tgt) != len(src):
         raise ConfigError(f"calibration needs aligned gold pairs, got {len(src)} sources and {len(tgt)} targets")
-    blank = [i + 1 for i, (s, t) in enumerate(zip(src, tgt)) if not (s.strip() and t.strip())]
-    if blank:
-        gone = set(blank)
-        src = [s for i, s in enumerate(src, 1) if i not in gone]
-        tgt = [t for i, t in enumerate(tgt, 1) if i not in gone]
+    kept = [bool(s.strip() and t.strip()) for s, t in zip(src, tgt)]
+    blank = [i + 1 for i, k in enumerate(kept) if not k]
+    src, tgt = [s for s, k in zip(src, kept) if k], [t for t, k in zip(tgt, kept) if k]
     n = len(src)
     if n < 3:
         raise ConfigError(f"calibration needs at least 3 gold pairs with text on both sides, got {n}"

@@ -34,17 +34,15 @@ def _embeddings(path: str, model, lines: Sequence[str], config: EncodeConfig, em
     for a file with a sidecar (:func:`open_embeddings`). Another encoder's rows are L2-normalised (zero rows stay
     zero), as `mine` takes them: every score here is a cosine."""
     from ..encoding.external import has_sidecar, open_embeddings
+    from ..judge.interaction import unit_rows
 
     own = has_sidecar(path)
     x = open_embeddings(path, fmt=emb_config.format, dim=emb_config.dim, fp16=emb_config.fp16, rows=len(lines),
                         text=text, model=model, sif=config.sif, marked=config.marked,
                         text_sha256=text_digests(lines, text) if own else None)
-    if own:  # bitextmine's own rows are L2-normalised
-        return np.asarray(x, np.float32)
-    x = np.array(x, np.float32)  # another encoder's (LASER's are not unit length): normalised, as mine does
-    norm = np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]
-    np.divide(x, norm, out=x, where=norm > 0)
-    return x
+    # bitextmine's own rows are L2-normalised; another encoder's (LASER's are not unit length) are made so, as
+    # mine does
+    return np.asarray(x, np.float32) if own else unit_rows(x)
 
 
 def text_digests(lines: Sequence[str], text: str) -> tuple[str, ...]:
@@ -53,15 +51,10 @@ def text_digests(lines: Sequence[str], text: str) -> tuple[str, ...]:
     field extracted to a file of its own gives them."""
     import hashlib
 
-    from ..corpus import iter_blocks
+    from ..corpus import file_checksum
 
-    digests = [hashlib.sha256("".join(line + "\n" for line in lines).encode("utf-8")).hexdigest()]
-    if os.path.isfile(text):
-        h = hashlib.sha256()
-        for _ in iter_blocks(text, hasher=h):
-            pass
-        digests.append(h.hexdigest())
-    return tuple(digests)
+    lines_sha = hashlib.sha256("".join(line + "\n" for line in lines).encode("utf-8")).hexdigest()
+    return (lines_sha, file_checksum(text)) if os.path.isfile(text) else (lines_sha,)
 
 
 # --- STS -----------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import BinaryIO, Callable, Iterator
 
 import numpy as np
 
-from ..config import PROB_MIN_PAIRS, SCORES, ColumnsConfig, FilterConfig, RuleConfig
+from ..config import PROB_MIN_PAIRS, SCORES, ColumnsConfig, FilterConfig, RuleConfig, options_set
 from ..corpus import DamagedInput, open_binary
 from ..errors import ConfigError, CorpusError
 from ..mining.calibrated import PIVOT
@@ -274,8 +274,7 @@ def filter_tsv(
         raise ConfigError("--min-score needs a score (--score cosine, margin or prob)")
     if config.chunk_lines < 1:
         raise ConfigError("chunk size must be >= 1 line")
-    unused = [f"--{n.replace('_', '-')} {getattr(config, n)}" for n in ("k", "judge_lines")
-              if getattr(config, n) != getattr(FilterConfig, n) and n not in _USES[config.score]]
+    unused = options_set(config, [n for n in ("k", "judge_lines") if n not in _USES[config.score]])
     if unused:
         raise ConfigError(f"{', '.join(unused)}: not used by --score {config.score}; drop them or choose the score "
                           "that uses them (k: margin, prob; judge-lines: prob)")

@@ -37,7 +37,6 @@ MATCHING_KEYS = ("encoder", "dim", "batch_size", "seed", "megabatch_start", "meg
                  "dev_pairs", "negatives", "mix_prob", "paraphrase", "untrained", "shuffle_words", "reg_to_init",
                  "sts_min_score", "clean", "separate_vocab", "sif_a", "sif_sample", "loss", "margin", "hinge_weight",
                  "scale", "sampling_temperature", "dropout", "lr", "warmup", "lr_decay", "init_scale")
-SCHEDULE_KEYS = ("warmup", "lr_decay")  # with either set, the learning rate follows the number of epochs
 
 
 def new_state() -> dict:
