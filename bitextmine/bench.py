@@ -1,9 +1,10 @@
 """``bitextmine bench``: sentences per second and peak memory of each stage on a given corpus and device.
 
 Stages, each run in a fresh Python process (``python -m bitextmine.bench``; a fresh process rather than
-a fork, since forking after OpenMP has started can hang) so that its peak resident memory
-(``ru_maxrss`` of the process and the worker processes it waited for) is its own; it includes the
-interpreter with torch and FAISS loaded. Times leave out loading the model and importing torch (start-up
+a fork, since forking after OpenMP has started can hang) so that its peak resident memory is its own: the
+process's high-water mark since it started (``VmHWM``; ``ru_maxrss`` would carry over the peak of the process
+that started it) and that of the worker processes it waited for. It includes the interpreter with torch and
+FAISS loaded. Times leave out loading the model and importing torch (start-up
 costs of each command, about a second together):
 
 - tokenize: the model's tokenizer over the corpus in worker processes (as ``encode`` does);
@@ -28,6 +29,7 @@ import numpy as np
 from .config import EncodeConfig, MineConfig
 from .corpus import read_lines
 from .errors import ConfigError
+from .parallel import usable_cores
 
 
 @dataclass
@@ -57,7 +59,7 @@ class BenchReport:
         from .report import table
 
         rows = [[r.stage, r.items, f"{r.seconds:.2f}", f"{r.per_second:,.0f}", f"{r.peak_gb:.2f}"] for r in self.results]
-        return (f"device {self.device}; {self.lines[0]:,} source and {self.lines[1]:,} target lines; {os.cpu_count()} cores\n"
+        return (f"device {self.device}; {self.lines[0]:,} source and {self.lines[1]:,} target lines; {usable_cores()} cores\n"
                 + table(["stage", "items", "seconds", "items/s", "peak GB"], rows))
 
 
@@ -79,7 +81,6 @@ def _in_child(args: list[str]) -> tuple[int, float, float]:
 def _stage(stage: str, model_path: str, src_path: str, tgt_path: str, emb_dir: str, device: str, mine_json: str) -> dict:
     """One stage in this process (see module docstring); returns items, seconds and this process's peak GB."""
     import json
-    import resource
 
     from .encoding.pipeline import encode_files
     from .mining.mine import mine_embeddings, neighbours
@@ -114,8 +115,33 @@ def _stage(stage: str, model_path: str, src_path: str, tgt_path: str, emb_dir: s
             mine_embeddings(x, y, config=mine)
             items = len(x) + len(y)
     seconds = time.perf_counter() - t
-    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    return {"items": items, "seconds": seconds, "peak_gb": peak / 1e6}
+    return {"items": items, "seconds": seconds, "peak_gb": max(own_peak_bytes(), workers_peak_bytes()) / 1e9}
+
+
+def own_peak_bytes() -> int:
+    """This process's peak resident memory since it started, in bytes: ``VmHWM`` of /proc/self/status, which a
+    new program starts afresh (``ru_maxrss`` keeps the peak of the process that started this one)."""
+    import resource
+    import sys
+
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
+
+
+def workers_peak_bytes() -> int:
+    """The largest peak resident memory of the worker processes this one waited for, in bytes."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
 
 
 def run_bench(paths: Sequence[str], model, *, device: str = "auto", mine: MineConfig = MineConfig(),
@@ -147,7 +173,8 @@ def run_bench(paths: Sequence[str], model, *, device: str = "auto", mine: MineCo
     dev = resolve_device(device)
     mine = replace(mine, device=dev)
     report = BenchReport(dev, (len(src), len(tgt)))
-    kind = resolve_index(mine.index, len(tgt), mine.auto_flat_max)
+    kinds = [resolve_index(mine.index, n, mine.auto_flat_max) for n in (len(tgt), len(src))]  # as neighbours()
+    kind = kinds[0] if kinds[0] == kinds[1] else "/".join(kinds)
     with tempfile.TemporaryDirectory(prefix="bitextmine-bench-") as tmp:
         src_path, tgt_path = os.path.join(tmp, "src.txt"), os.path.join(tmp, "tgt.txt")
         for path, side in ((src_path, src), (tgt_path, tgt)):

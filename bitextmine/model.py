@@ -276,12 +276,17 @@ def _check_fingerprint(cfg: dict, cfg_path: str, proto: bytes, emb: np.ndarray, 
 def lstm_in_dtype(lstm, packed, dtype):
     """Run ``lstm`` (torch.nn.LSTM) over the PackedSequence ``packed`` in ``dtype``: input and a copy of
     the weights cast to it, autocast off inside; returns (output PackedSequence with float32 data, state).
-    Gradients reach the float32 weights through the cast."""
+    Gradients reach the float32 weights through the cast. The cast weights are separate tensors, so cuDNN
+    copies them into one buffer on each call (what the cast costs anyway); its warning that the weights are
+    "not part of single contiguous chunk of memory" is expected here and silenced."""
+    import warnings
+
     import torch
 
     dev = packed.data.device.type
     params = {k: v.to(dtype) for k, v in lstm.named_parameters()}
-    with torch.autocast(dev, enabled=False):
+    with torch.autocast(dev, enabled=False), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="RNN module weights are not part of single contiguous chunk")
         out, h = torch.func.functional_call(lstm, params, (packed._replace(data=packed.data.to(dtype)),))
     return out._replace(data=out.data.float()), h
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
 import re
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
@@ -23,7 +22,7 @@ import numpy as np
 
 from .config import TokenizerConfig
 from .corpus import decode_block
-from .parallel import gc_paused, ordered_map
+from .parallel import gc_paused, ordered_map, usable_cores
 from .errors import CorpusError, ModelFormatError
 
 
@@ -61,7 +60,7 @@ def train_sentencepiece(sentences: Sequence[str], config: TokenizerConfig = Toke
         input_sentence_size=len(sentences),
         shuffle_input_sentence=False,  # the sample is already shuffled with our seed
         hard_vocab_limit=False,  # small corpora get a smaller vocabulary instead of an error
-        num_threads=os.cpu_count() or 1,
+        num_threads=usable_cores(),
         bos_id=-1,
         eos_id=-1,
         unk_id=0,

@@ -170,6 +170,10 @@ class FakeGpuIndex:
         self.log.append(("gpu_add", len(x)))
         self.cpu.add(x)
 
+    @property
+    def ntotal(self):
+        return self.cpu.ntotal
+
     def search(self, x, k):
         self.log.append(("gpu_search", len(x)))
         return self.cpu.search(x, k)
@@ -359,3 +363,41 @@ def test_neighbour_means_among_distinct_lines_against_the_obvious_computation():
     for i in range(30):  # the mean of the 4 best cosines among the other side's distinct lines
         assert mean_x[i] == pytest.approx(np.sort(ys @ vec[src[i]])[-4:].mean(), abs=1e-5)
         assert mean_y[i] == pytest.approx(np.sort(xs @ vec[tgt[i]])[-4:].mean(), abs=1e-5)
+
+
+def test_ties_by_id_against_a_sort_of_pairs():
+    from bitextmine.search.index import ties_by_id
+
+    rng = np.random.default_rng(3)
+    D = rng.integers(0, 3, (40, 6)).astype(np.float32)
+    I = np.stack([rng.permutation(9)[:6] for _ in range(40)]).astype(np.int64)
+    I[::7, -2:] = -1  # nothing found in those slots
+    got_D, got_I = ties_by_id(D, I)
+    for d, i, gd, gi in zip(D, I, got_D, got_I):
+        want = sorted(zip(np.where(i < 0, -np.inf, d).tolist(), i.tolist()), key=lambda p: (-p[0], p[1]))
+        assert list(zip(gd.tolist(), gi.tolist())) == want
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf"])
+def test_faiss_searches_give_ties_to_the_lower_row(kind):
+    """FAISS orders equal products its own way; every search here gives them to the lower row, which the merges
+    over shards and chunks rely on, also when the tie falls on the k-th place."""
+    import faiss
+
+    from bitextmine.search.index import faiss_search
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(-1, 2, (23, 6)).astype(np.float32)  # few distinct values: many exact ties
+    y = rng.integers(-1, 2, (41, 6)).astype(np.float32)
+    if kind == "flat":
+        index = faiss.IndexFlatIP(6)
+    else:
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(6), 6, 4, faiss.METRIC_INNER_PRODUCT)
+        index.train(y)
+        index.nprobe = 4  # every list: exact
+    index.add(y)
+    want_D, want_I = brute_ties(x, y, 4)
+    assert (np.take_along_axis(x @ y.T, want_I[:, -1:], 1) == (x @ y.T)).sum(1).max() > 1  # ties at the k-th place
+    D, I = faiss_search(index, x, 4, block_size=5)
+    np.testing.assert_array_equal(I, want_I)
+    np.testing.assert_array_equal(D, want_D.astype(np.float32))

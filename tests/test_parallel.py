@@ -84,3 +84,17 @@ def test_joined_tail_joins_a_short_last_chunk_to_the_one_before():
             assert got == plain
             assert [x for c, _ in got for x in c] == list(range(n_items))
             assert all(len(c) >= least for c, _ in got[1:]) and all(len(c) <= n + max(least - 1, 0) for c, _ in got)
+
+
+def test_workers_follow_the_cores_this_process_may_use(monkeypatch):
+    """taskset or a container's cpuset leaves fewer cores than the machine has: one worker each, not one per core
+    of the machine."""
+    import os
+
+    from bitextmine import parallel
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert parallel.usable_cores() == 1
+    monkeypatch.delattr(os, "sched_getaffinity")
+    assert parallel.usable_cores() == 64

@@ -158,6 +158,22 @@ def test_ivf_chunks_equal_one_index(sides, toy_model):
     assert s2.info["recall"] == [1.0, 1.0]  # every cell probed: exact
 
 
+def test_ivf_chunks_equal_one_index_with_tied_rows(toy_model, tmp_path):
+    """A bag-of-pieces model gives a sentence and its words reordered the same embedding: equal neighbours, whose
+    order FAISS does not fix. The pairs stay those of one index for any chunk size."""
+    src, tgt = toy_corpus(n=120, seed=11)
+    rng = np.random.default_rng(2)
+    shuffled = [" ".join(rng.permutation(t.split())) for t in tgt[:60]]
+    sides = (write_lines(tmp_path / "s.txt", src[:60] + src[60:90]),
+             write_lines(tmp_path / "t.txt", tgt[:60] + shuffled + tgt[90:120]))
+    config = MineConfig(threshold=0, min_z=0, index="ivf", nlist=4, nprobe=2)
+    one, _ = _mine(sides, toy_model, config=config, ids=True)
+    assert len(one.splitlines()) > 40
+    for chunk_lines in (50, 7):
+        got, _ = _mine(sides, toy_model, config=config, ids=True, pipeline=PipelineConfig(chunk_lines=chunk_lines))
+        assert got == one
+
+
 def test_embeddings_from_any_encoder(sides, toy_model, tmp_path):
     """Raw LASER-format and sidecar-less .npy embeddings of every line give the pairs of the model itself."""
     from bitextmine.corpus import read_lines
@@ -375,3 +391,20 @@ def test_the_text_is_embedded_by_the_runs_own_model(tmp_path, sides, toy_model):
     again, _ = _mine(sides, load_model(d), config=config)
     want, _ = _mine(sides, load_model(other), config=config)
     assert again == want != first
+
+
+def test_each_stage_bar_counts_every_task_of_both_sides(sides, toy_model):
+    """`mine` draws one bar a stage; a stage run for each side (or read again) reports each run's own total."""
+    from bitextmine.cli.mine import stage_progress
+
+    bars: dict = {}
+    calls: dict = {}
+    show = stage_progress(bars, quiet=True)
+
+    def progress(stage, done, total):
+        calls[stage] = calls.get(stage, 0) + 1
+        show(stage, done, total)
+
+    _mine(sides, toy_model, pipeline=PipelineConfig(chunk_lines=40), progress=progress)
+    assert calls["encode"] > 2 and bars.keys() == calls.keys()
+    assert {s: b.total for s, b in bars.items()} == calls

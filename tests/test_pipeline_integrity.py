@@ -223,6 +223,22 @@ def test_a_ray_address_where_nothing_answers_is_a_one_line_error():
     assert time.monotonic() - t0 < 30
 
 
+
+def test_a_ray_address_other_than_the_cluster_already_joined_is_refused(monkeypatch):
+    ray = pytest.importorskip("ray", reason="the ray extra: pip install 'bitextmine[ray]'")
+    from types import SimpleNamespace
+
+    from bitextmine.pipeline.engine import RayEngine
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)  # a caller that ran ray.init itself
+    monkeypatch.setattr(ray, "get_runtime_context", lambda: SimpleNamespace(gcs_address="127.0.0.1:6379"))
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    with pytest.raises(ConfigError, match=r"--ray-address 127\.0\.0\.1:1: this process is already connected to the "
+                                          r"Ray cluster at 127\.0\.0\.1:6379"):
+        RayEngine("127.0.0.1:1")
+    for same in ("127.0.0.1:6379", "localhost:6379", "auto", None):
+        assert not RayEngine(same).owned
+
 class _FakeRay:
     """What the engine sees of Ray when the driver's raylet dies: ray.get raises LocalRayletDiedError."""
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import numpy as np
 
@@ -112,11 +113,16 @@ def check_training(t: Table, device: str, data: str, tmp: str, steps: int, pairs
     for enc in ENCODERS:
         _, ref = _train(data, os.path.join(tmp, f"cpu-{enc}"), "cpu", enc, "off", steps, pairs)
         for amp, tol in LOSS_TOL.items():
-            _, got = _train(data, os.path.join(tmp, f"{device}-{enc}-{amp}"), device, enc, amp, steps, pairs)
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                _, got = _train(data, os.path.join(tmp, f"{device}-{enc}-{amp}"), device, enc, amp, steps, pairs)
             ok = len(got) == len(ref) > 0
             rel = max((abs(a - b) / max(abs(b), 1e-9) for a, b in zip(got, ref)), default=float("inf"))
             t.add(f"train {enc} amp {amp}, {len(ref)} logged steps vs CPU fp32 losses", _status(ok and rel <= tol),
                   f"max rel diff {rel:.2e}", f"<= {tol:g}")
+            texts = sorted({str(w.message)[:60] for w in said})
+            t.add(f"train {enc} amp {amp}: warnings", _status(not said), f"{len(said)}: {'; '.join(texts)}"
+                  if said else "none", "none")
 
 
 def check_resume(t: Table, device: str, data: str, tmp: str, pairs: int) -> None:

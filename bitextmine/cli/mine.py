@@ -138,12 +138,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     pipeline = PipelineConfig(work_dir=work_dir or "", resume=resume, chunk_lines=chunk_lines, engine=engine,
                               ray_address=ray_address or "")
     bars: dict = {}
-
-    def progress(stage: str, done: int, total: int) -> None:
-        if stage not in bars:
-            bars[stage] = progress_bar(quiet, unit="task", desc=stage, total=total)
-        bars[stage].update(1)
-
+    progress = stage_progress(bars, quiet)
     with atomic_output(output, binary=fmt == "parquet") as out:
         stats = mine_files(src, tgt, out, model=load_model(model_dir) if model_dir else None, config=config,
                           encode_config=EncodeConfig(device=device, sif=sif), pipeline=pipeline, embeddings=embeddings,
@@ -166,3 +161,17 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
         # which settings were used and why: even with -q when per-language settings were looked for
         click.echo(stats.info["settings"], err=True)
     info(quiet, f"{summary}  [{stats.signature}]")
+
+
+def stage_progress(bars: dict, quiet: bool):
+    """The run's progress callback (stage, done, total): one bar a stage in ``bars``. A stage run again (for the
+    other side, or another read of texts) counts from 1 again with its own total, which the bar adds."""
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage not in bars:
+            bars[stage] = progress_bar(quiet, unit="task", desc=stage, total=total)
+        elif done == 1:
+            bars[stage].total += total
+            bars[stage].refresh()
+        bars[stage].update(1)
+    return progress
+

@@ -26,7 +26,7 @@ from ..corpus import iter_blocks
 from ..device import resolve_device, table_precision
 from ..errors import ConfigError
 from ..model import Model
-from ..parallel import ordered_map
+from ..parallel import ordered_map, usable_cores
 from ..tokenizer import RawBlock
 from .embed import SentenceEmbedder
 from .npyfile import RowWriter, finish_npy, new_npy
@@ -127,7 +127,7 @@ class Encoder:
         import torch
 
         row = 0
-        workers = self.config.threads or os.cpu_count() or 1
+        workers = self.config.threads or usable_cores()
         saved = torch.get_num_threads()
         if self.device == "cpu":
             # the tokenizer processes hold the cores; more torch threads would spin-wait against them

@@ -59,6 +59,8 @@ class RayEngine:
                 _connect(ray, address, kw)
             else:
                 ray.init(num_cpus=num_cpus, **kw)
+        elif address:
+            _same_cluster(ray, address)
         self.gpus = int(ray.cluster_resources().get("GPU", 0))
 
     def map(self, fn: Callable, tasks: Sequence[tuple], *, gpu: bool = False,
@@ -122,17 +124,46 @@ def _connect(ray, address: str, kw: dict) -> None:
             os.environ.pop(var, None)
 
 
+def _same_cluster(ray, address: str) -> None:
+    """ConfigError when this process is already connected to a Ray cluster other than the one at ``address``
+    (host:port; other forms, such as "auto" or ray://, are left as the connection made)."""
+    host, port = _host_port(address)
+    if host is None or "://" in address:
+        return
+    here = ray.get_runtime_context().gcs_address
+    there_host, there_port = _host_port(here)
+    ips = {_ip(host), _ip(there_host)}
+    if port != there_port or (len(ips) > 1 and not any(ip.startswith("127.") for ip in ips)):  # this host, any name
+        raise ConfigError(f"--ray-address {address}: this process is already connected to the Ray cluster at "
+                          f"{here}; run where Ray is not yet started, or give that cluster's address")
+
+
+def _host_port(address: str) -> tuple[str | None, int | None]:
+    """(host, port) of host:port or scheme://host:port; (None, None) for other forms."""
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rstrip("/").rpartition(":")
+    return (host.strip("[]"), int(port)) if sep and port.isdigit() else (None, None)
+
+
+def _ip(host: str) -> str:
+    import socket
+
+    try:
+        return socket.gethostbyname(host)
+    except OSError:
+        return host
+
+
 def _probe(address: str) -> None:
     """ConfigError unless ``address`` (host:port or ray://host:port; other forms, such as "auto", are left
     to Ray) accepts a TCP connection within :data:`PROBE_SECONDS`."""
     import socket
 
-    hostport = address.split("://", 1)[1] if "://" in address else address
-    host, sep, port = hostport.rstrip("/").rpartition(":")
-    if not sep or not port.isdigit():
+    host, port = _host_port(address)
+    if host is None:
         return
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
+        socket.create_connection((host, port), timeout=PROBE_SECONDS).close()
     except OSError as e:
         raise ConfigError(f"--ray-address {address}: nothing answers there ({e.strerror or e}); give the "
                           "address of a running cluster's head node (host:port, as 'ray start --head' prints) "

@@ -330,15 +330,11 @@ def search_shard(work: WorkDir, side: str, c: int, o: int, plans: dict, offsets:
         save_arrays(work.path(ivf_cell_file(side, c, o)), D=D, I=I)
         return
     from ..device import faiss_module
+    from ..search.index import faiss_search
 
-    faiss = faiss_module()
-    index = faiss.read_index(work.path(index_file(other, o)))
+    index = faiss_module().read_index(work.path(index_file(other, o)))
     index.nprobe = nprobe
-    D = np.empty((len(x), k), np.float32)
-    I = np.empty((len(x), k), np.int64)
-    for a in range(0, len(x), block):
-        D[a : a + block], I[a : a + block] = index.search(np.ascontiguousarray(x[a : a + block], np.float32), k)
-    D[I < 0] = -np.inf
+    D, I = faiss_search(index, x, k, block)
     save_arrays(work.path(ivf_cell_file(side, c, o)), D=D, I=I)
 
 

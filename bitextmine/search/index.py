@@ -124,7 +124,7 @@ def knn(
     if index in ("ivf", "ivfpq"):
         ivf = _ivf_index(y, index, nlist=nlist, nprobe=nprobe, train_sample=train_sample, pq_m=pq_m, seed=seed,
                          where="cuda" if backend == "faiss-gpu" else "cpu")
-        return _search(ivf, x, k, block_size, progress)
+        return faiss_search(ivf, x, k, block_size, progress)
     if backend == "torch":
         return exact_knn(x, y, k, device=resolve_device(device), block_size=block_size, progress=progress)
     faiss = faiss_module()
@@ -132,7 +132,7 @@ def knn(
     if backend == "faiss-gpu":
         flat = faiss.index_cpu_to_all_gpus(flat)
     add_rows(flat, y)
-    return _search(flat, x, k, block_size, progress)
+    return faiss_search(flat, x, k, block_size, progress)
 
 
 def torch_ivf_knn(x: np.ndarray, y: np.ndarray, k: int, *, nlist: int, nprobe: int, train_sample: int, seed: int,
@@ -194,17 +194,51 @@ def _sharded(x: np.ndarray, y: np.ndarray, k: int, shard_rows: int, *, progress,
     return D, I
 
 
-def _search(index, x: np.ndarray, k: int, block_size: int, progress) -> tuple[np.ndarray, np.ndarray]:
+TIE_SLACK = 2  # neighbours asked of FAISS past k, so that rows tied at the k-th place are all seen
+FAISS_K_MAX = 2048  # the most neighbours a FAISS GPU index returns
+
+
+def faiss_search(index, x: np.ndarray, k: int, block_size: int, progress=None) -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest rows of a FAISS ``index`` to each row of x float (n, d), ``block_size`` rows at a time:
+    D float32 (n, k) best first, I int64 (n, k), with ties by lower id as every other search here returns
+    them (:func:`bitextmine.search.topk.merge_topk` relies on it: FAISS orders equal values its own way, so
+    shards or chunks would otherwise change which of two equal rows is kept); -inf and -1 where the probed
+    lists hold fewer than k rows. ``progress(rows)`` after each block."""
     n = len(x)
     D = np.empty((n, k), np.float32)
     I = np.empty((n, k), np.int64)
     for a in range(0, n, block_size):
         xb = np.ascontiguousarray(x[a : a + block_size], np.float32)
-        D[a : a + len(xb)], I[a : a + len(xb)] = index.search(xb, k)
+        D[a : a + len(xb)], I[a : a + len(xb)] = _ties_closed(index, xb, k)
         if progress:
             progress(len(xb))
-    D[I < 0] = -np.inf  # an approximate index may find fewer than k rows in the probed cells
     return D, I
+
+
+def _ties_closed(index, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """k best of each row of x in ``index``, ties by lower id: rows whose k-th value is still tied at the last
+    place asked for are asked again for twice as many, until the tie ends or the index has no more rows."""
+    D = np.empty((len(x), k), np.float32)
+    I = np.empty((len(x), k), np.int64)
+    rows, want = np.arange(len(x)), k + TIE_SLACK
+    while len(rows):
+        d, i = ties_by_id(*index.search(x[rows], want))
+        D[rows], I[rows] = d[:, :k], i[:, :k]
+        if want >= min(index.ntotal, FAISS_K_MAX):
+            break
+        still = (i[:, -1] >= 0) & (d[:, -1] == d[:, k - 1])  # the tie may go on past what was asked
+        rows, want = rows[still], min(2 * want, index.ntotal, FAISS_K_MAX)
+    return D, I
+
+
+def ties_by_id(D: np.ndarray, I: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of (D float (n, c), I int64 (n, c)) sorted by value, best first, equal values by lower id; an entry
+    with id -1 (nothing found) gets -inf and goes last."""
+    D = np.where(I < 0, -np.inf, D).astype(np.float32)
+    by_id = np.argsort(I, axis=1, kind="stable")
+    D, I = np.take_along_axis(D, by_id, 1), np.take_along_axis(I, by_id, 1)
+    by_value = np.argsort(-D, axis=1, kind="stable")
+    return np.take_along_axis(D, by_value, 1), np.take_along_axis(I, by_value, 1)
 
 
 def sample_queries(n: int, sample: int, seed: int) -> np.ndarray:
