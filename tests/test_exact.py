@@ -220,3 +220,23 @@ def test_lists_among_a_sample_match_brute_force_and_leave_the_knn_as_it_was(kw, 
         assert D.shape == (len(q), min(5, len(among))) and D.dtype == np.float32 and I.dtype == np.int64
     if kw.get("candidates") == 5:
         assert sum(got[4]["sample_refined"]) > 0  # the float32 re-search among the sample ran
+
+
+def test_the_tiles_precision_is_asked_of_the_gpu_that_searches(monkeypatch):
+    """On a machine with several GPUs, cuda:1's own compute capability decides bf16 tiles, not the current GPU's."""
+    from bitextmine.search import exact
+
+    asked = []
+
+    class Asked(Exception):
+        pass
+
+    def search_precision(precision, device):
+        asked.append(device)
+        raise Asked
+
+    monkeypatch.setattr(exact, "search_precision", search_precision)
+    x = np.ones((2, 4), np.float32)
+    with pytest.raises(Asked):
+        exact.knn_both(x, x, 1, device="cuda:1")
+    assert asked == ["cuda:1"]

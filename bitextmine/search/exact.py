@@ -363,7 +363,7 @@ def knn_both(
         raise ConfigError(f"knn_both: direction {direction!r}: expected both, xy or yx")
     dev = torch.device(device)
     with exact_matmul():
-        precision = search_precision(precision, dev.type)
+        precision = search_precision(precision, str(dev))
         if not _precision_holds(x, y, precision, dev):
             precision = "fp32"
         plan = _plan(n, m, x.shape[1], max(candidates, k), dev, precision, block_rows, tile_rows, tile_cols, shard_rows)
