@@ -359,6 +359,18 @@ def test_compact_tables_round_trip_to_three_digits_and_version_1_refuses_compact
         load_table(path)
 
 
+
+def test_compact_tables_keep_probabilities_below_the_float16_range(tmp_path, table):
+    """A table kept below a floor of 6.1e-5 (float16's smallest normal) is saved in float32, not raised to it."""
+    from dataclasses import replace
+
+    path = str(tmp_path / "lex.npz")
+    tiny = replace(table, prob=np.where(np.arange(len(table)) % 3 == 0, np.float32(1e-6), table.prob))
+    save_table(tiny, path, compact=True)
+    back = load_table(path)
+    assert back.keys.tolist() == tiny.keys.tolist() and back.prob.min() == np.float32(1e-6)
+    np.testing.assert_array_equal(back.prob, tiny.prob)
+
 @pytest.mark.parametrize("change, message", [
     ({"keys": np.array([3, 2], np.int64), "prob": np.array([0.5, 0.5], np.float32)}, "damaged"),
     ({"prob": np.zeros(1, np.float32)}, "damaged"),

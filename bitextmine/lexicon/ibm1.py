@@ -427,12 +427,13 @@ def prune(table: LexicalTable, floor: float) -> LexicalTable:
 def save_table(table: LexicalTable, path: str, compact: bool = False) -> None:
     """Write ``table`` to ``path`` (an ``.npz``; see the module docstring), replacing it atomically. ``compact``:
     keys as uint32 when they fit and probabilities as float16 (rounded to 3 significant digits; a model
-    directory ships them so), compressed; read back as int64 and float32."""
+    directory ships them so) unless some lie below float16's normal range (a table kept below a floor of
+    6.1e-5), compressed; read back as int64 and float32."""
     keys, prob = np.ascontiguousarray(table.keys, np.int64), np.ascontiguousarray(table.prob, np.float32)
     if compact:
         limit = (table.vocab_src + table.null) * table.vocab_tgt
         keys = keys.astype(np.uint32) if limit <= np.iinfo(np.uint32).max else keys
-        prob = np.maximum(prob, np.float32(np.finfo(np.float16).tiny)).astype(np.float16)
+        prob = prob.astype(np.float16) if prob.min(initial=1.0) >= np.finfo(np.float16).tiny else prob
     meta = {"format_version": FORMAT_VERSION, "kind": KIND, "vocab_src": table.vocab_src,
             "vocab_tgt": table.vocab_tgt, "null": table.null, "floor": table.floor, "iters": table.iters,
             "fingerprint": table.fingerprint}
