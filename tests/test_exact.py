@@ -222,6 +222,25 @@ def test_lists_among_a_sample_match_brute_force_and_leave_the_knn_as_it_was(kw, 
         assert sum(got[4]["sample_refined"]) > 0  # the float32 re-search among the sample ran
 
 
+@pytest.mark.parametrize("n, m, k, candidates, sample_k", [
+    (20, 10, 4, 16, 5),  # a side shorter than the lists: slots past its rows
+    (10, 20, 4, 16, 5),
+    (40, 40, 16, 16, 17),  # the sample's lists longer than the candidates asked for
+])
+def test_lists_among_a_sample_of_small_sides_and_long_lists(n, m, k, candidates, sample_k):
+    rng = np.random.default_rng(n + m + sample_k)
+    x, y = unit(rng, n), unit(rng, m)
+    sample = exact.Sample(np.arange(0, m, 2, dtype=np.int64), np.arange(0, n, 2, dtype=np.int64), sample_k)
+    got = knn_both(x, y, k, candidates=candidates, sample=sample)
+    plain = knn_both(x, y, k, candidates=candidates)
+    for a, b in zip(got[:4], plain[:4]):
+        assert np.array_equal(a, b)
+    Dxs, Ixs, Dys, Iys = got[4]["sample"]
+    for D, I, q, o, among in ((Dxs, Ixs, x, y, sample.cols), (Dys, Iys, y, x, sample.rows)):
+        want_D, want_I = brute(q, o[among], min(sample_k, len(among)))
+        np.testing.assert_array_equal(I, among[want_I])
+        np.testing.assert_allclose(D, want_D, atol=1e-6)
+
 def test_the_tiles_precision_is_asked_of_the_gpu_that_searches(monkeypatch):
     """On a machine with several GPUs, cuda:1's own compute capability decides bf16 tiles, not the current GPU's."""
     from bitextmine.search import exact

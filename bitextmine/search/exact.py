@@ -366,7 +366,8 @@ def knn_both(
         precision = search_precision(precision, str(dev))
         if not _precision_holds(x, y, precision, dev):
             precision = "fp32"
-        plan = _plan(n, m, x.shape[1], max(candidates, k), dev, precision, block_rows, tile_rows, tile_cols, shard_rows)
+        c = max(candidates, k, sample.k if sample is not None else 0)  # the sample's lists need sample.k of them
+        plan = _plan(n, m, x.shape[1], c, dev, precision, block_rows, tile_rows, tile_cols, shard_rows)
         plan = plan._replace(rows=direction != "yx", cols=direction != "xy")
         if sample is None:
             best = _pass(x, y, plan, progress)
@@ -399,7 +400,8 @@ def _in_row_order(best: _Best, px: np.ndarray, py: np.ndarray) -> _Best:
         if len(V) == 0:
             return V, I
         I = I[at[rows]]
-        return V[at[rows]], torch.where(I >= 0, named[ids][I.clamp(min=0).long()], I)
+        real = (I >= 0) & (I < len(named[ids]))  # a list longer than the other side keeps slots past its rows
+        return V[at[rows]], torch.where(real, named[ids][I.clamp(0, len(named[ids]) - 1).long()], I)
 
     sm = best.sampled
     row_v, row_i = back(best.row_v, best.row_i, "x", "y")

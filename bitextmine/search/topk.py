@@ -21,7 +21,8 @@ import numpy as np
 class TopK(NamedTuple):
     """D float32 (n, k) and I int64 (n, k) per row of x; Dc (m, kc) and Ic per row of y (columns=True),
     else None. Rows sorted by decreasing value, ties by lower index; an entry with nothing left to
-    choose (all excluded) has value -inf and index 0. numpy arrays for numpy inputs, else torch tensors."""
+    choose (all excluded) has value -inf and the index of an excluded entry (a caller reads no index of value
+    -inf). numpy arrays for numpy inputs, else torch tensors."""
 
     D: object
     I: object
