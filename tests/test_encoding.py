@@ -52,6 +52,27 @@ def test_encode_files_writes_npy_and_sidecar(tmp_path, toy_model, fp16):
     assert load_embeddings(out, model=toy_model, count=37).shape == (37, toy_model.dim)
 
 
+def test_a_stop_before_the_new_sidecar_leaves_no_old_sidecar_over_new_rows(tmp_path, toy_model, monkeypatch):
+    """Encoding again into the same file (here with --sif: other vectors) and stopping after the rows are in
+    place leaves rows without a sidecar, which loading refuses, never the earlier sidecar over the new rows."""
+    from conftest import toy_corpus, write_lines
+
+    from bitextmine.encoding import pipeline
+
+    a = write_lines(tmp_path / "a.txt", toy_corpus(n=20, seed=2)[0])
+    out = str(tmp_path / "x.npy")
+    encode_files([a], out, toy_model)
+
+    def stop(*args, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "write_sidecar", stop)
+    with pytest.raises(KeyboardInterrupt):
+        encode_files([a], out, toy_model, config=EncodeConfig(sif=True))
+    with pytest.raises(ModelFormatError, match="sidecar"):
+        load_embeddings(out, model=toy_model, count=20)
+    assert not any(n.endswith(".partial") for n in os.listdir(tmp_path))
+
 def test_empty_input_gives_empty_array(tmp_path, toy_model):
     p = tmp_path / "e.txt"
     p.write_text("")

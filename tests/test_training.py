@@ -119,7 +119,7 @@ def test_resume_of_a_cuda_generator_checkpoint_is_a_config_error(tmp_path, toy_f
     save_file(tensors, os.path.join(ck, "tensors.safetensors"))
     json.dump(meta, open(os.path.join(ck, "state.json"), "w"))
     with pytest.raises(ConfigError, match="holds the state of a cuda random generator.*start a new run"):
-        train(spec, out, config=TrainConfig(**{**SMALL, "epochs": 1}), resume=True)
+        train(spec, out, config=TrainConfig(**{**SMALL, "epochs": 1}), tokenizer_config=tok_cfg, resume=True)
 
 
 def test_group_draws_follow_the_temperature_and_sum_to_the_epoch():
@@ -275,14 +275,14 @@ def test_resume_with_relabelled_sampling_groups_is_a_config_error(tmp_path, toy_
     train(spec("a", "b"), out, config=TrainConfig(**{**SMALL, "sampling_temperature": 2.0, "max_steps": 6}),
           tokenizer_config=tok)
     with pytest.raises(ConfigError, match="sampling groups"):  # the same pairs, one group: another epoch order
-        train(spec("x", "x"), out, config=config, resume=True)
+        train(spec("x", "x"), out, config=config, tokenizer_config=tok, resume=True)
     state = os.path.join(out, "checkpoint", "state.json")
     meta = json.load(open(state))
     pairs_fp, groups_fp = meta["data_fingerprint"].split("/")
     assert len(groups_fp) == 16
     meta["data_fingerprint"] = pairs_fp  # a checkpoint written before the groups were fingerprinted
     json.dump(meta, open(state, "w"))
-    train(spec("a", "b"), out, config=config, resume=True)
+    train(spec("a", "b"), out, config=config, tokenizer_config=tok, resume=True)
     assert load_model(out).config["training"]["complete"]
 
 
@@ -354,7 +354,7 @@ def test_cli_train_takes_the_recipe_and_explicit_options(tmp_path, toy_files, to
 
 
 @pytest.mark.parametrize("change", [{"lr": 0.01}, {"dropout": 0.1}, {"margin": 0.2}, {"mix_prob": 0.9},
-                                    {"epochs": 3, "lr_decay": "linear"}])
+                                    {"epochs": 3, "lr_decay": "linear"}, {"eval_every": 7}])
 def test_resume_with_a_setting_that_changes_what_is_learned_is_a_config_error(tmp_path, toy_files, toy_model,
                                                                              change):
     """A resumed run must train as the checkpoint's run did: another learning rate, dropout, margin or mixing
@@ -369,6 +369,60 @@ def test_resume_with_a_setting_that_changes_what_is_learned_is_a_config_error(tm
         train(spec, out, config=TrainConfig(**{**first, **change}), tokenizer_path=spm, resume=True)
     assert os.path.isdir(os.path.join(out, "checkpoint"))  # the checkpoint is left as it was
 
+
+def test_resume_with_another_tokenizer_init_model_or_dev_sets_is_a_config_error(tmp_path, toy_files, toy_model):
+    """The model records the tokenizer's settings and the init model, and the dev sets choose the best weights:
+    a resume that changes any of them would save a model unlike the uninterrupted run's, or describe it wrongly."""
+    from conftest import toy_corpus, write_lines
+
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    src, _ = toy_corpus(30, seed=3)
+    sts = [write_lines(tmp_path / f"sts{i}.csv", [f"{src[j]},{src[(j + i) % 30]},{j % 6}" for j in range(28)])
+           for i in (1, 2)]
+    cfg = TrainConfig(**{**SMALL, "max_steps": 5})
+    out = str(tmp_path / "m")
+    train(spec, out, config=cfg, tokenizer_path=spm, dev_sts=sts[:1])
+    again = dict(config=TrainConfig(**SMALL), resume=True)
+    with pytest.raises(ConfigError, match="other tokenizer settings"):
+        train(spec, out, **again, tokenizer_config=TokenizerConfig(vocab_size=800), dev_sts=sts[:1])
+    with pytest.raises(ConfigError, match="other dev sets"):
+        train(spec, out, **again, tokenizer_path=spm, dev_sts=sts)
+    write_lines(sts[0], [f"{src[j]},{src[j]},5" for j in range(28)])  # the same file name, other pairs
+    with pytest.raises(ConfigError, match="other dev sets"):
+        train(spec, out, **again, tokenizer_path=spm, dev_sts=sts[:1])
+    init = str(tmp_path / "init")
+    train(spec, init, config=TrainConfig(**{**SMALL, "dim": 32, "epochs": 1}), tokenizer_path=spm)
+    train(spec, str(tmp_path / "i"), config=TrainConfig(**{**cfg.__dict__, "dim": 32}), init_from=toy_model.path)
+    with pytest.raises(ConfigError, match=r"other --init-from model"):
+        train(spec, str(tmp_path / "i"), config=TrainConfig(**{**SMALL, "dim": 32}), init_from=init, resume=True)
+
+
+def test_a_checkpoint_stopped_while_being_replaced_is_recovered(tmp_path, toy_files, toy_model, monkeypatch):
+    """save_checkpoint sets the old checkpoint aside before putting the new one in place: a stop in between
+    leaves both, and --resume takes the new one when it is whole, else the old one."""
+    import shutil
+
+    from bitextmine.training import checkpoint as ck
+
+    spec = [CorpusSpec(src=toy_files[0], tgt=toy_files[1])]
+    spm = os.path.join(toy_model.path, "sentencepiece.model")
+    out = str(tmp_path / "m")
+    train(spec, out, config=TrainConfig(**{**SMALL, "max_steps": 5}), tokenizer_path=spm)
+    ckpt = os.path.join(out, "checkpoint")
+    step = json.load(open(os.path.join(ckpt, "state.json")))["step"]
+    shutil.copytree(ckpt, ckpt + ".tmp")  # as if the new one was written and the stop came after setting aside
+    os.replace(ckpt, ckpt + ".old")
+    ck.recover_checkpoint(ckpt)
+    assert json.load(open(os.path.join(ckpt, "state.json")))["step"] == step and not os.path.exists(ckpt + ".tmp")
+    os.replace(ckpt, ckpt + ".old")  # no whole new one: the old one comes back
+    os.makedirs(ckpt + ".tmp")
+    ck.recover_checkpoint(ckpt)
+    assert ck.has_checkpoint(ckpt) and not os.path.exists(ckpt + ".old")
+    whole = str(tmp_path / "whole")
+    train(spec, whole, config=TrainConfig(**SMALL), tokenizer_path=spm)
+    train(spec, out, config=TrainConfig(**SMALL), tokenizer_path=spm, resume=True)
+    np.testing.assert_array_equal(load_model(whole).embeddings, load_model(out).embeddings)
 
 def test_resume_may_add_epochs_under_a_constant_learning_rate(tmp_path, toy_files, toy_model):
     """With a constant rate (the paper's), the epochs do not change the schedule: a one-epoch run stopped part-way

@@ -206,6 +206,8 @@ def encode_files(
             if progress:
                 progress(n)
         finish_npy(tmp, count, model.dim, dtype)
+        if os.path.exists(out_path + ".json"):  # an earlier encoding's sidecar must not describe these rows
+            os.remove(out_path + ".json")
         os.replace(tmp, out_path)
     finally:
         if os.path.exists(tmp):

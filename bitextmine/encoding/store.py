@@ -67,9 +67,11 @@ def write_sidecar(out_path: str, fingerprint: str, result: EncodeResult, inputs:
         "input_sha256": result.input_sha256,
         "inputs": input_names(inputs),
     }
-    with open(out_path + ".json", "w", encoding="utf-8") as f:
+    tmp = out_path + ".json.partial"
+    with open(tmp, "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=2)
         f.write("\n")
+    os.replace(tmp, out_path + ".json")
 
 
 def chunk_file(index: int) -> str:

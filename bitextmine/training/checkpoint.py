@@ -31,12 +31,12 @@ CHECKPOINT_VERSION = 2
 TOKENIZER_CKPT = "tokenizer.bin"
 STATE_KEYS = ("epoch", "pos", "step", "history", "pairs_seen")
 # the settings a resumed run must share with the checkpoint: each changes the model it trains to (data, order,
-# objective, optimiser, schedule); the others (device, threads, eval_every, checkpoint_every, max_steps, fp16)
-# change how it runs or is saved, not what it learns
+# objective, optimiser, schedule, and eval_every: the steps at which the best weights can be chosen); the others
+# (device, threads, checkpoint_every, max_steps, fp16) change how it runs or is saved, not what it learns
 MATCHING_KEYS = ("encoder", "dim", "batch_size", "seed", "megabatch_start", "megabatch_max", "megabatch_every",
                  "dev_pairs", "negatives", "mix_prob", "paraphrase", "untrained", "shuffle_words", "reg_to_init",
                  "sts_min_score", "clean", "separate_vocab", "sif_a", "sif_sample", "loss", "margin", "hinge_weight",
-                 "scale", "sampling_temperature", "dropout", "lr", "warmup", "lr_decay", "init_scale")
+                 "scale", "sampling_temperature", "dropout", "lr", "warmup", "lr_decay", "init_scale", "eval_every")
 
 
 def new_state() -> dict:
@@ -59,9 +59,10 @@ def load_checkpoint_tokenizer(ckpt_dir: str):
 
 
 def save_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, best: dict, state: dict, tok, data_fp: str,
-                    config: TrainConfig) -> None:
+                    config: TrainConfig, inputs: dict | None = None) -> None:
     """Write the checkpoint of module ``enc``, Adam ``opt``, CPU generators ``gen`` (dropout, negatives)
-    and ``shuffle_gen`` (word shuffling), the best weights ``best`` and the ``state`` dict (see :func:`new_state`)."""
+    and ``shuffle_gen`` (word shuffling), the best weights ``best``, the ``state`` dict (see :func:`new_state`)
+    and ``inputs``, what a resume must share besides data and config (tokenizer, init model, dev sets)."""
     import torch
     from safetensors.torch import save_file
 
@@ -86,14 +87,53 @@ def save_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, best: dict, state
         "tokenizer": tok.kind,
         "generator_device": gen.device.type,
         "config": asdict(config),
+        "inputs": inputs or {},
         **{k: state[k] for k in STATE_KEYS},
         "best_score": state["best_score"] if np.isfinite(state["best_score"]) else None,
     }
-    with open(os.path.join(tmp, "state.json"), "w") as f:
+    with open(os.path.join(tmp, "state.json"), "w") as f:  # last: a temporary directory with it is whole
         json.dump(meta, f, indent=1)
-    if os.path.isdir(ckpt_dir):
-        shutil.rmtree(ckpt_dir)
+    old = ckpt_dir + ".old"
+    if os.path.isdir(old):
+        shutil.rmtree(old)
+    if os.path.isdir(ckpt_dir):  # set aside, not removed, until the new one is in place (recover_checkpoint)
+        os.replace(ckpt_dir, old)
     os.replace(tmp, ckpt_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover_checkpoint(ckpt_dir: str) -> None:
+    """Finish a :func:`save_checkpoint` stopped between setting the old checkpoint aside and putting the new one in
+    its place: the new one when it is whole (its state.json, written last, is there), else the old one."""
+    for there in (ckpt_dir + ".tmp", ckpt_dir + ".old"):
+        if not has_checkpoint(ckpt_dir) and has_checkpoint(there):
+            if os.path.isdir(ckpt_dir):
+                shutil.rmtree(ckpt_dir)
+            os.replace(there, ckpt_dir)
+    if has_checkpoint(ckpt_dir):
+        shutil.rmtree(ckpt_dir + ".old", ignore_errors=True)
+
+
+def _check_inputs(ckpt_dir: str, meta: dict, inputs: dict) -> None:
+    """ConfigError when the run's tokenizer, init model or dev sets differ from the checkpoint's (one made before
+    they were recorded is not checked)."""
+    saved = meta.get("inputs") or {}
+    what = {"init_fingerprint": "--init-from model (fingerprint)", "tokenizer": "tokenizer settings",
+            "dev_sets": "dev sets (file names and contents)"}
+    for key, name in what.items():
+        if key in saved and key in inputs and saved[key] != inputs[key]:
+            then, now = _differing(saved[key], inputs[key])
+            raise ConfigError(f"--resume: {ckpt_dir} was trained with other {name}: {then}, this run has {now}; "
+                              "resume with the checkpoint's, or start a new run in another directory")
+
+
+def _differing(a, b) -> tuple[str, str]:
+    """How two recorded values differ, as short JSON: only the keys that differ, where both are dicts."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+        a, b = {k: a.get(k) for k in keys}, {k: b.get(k) for k in keys}
+    return tuple(t if len(t) <= 160 else t[:157] + "..." for t in (json.dumps(a, sort_keys=True),
+                                                                    json.dumps(b, sort_keys=True)))
 
 
 def _check_meta(ckpt_dir: str, meta: dict, data_fp: str, config: TrainConfig) -> None:
@@ -133,7 +173,8 @@ def _check_generator(ckpt_dir: str, meta: dict, stored, gen) -> None:
                           "draws them on the CPU and cannot continue that stream, so start a new run")
 
 
-def load_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, data_fp: str, config: TrainConfig, device):
+def load_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, data_fp: str, config: TrainConfig, device,
+                    inputs: dict | None = None):
     """Restore ``enc``, ``opt`` and both generators in place; return (state, best weights on ``device``).
 
     Raises ModelFormatError (another checkpoint_version), ConfigError (other data, a config that
@@ -144,6 +185,7 @@ def load_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, data_fp: str, con
     with open(os.path.join(ckpt_dir, "state.json")) as f:
         meta = json.load(f)
     _check_meta(ckpt_dir, meta, data_fp, config)
+    _check_inputs(ckpt_dir, meta, inputs or {})
     tensors = load_file(os.path.join(ckpt_dir, "tensors.safetensors"))
     _check_generator(ckpt_dir, meta, tensors["generator"], gen)
     enc.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("param.")})

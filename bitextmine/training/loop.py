@@ -29,7 +29,7 @@ from ..errors import ConfigError
 from ..model import Model, make_encoder, piece_dropout, shuffle_words, tensors_from_module
 from ..tokenizer import Tokenizer, sample_sentences, train_sentencepiece
 from .checkpoint import (CHECKPOINT_DIR, has_checkpoint, load_checkpoint, load_checkpoint_tokenizer, new_state,
-                         save_checkpoint)
+                         recover_checkpoint, save_checkpoint)
 from .data import (Side, build_devsets, cat_flat, concat_sides, data_fingerprint, epoch_order, groups_fingerprint,
                    megabatch_pairs, read_training_pairs, shared_text_ids, token_counts)
 from .negatives import choose_negatives, pair_loss, paraphrase_negatives
@@ -103,20 +103,25 @@ def train(
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     ckpt_dir = os.path.join(out_dir, CHECKPOINT_DIR)
+    if resume:
+        recover_checkpoint(ckpt_dir)
     if resume and not has_checkpoint(ckpt_dir):
         raise ConfigError(f"--resume: no checkpoint in {ckpt_dir}")
     t0 = time.time()
     src, tgt, groups, group_names, dev_src, dev_tgt, stats = read_training_pairs(corpora, sts_pairs, config, log)
     data_fp = data_fingerprint(src, tgt) + groups_fingerprint(groups, config.sampling_temperature)
     tok = _tokenizer(src, tgt, config, tokenizer_config, tokenizer_path, init_model, ckpt_dir if resume else None, log)
+    inputs = _run_inputs(tokenizer_record(tokenizer_config, tokenizer_path, init_from), init_model, dev_tatoeba,
+                         dev_sts)
     log(f"tokenising {2 * len(src)} training sentences (vocabulary {tok.vocab_size})")
     data = _TrainData.build(src, tgt, tok, config, dev_src, dev_tgt, dev_tatoeba, dev_sts, groups)
     del src, tgt
     with _deterministic(device):
         run = _Run.start(data, config, device, init_model, tok, ckpt_dir, data_fp, emit)
+        run.inputs = inputs
         if resume:
             run.state, run.best = load_checkpoint(ckpt_dir, run.enc, run.opt, run.gen, run.shuffle_gen, data_fp,
-                                                  config, device)
+                                                  config, device, inputs)
             log(f"resumed from {ckpt_dir}: epoch {run.state['epoch'] + 1}, mini-batch {run.state['step']}")
         stopped_early, rate = run.epochs()
         if stopped_early:
@@ -193,6 +198,28 @@ def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> Tra
     if config.amp == "bf16" and encoder != "blstm-sp":
         log(f"--amp bf16: the {encoder} encoder averages in float32 (amp applies to blstm-sp only)")
     return config
+
+
+def tokenizer_record(tokenizer_config: TokenizerConfig, tokenizer_path: str | None, init_from: str | None) -> dict:
+    """What a model records of the tokenizer its run used (:func:`_tokenizer`): the file given, the init model's,
+    or the settings it was trained with."""
+    if tokenizer_path and init_from is None:
+        return {"path": os.path.basename(tokenizer_path)}
+    if init_from:
+        return {"init_from": os.path.basename(os.path.normpath(init_from))}
+    return asdict(tokenizer_config)
+
+
+def _run_inputs(tokenizer: dict, init_model, dev_tatoeba, dev_sts) -> dict:
+    """What a resumed run must share with its checkpoint besides the training data and the config: the tokenizer
+    the model will record, the init model (``--reg-to-init`` pulls toward it), the dev sets that choose the best
+    weights (file names and digests)."""
+    from ..corpus import file_checksum
+
+    dev = [[os.path.basename(p), file_checksum(p)] for pair in dev_tatoeba for p in pair]
+    dev += [[os.path.basename(p), file_checksum(p)] for p in dev_sts]
+    return {"tokenizer": tokenizer, "init_fingerprint": init_model.fingerprint if init_model is not None else None,
+            "dev_sets": dev}
 
 
 def _tokenizer(src, tgt, config: TrainConfig, tokenizer_config: TokenizerConfig, tokenizer_path, init_model,
@@ -322,6 +349,7 @@ class _Run:
         self.total_steps = 0  # mini-batches of all epochs, set by epochs() (the learning-rate schedule's length)
         self.best = {k: v.detach().clone() for k, v in enc.state_dict().items()}
         self.amp = amp_dtype_for(config.amp, config.encoder, device)
+        self.inputs: dict = {}  # what a resume must share besides data and config (_run_inputs)
 
     @classmethod
     def start(cls, data, config, device, init_model, tok, ckpt_dir, data_fp, emit) -> "_Run":
@@ -341,7 +369,7 @@ class _Run:
 
     def checkpoint(self) -> None:
         save_checkpoint(self.ckpt_dir, self.enc, self.opt, self.gen, self.shuffle_gen, self.best, self.state,
-                        self.tok, self.data_fp, self.config)
+                        self.tok, self.data_fp, self.config, self.inputs)
 
     def evaluate(self) -> None:
         """Score the dev sets; keep the weights when the mean score is the best so far."""
@@ -606,9 +634,7 @@ def _save_model(run: _Run, out_dir: str, stopped_early: bool, info: dict, log) -
     init_from, init_model, tokenizer_path = info["init_from"], info["init_model"], info["tokenizer_path"]
     training = {
         **asdict(config),
-        "tokenizer": ({"path": os.path.basename(tokenizer_path)} if tokenizer_path and init_from is None else
-                      {"init_from": os.path.basename(os.path.normpath(init_from))} if init_from
-                      else asdict(info["tokenizer_config"])),  # the tokenizer the run used (_tokenizer)
+        "tokenizer": tokenizer_record(info["tokenizer_config"], tokenizer_path, init_from),
         "init_from": os.path.basename(os.path.normpath(init_from)) if init_from else None,
         "init_fingerprint": init_model.fingerprint if init_model is not None else None,
         "sts_pairs": [os.path.basename(p) for p in info["sts_pairs"]],
