@@ -657,3 +657,52 @@ def test_the_column_count_reads_past_a_small_first_chunk(tmp_path):
     data = b"\n".join(DAMAGE[k](s, t, 0) for k, s, t in zip(kinds, src, tgt))
     out, rej, stats = run_filter(data, tmp_path, config=FilterConfig(score="none", chunk_lines=3))
     assert stats.lines_in == 5 and stats.kept + stats.rejected == 5 and stats.rejected >= 2
+
+
+def test_two_outputs_on_one_file_are_refused_and_stats_go_to_stdout(tmp_path):
+    inp = tmp_path / "in.tsv"
+    inp.write_text("a b c\tx y z\nsame\tsame\n")
+    out = str(tmp_path / "o.tsv")
+    for clash in (["-o", out, "--stats", out], ["-o", out, "--rejects", out], ["--rejects", "-"]):  # "-": stdout
+        r = CliRunner().invoke(main, ["filter", str(inp), "--score", "none", *clash])
+        assert r.exit_code != 0 and "both write to" in r.output, r.output
+    r = CliRunner().invoke(main, ["filter", str(inp), "--score", "none", "-o", out, "--stats", "-", "-q"])
+    assert r.exit_code == 0 and json.loads(r.output)["kept"] == 1 and not (tmp_path / "-").exists()
+    assert open(out).read() == "a b c\tx y z\n"
+
+
+def test_an_output_that_is_a_named_pipe_gets_the_lines(tmp_path):
+    import os
+    import threading
+
+    inp = tmp_path / "in.tsv"
+    inp.write_text("a b c\tx y z\nsame\tsame\n")
+    fifo = str(tmp_path / "pipe")
+    os.mkfifo(fifo)
+    got: list = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+    reader.start()
+    r = CliRunner().invoke(main, ["filter", str(inp), "--score", "none", "-o", fifo, "-q"])
+    reader.join(timeout=30)
+    assert r.exit_code == 0, r.output
+    assert got == ["a b c\tx y z\n"] and not os.path.isfile(fifo)
+
+
+def test_score_refuses_a_parquet_output_name(tmp_path):
+    inp = tmp_path / "in.tsv"
+    inp.write_text("a\tb\n")
+    r = CliRunner().invoke(main, ["score", str(inp), "-o", str(tmp_path / "s.parquet")])
+    assert r.exit_code != 0 and "score writes TSV lines" in r.output and not (tmp_path / "s.parquet").exists()
+
+
+def test_filter_refuses_options_it_would_ignore(tmp_path):
+    """Score options with --score none, and language checks with no language declared, changed nothing."""
+    inp = tmp_path / "in.tsv"
+    inp.write_text("a b c\tx y z\n")
+    for args, needs in ((["--score", "none", "--sif"], "needs a --score"),
+                        (["--score", "none", "--score-column"], "needs a --score"),
+                        (["--score", "none", "--langid", "full", "--min-script", "0.9"], "need --src-lang or --tgt-lang")):
+        r = CliRunner().invoke(main, ["filter", str(inp), *args])
+        assert r.exit_code != 0 and needs in r.output, r.output
+    r = CliRunner().invoke(main, ["filter", str(inp), "--score", "none", "--langid", "full", "--tgt-lang", "de", "-q"])
+    assert r.exit_code == 0, r.output

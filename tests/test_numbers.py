@@ -129,3 +129,9 @@ def test_long_digit_runs_are_compared_not_converted():
     assert check_pair(f"Code 00{a}", f"Kode {a}", r) is None
     assert check_pair(f"Code {a}", "Kode eins", RuleConfig(min_words=0, max_ratio=0), "en", "de") == "digits"
     assert check_pair("x " + "9" * 20000, "y " + "9" * 20000, RuleConfig(min_words=0, max_chars=0)) is None
+
+
+def test_thin_spaces_group_digits_and_any_scripts_zero_starts_a_fraction():
+    assert digit_numbers("1\u2009200 km") == digit_numbers("1,200 km") == Counter({"1200": 1})
+    for zero_point_five in ("०.५", "٠٫٥", "০.৫", "０.５"):  # Devanagari, Arabic-Indic, Bengali, full-width
+        assert digit_numbers(zero_point_five) == digit_numbers("0.5") == Counter({"5<1": 1})

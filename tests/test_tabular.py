@@ -219,6 +219,26 @@ def test_filter_annotate_parquet_from_a_tsv(tmp_path):
                  "reason": ["keep", "identical", "keep"]}
 
 
+@pytest.mark.parametrize("first", ["kept", "rejected"])
+def test_a_byte_order_mark_is_no_part_of_the_first_parquet_value(tmp_path, first):
+    line1 = "a b c\tx y z" if first == "kept" else "same\tsame"
+    tsv = tmp_path / "a.tsv"
+    tsv.write_bytes(b"\xef\xbb\xbf" + f"{line1}\nd e f\tu v w\n".encode())
+    out, rej = tmp_path / "o.parquet", tmp_path / "r.parquet"
+    res = CliRunner().invoke(main, ["filter", str(tsv), "--score", "none", "-o", str(out), "--rejects", str(rej),
+                                    "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    got = pq.read_table(out if first == "kept" else rej).to_pydict()["col1"]
+    assert got[0] == line1.split("\t")[0]
+
+
+def test_an_id_column_that_is_also_a_text_column_is_refused(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"en": "a", "de": "b"}\n')
+    for cmd in ("filter", "score"):
+        res = CliRunner().invoke(main, [cmd, str(path), "--src-col", "en", "--tgt-col", "de", "--id-col", "en"])
+        assert res.exit_code != 0 and "--src-col and --id-col both name the column 'en'" in res.output, res.output
+
 # --- mining: the staged pipeline -----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

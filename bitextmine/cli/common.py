@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import fields
@@ -74,6 +75,18 @@ def check_output(path: str | None, option: str) -> None:
         raise ConfigError(f"{option} {path}: cannot write in {folder} (permission denied)")
 
 
+def check_distinct_outputs(outputs: dict) -> None:
+    """ConfigError when two of ``outputs`` ({option: path}; None or '-' = stdout) would write to one file or both
+    to stdout: the second would overwrite or interleave with the first."""
+    seen: dict = {}
+    for option, path in outputs.items():
+        where = "stdout" if path in (None, "-") else os.path.realpath(path)
+        if where in seen:
+            raise ConfigError(f"{option} and {seen[where]} both write to {'stdout' if where == 'stdout' else path}; "
+                              "give each its own file")
+        seen[where] = option
+
+
 def cannot_write(path: str, e: OSError) -> ConfigError:
     return ConfigError(f"{path}: cannot write ({e.strerror or e})")
 
@@ -83,13 +96,23 @@ def atomic_output(path: str | None, *, binary: bool = False):
     """A text (or ``binary``) stream for ``path`` (None or '-' = stdout), written atomically for files:
     to ``path.partial``, renamed when the block ends without an error. Files, text or binary, are
     compressed by the extension of ``path`` (.gz, .xz, .zst). A block that fails removes the partial file; a
-    rename that fails keeps it and says where the result is."""
+    rename that fails keeps it and says where the result is. A path that is not a regular file (a named pipe,
+    /dev/stdout) is written directly: renaming over it would replace the stream with a file."""
     if path in (None, "-"):
         stream = sys.stdout.buffer if binary else sys.stdout
         yield stream
         stream.flush()
         return
     from ..corpus import open_output
+
+    if os.path.exists(path) and not (stat.S_ISREG(os.stat(path).st_mode) or os.path.isdir(path)):
+        try:
+            f = open_output(path, path)
+        except OSError as e:
+            raise cannot_write(path, e) from None
+        with f if binary else io.TextIOWrapper(f, encoding="utf-8", newline="\n") as stream:
+            yield stream
+        return
 
     tmp = path + ".partial"
     try:

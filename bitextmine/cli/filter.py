@@ -5,11 +5,13 @@ from __future__ import annotations
 import click
 
 from ..config import SCORES, FilterConfig
-from .common import (RULE_NAMES, atomic_output, cannot_write, check_output, column_options, columns_from, info,
-                     lang_options, model_option, progress_bar, quiet_option, rule_options, rules_from, sif_option)
+from .common import (RULE_NAMES, atomic_output, cannot_write, check_distinct_outputs, check_output, column_options,
+                     columns_from, info, lang_options, model_option, progress_bar, quiet_option, refuse_unused,
+                     rule_options, rules_from, sif_option)
 from .help import GroupedCommand
 
 F = FilterConfig
+LANGUAGE_RULES = tuple(n for n in RULE_NAMES if n.startswith(("langid", "script", "min_script")))
 OPTION_GROUPS = (
     ("Input", ("scol", "tcol", "src_col", "tgt_col", "id_col")),
     ("Scoring", ("score_column", "k", "judge_lines", "sif")),
@@ -25,14 +27,15 @@ OPTION_GROUPS = (
 @click.option("--rejects", default=None, metavar="FILE", help="Every rejected line, unchanged, plus a reason column "
               "(.parquet: Parquet).")
 @click.option("--annotate", is_flag=True, help="Keep every line in the output, with a reason column ('keep' for kept lines).")
-@click.option("--stats", "stats_path", default=None, metavar="FILE.json", help="Lines in, kept, rejected, and per reason.")
+@click.option("--stats", "stats_path", default=None, metavar="FILE.json", help="Lines in, kept, rejected, and per reason ('-': stdout, beside -o FILE).")
 @click.option("--scol", type=click.IntRange(1), default=F.scol, show_default=True, help="Source column (1-based).")
 @click.option("--tcol", type=click.IntRange(1), default=F.tcol, show_default=True, help="Target column (1-based).")
 @column_options("src_col", "tgt_col", "id_col")
 @click.option("--score", type=click.Choice(SCORES), default=F.score, show_default=True,
               help="cosine of the two sides; margin = ratio margin against the k nearest neighbours of each side among "
-                   "the other side's sentences in the same chunk (bigger chunks: denser neighbourhoods, margins closer "
-                   "to whole-corpus mining; scores depend on --chunk-lines); prob = the model's second stage, the "
+                   "the other side's sentences in the same chunk that pass the rules (bigger chunks: denser "
+                   "neighbourhoods, margins closer to whole-corpus mining; scores depend on --chunk-lines and the "
+                   "rules); prob = the model's second stage, the "
                    "probability of translation from margin, cosine, z, length ratio and IBM model 1 scores within the "
                    "chunk, as 'mine --min-prob' judges (needs --src-lang/--tgt-lang: English and a language the "
                    "model's second stage holds); none = rules only.")
@@ -74,12 +77,18 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
     """
     from contextlib import nullcontext
 
-    from ..filtering.pipeline import filter_tsv, write_stats
+    from ..filtering.pipeline import filter_tsv, stats_text, write_stats
     from ..model import load_model
     from ..tabular import output_format
 
     for path, option in ((output, "--output"), (rejects, "--rejects"), (stats_path, "--stats")):
         check_output(path, option)
+    check_distinct_outputs({"--output": output, **({"--rejects": rejects} if rejects else {}),
+                            **({"--stats": stats_path} if stats_path else {})})
+    if score == "none":
+        refuse_unused(("model_dir", "sif", "score_column"), "a --score (margin, cosine or prob)")
+    if not (src_lang or tgt_lang):
+        refuse_unused(LANGUAGE_RULES, "--src-lang or --tgt-lang (the language checks test a declared language)")
     rules = rules_from(rule_kw)
     columns = columns_from(rule_kw)
     config = FilterConfig(score=score, min_score=min_score, chunk_lines=chunk_lines, judge_lines=judge_lines, k=k,
@@ -95,7 +104,9 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
                                rejects_format=output_format(rejects), progress=bar.update)
     finally:
         bar.close()
-    if stats_path:
+    if stats_path == "-":
+        click.echo(stats_text(stats), nl=False)
+    elif stats_path:
         try:
             write_stats(stats, stats_path)
         except OSError as e:

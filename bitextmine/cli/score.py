@@ -51,10 +51,15 @@ def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lin
       paste examples/de.txt examples/en.txt | bitextmine score --margin ratio
       bitextmine score pairs.parquet --src-col de --tgt-col en --id-col id -o scored.tsv
     """
+    from ..errors import ConfigError
     from ..model import load_model
     from ..scoring import score_file
+    from ..tabular import output_format
 
     check_output(output, "--output")
+    if output_format(output) == "parquet":
+        raise ConfigError(f"--output {output}: score writes TSV lines; name the output .tsv (filter --annotate "
+                          "writes Parquet with the score column)")
     model = load_model(model_dir)
     bar = progress_bar(quiet, unit="line", desc="score")
     with atomic_output(output) as out:

@@ -32,7 +32,7 @@ _PLACEHOLDER = re.compile(r"%\d+\$")
 _MARK = "[.,'’:\u066b\u066c]"  # separators inside a number (U+066B, U+066C: the Arabic decimal and thousands ones)
 # a number: groups of three digits after spaces when it starts with a group of 1 to 3 digits ("1 200 000"), and
 # any groups after the separators ("4.3", "1,200.50"); "In 2019 100 people" is two numbers
-_NUMBER = re.compile(f"\\d{{1,3}}(?:[\u00a0\u202f ]\\d{{3}}(?!\\d))+(?:{_MARK}\\d+)*|\\d+(?:{_MARK}\\d+)*")
+_NUMBER = re.compile(f"\\d{{1,3}}(?:[\u00a0\u2009\u202f ]\\d{{3}}(?!\\d))+(?:{_MARK}\\d+)*|\\d+(?:{_MARK}\\d+)*")
 _SEPARATOR = re.compile(r"\D")
 
 # per language, value: words. A word matches whole; "w-" matches every word starting with w (long stems
@@ -171,15 +171,13 @@ def _below_one(text: str, m: re.Match) -> bool:
     nonzero digit after a separator ("0.5", "0,05"), or digits after a lone point (" .08", "(.5"; not a printf
     precision, "%.1f", which placeholders become: "%6$.1f" is "%.1f"), or a comma that starts the text (",5")."""
     number = m.group(0)
-    head = re.match("0+(?=[.,'’\u066b])", number.translate(_ASCII_ZEROS))  # a decimal mark ("0'05"), not "0:30"
+    zeros = "".join("0" if c.isdigit() and unicodedata.decimal(c, 1) == 0 else c for c in number)  # any script's
+    head = re.match("0+(?=[.,'’\u066b])", zeros)  # a decimal mark ("0'05"), not "0:30"
     if head is not None:
         return any(c.isdigit() and unicodedata.decimal(c) for c in number[head.end():])
     start = m.start()
     lone = start == 1 and text[0] in ".," or start > 1 and text[start - 1] == "." and text[start - 2] in " \t("
     return lone and any(unicodedata.decimal(c) for c in number if c.isdigit())
-
-
-_ASCII_ZEROS = {ord(c): "0" for c in "٠۰０"}  # the zeros of the Arabic-Indic, Persian and full-width digits
 
 
 def digit_numbers(text: str) -> Counter:

@@ -442,6 +442,8 @@ def _write(chunk: _Chunk, checked: _Checked, out: BinaryIO, rejects: BinaryIO | 
         if why is None:
             key = checked.keys[i]
             why = dedup.check(*key)
+        if i == 0 and chunk.first_of_file and isinstance(out if why is None else rejects, _ParquetLines):
+            raw = raw.removeprefix(BOM)  # a text file's byte order mark is no part of its first value
         stats.lines_in += 1
         if why is None:
             stats.kept += 1
@@ -470,7 +472,11 @@ def _write(chunk: _Chunk, checked: _Checked, out: BinaryIO, rejects: BinaryIO | 
             rejects.write(body + tag + (end or b"\n"))
 
 
+def stats_text(stats: FilterStats) -> str:
+    """The run's counts as JSON text (what ``--stats`` writes)."""
+    return json.dumps(stats.to_json(), indent=2) + "\n"
+
+
 def write_stats(stats: FilterStats, path: str) -> None:
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(stats.to_json(), f, indent=2)
-        f.write("\n")
+        f.write(stats_text(stats))
