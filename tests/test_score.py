@@ -184,3 +184,15 @@ def test_score_and_mine_compress_an_output_named_so(tmp_path, toy_model_dir, ext
     mined, out = runner.invoke(main, args).output, tmp_path / f"pairs.tsv{ext}"
     assert runner.invoke(main, args + ["-o", str(out)]).exit_code == 0
     assert unpack(out.read_bytes()).decode("utf-8") == mined and mined.count("\n") >= 20
+
+
+def test_a_lone_surrogate_in_jsonl_is_a_one_line_error(tmp_path, toy_model_dir):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"en": "x", "de": "y"}\n{"en": "a\\ud800b", "de": "c"}\n')
+    r = CliRunner().invoke(main, ["score", str(path), "--src-col", "en", "--tgt-col", "de", "--model", toy_model_dir])
+    assert r.exit_code == 1 and r.output.startswith(f"Error: {path} row 2: surrogates not allowed ('\\ud800')")
+    assert len(r.output.splitlines()) == 1
