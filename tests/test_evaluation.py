@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from bitextmine.cli import main
-from bitextmine.errors import CorpusError
+from bitextmine.errors import ConfigError, CorpusError
 from bitextmine.evaluation.metrics import (best_threshold, bucc_candidates, evaluate_threshold, pearson, spearman, sts_eval, tatoeba_eval, year_averages)
 from bitextmine.evaluation.readers import read_sts, read_sts_crosslingual
 
@@ -137,6 +137,10 @@ def test_eval_bucc_cli_tuned_and_oracle(tmp_path, toy_model_dir):
     oracle = json.loads(CliRunner().invoke(main, ["eval", "bucc", *test, "--oracle", "--model", toy_model_dir,
                                                   "--json"]).output)
     assert oracle["oracle"] and oracle["f1"] >= res["f1"]  # tuned on the evaluated set: an upper bound
+    copy = [write_lines(tmp_path / f"copy{i}", open(f).read().splitlines()) for i, f in enumerate(test)]
+    same = json.loads(CliRunner().invoke(main, ["eval", "bucc", *test, "--tune-on", *copy, "--model", toy_model_dir,
+                                                "--json"]).output)
+    assert same["oracle"] and same["f1"] == oracle["f1"]  # "tuned" on a copy of the evaluated set: an oracle
     r = CliRunner().invoke(main, ["eval", "bucc", *test, "--model", toy_model_dir])
     assert r.exit_code == 1 and "exactly one of --tune-on" in r.output
     bad = write_lines(tmp_path / "bad.gold", ["s1-00000\tnope"])
@@ -253,6 +257,43 @@ def test_calibration_takes_no_copy_of_a_good_target_for_a_bad_pair(toy_model):
     good = set(np.round(report.scores["good"], 6))
     assert len(report.scores["shuffled"]) < 40 and not (set(np.round(report.scores["shuffled"], 6)) & good)
 
+
+def test_calibration_counts_no_alternative_translation_as_a_bad_pair(toy_model):
+    """A source repeated with another translation ("Help!" / "Hilfe!", "Help!" / "Zu Hülf!"): pairing it with the
+    other gold target is a gold pair too, not a near miss or a shuffled bad pair."""
+    from bitextmine.evaluation.calibration import calibrate
+
+    src, tgt = toy_corpus(40, seed=23)
+    src = [src[i - 1] if i % 2 else s for i, s in enumerate(src)]  # pair 2k+1 has pair 2k's source, its own target
+    report = calibrate(src, tgt, toy_model, score="cosine")
+    good = {round(float(v), 6) for v in report.scores["good"]}  # a gold pair taken as bad would repeat its cosine
+    for name in ("near-miss", "shuffled"):
+        assert report.scores[name].size and not ({round(float(v), 6) for v in report.scores[name]} & good)
+
+def test_bucc_counts_a_gold_text_pair_under_either_id_of_a_repeated_sentence():
+    """Two ids of one sentence have one embedding and the search keeps the lower id; the gold file may name the
+    other. The mined text pair is the gold one: correct, as LASER's bucc.py counts it."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(6, 8))
+    x[3] = x[0]  # s3 repeats s0
+    y = x[[0, 1, 2]] + 0.01 * rng.normal(size=(3, 8))
+    x, y = (a / np.linalg.norm(a, axis=1, keepdims=True) for a in (x, y))
+    sid, tid = [f"s{i}" for i in range(6)], ["t0", "t1", "t2"]
+    stext = ["same", "b", "c", "same", "e", "f"]
+    gold = {("s3", "t0"), ("s1", "t1"), ("s2", "t2")}
+    by_id = bucc_candidates(x, y, sid, tid, gold)
+    by_text = bucc_candidates(x, y, sid, tid, gold, texts=(stext, ["T0", "T1", "T2"]))
+    kept = [(a, b) for a, b in zip(by_text.src_ids, by_text.tgt_ids) if b == "t0"]
+    assert kept == [("s0", "t0")]
+    assert by_id.correct.sum() == 2 and by_text.correct.sum() == 3
+
+
+def test_eval_tatoeba_refuses_lang_without_a_folder(tmp_path):
+    from bitextmine.evaluation.runners import run_tatoeba
+
+    a, b = write_lines(tmp_path / "a", ["x"]), write_lines(tmp_path / "b", ["y"])
+    with pytest.raises(ConfigError, match="--lang fra: picks languages of an --all folder"):
+        run_tatoeba(a, b, languages=["fra"])
 
 def test_retrieval_accuracy_ties_count_only_for_the_first_maximum():
     from bitextmine.evaluation.metrics import retrieval_accuracy

@@ -72,8 +72,9 @@ def calibrate(src: Sequence[str], tgt: Sequence[str], model, *, score: str = "co
     rows = np.arange(n)
     shuffled = (rows + rng.integers(1, n, n)) % n  # never the pair itself
     near, (good, shuffled_cos, near_cos), mx, my = _neighbours(x, y, shuffled, k)
-    same = np.array([tgt[j] == tgt[i] for i, j in enumerate(near)])  # an equal text is not a bad pair
-    twin = np.array([tgt[j] == tgt[i] for i, j in enumerate(shuffled)])
+    gold = set(zip(src, tgt))  # a pair of a gold source and another gold target may be a gold pair too: not bad
+    same = np.array([(src[i], tgt[j]) in gold for i, j in enumerate(near)])  # (repeated sides, alternative
+    twin = np.array([(src[i], tgt[j]) in gold for i, j in enumerate(shuffled)])  # translations, equal texts)
     pairs = {"good": (rows, rows, good), "shuffled": (rows[~twin], shuffled[~twin], shuffled_cos[~twin]),
              "near-miss": (rows[~same], near[~same], near_cos[~same])}
     if score == "margin":

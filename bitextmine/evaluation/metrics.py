@@ -192,10 +192,14 @@ class BuccCandidates:
 
 
 def bucc_candidates(x: np.ndarray, y: np.ndarray, src_ids: Sequence[str], tgt_ids: Sequence[str],
-                    gold: set[tuple[str, str]], *, config=None, name: str = "", progress=None) -> BuccCandidates:
+                    gold: set[tuple[str, str]], *, config=None, name: str = "", progress=None,
+                    texts: tuple[Sequence[str], Sequence[str]] | None = None) -> BuccCandidates:
     """Candidates of margin mining (``config``: a MineConfig; its threshold, min_cosine and min_z are ignored,
     every candidate of the mode is kept) between L2-normalised x (n, d) and y (m, d). ``progress(n)``
-    is called as k-NN query rows are searched (both directions: n + m in all)."""
+    is called as k-NN query rows are searched (both directions: n + m in all). With the sides' ``texts`` (one per
+    id), a candidate is correct when its two texts are those of a gold pair: a sentence that occurs under two ids
+    has one embedding, and the search keeps the lower id, whichever the gold file names (as LASER's bucc.py maps
+    a mined text pair back to every id of those texts)."""
     from dataclasses import replace
 
     from ..config import MineConfig
@@ -205,5 +209,11 @@ def bucc_candidates(x: np.ndarray, y: np.ndarray, src_ids: Sequence[str], tgt_id
     pairs = mine_embeddings(np.asarray(x, np.float32), np.asarray(y, np.float32), config=config, progress=progress)
     sids = [src_ids[i] for i in pairs.src]
     tids = [tgt_ids[j] for j in pairs.tgt]
-    correct = np.fromiter(((a, b) in gold for a, b in zip(sids, tids)), bool, count=len(sids))
+    if texts is None:
+        correct = np.fromiter(((a, b) in gold for a, b in zip(sids, tids)), bool, count=len(sids))
+    else:
+        stext, ttext = (dict(zip(ids, t)) for ids, t in zip((src_ids, tgt_ids), texts))
+        gold_texts = {(stext[a], ttext[b]) for a, b in gold}
+        correct = np.fromiter(((stext[a], ttext[b]) in gold_texts for a, b in zip(sids, tids)), bool,
+                              count=len(sids))
     return BuccCandidates(sids, tids, np.asarray(pairs.score, np.float64), correct, len(gold), name)

@@ -153,6 +153,9 @@ def run_tatoeba(src: str | None = None, tgt: str | None = None, *, folder: str |
             missing = sorted(set(languages) - {s[0] for s in sets})
             raise CorpusError(f"{folder}: no Tatoeba files for {', '.join(missing)}")
     elif src and tgt:
+        if languages:
+            raise ConfigError(f"--lang {' --lang '.join(languages)}: picks languages of an --all folder; "
+                              "SRC TGT are evaluated as they are")
         sets = [(os.path.basename(src), src, tgt)]
     else:
         raise ConfigError("expected SRC TGT files or --all DIR")
@@ -215,7 +218,7 @@ def _bucc_set(files: tuple[str, str, str], model, config: EncodeConfig, mine: Mi
         y = _embeddings(emb[1], model, ttext, ct, emb_config, tgt)
     else:
         x, y = _encode(stext, model, cs), _encode(ttext, model, ct)
-    return bucc_candidates(x, y, sid, tid, gold, config=mine, name=os.path.basename(src),
+    return bucc_candidates(x, y, sid, tid, gold, config=mine, name=os.path.basename(src), texts=(stext, ttext),
                            progress=(lambda n: progress(os.path.basename(src), n)) if progress else None)
 
 
@@ -233,6 +236,8 @@ def run_bucc(files: tuple[str, str, str], *, tune_on: tuple[str, str, str] | Non
     ``progress(set_name, n)`` is called as k-NN query rows of each set are searched."""
     if sum(x is not None and x is not False for x in (tune_on, threshold)) + bool(oracle) != 1:
         raise ConfigError("give exactly one of --tune-on SRC TGT GOLD, --oracle or --threshold")
+    if tune_on is not None and _same_texts(tune_on, files):
+        oracle = True  # tuned on the evaluated set itself, under another name or path: an oracle all the same
     cand = _bucc_set(files, model, config, mine, emb, marked, progress, emb_config)
     tune_result = None
     if tune_on is not None:
@@ -246,6 +251,14 @@ def run_bucc(files: tuple[str, str, str], *, tune_on: tuple[str, str, str] | Non
     p, r, f = prf_curve(cand.scores[order], cand.correct[order], cand.n_gold)
     curve = {"threshold": cand.scores[order], "precision": p, "recall": r, "f1": f}
     return BuccReport(result, oracle, os.path.basename(tune_on[0]) if tune_on else None, tune_result, curve)
+
+
+def _same_texts(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether the files of two BUCC sets hold the same bytes, file by file."""
+    from ..corpus import file_checksum
+
+    return all(os.path.getsize(p) == os.path.getsize(q) for p, q in zip(a, b)) and \
+        all(file_checksum(p) == file_checksum(q) for p, q in zip(a, b))
 
 
 def plot_bucc(report: BuccReport, path: str) -> None:
