@@ -64,7 +64,8 @@ def check_pair_options(path: str, columns, scol: int, tcol: int) -> None:
                  if columns is not None and getattr(columns, o)]
         if named:
             raise ConfigError(f"{path}: {', '.join(named)}: named columns need a Parquet or JSONL input; a text "
-                              "file's pairs are its columns --scol and --tcol")
+                              "file's pairs are its tab-separated columns (filter: --scol and --tcol; score: the first "
+                              "two)")
     elif (scol, tcol) != (1, 2):
         raise ConfigError(f"{path}: --scol and --tcol number a TSV's columns; a Parquet or JSONL input names its "
                           "columns with --src-col and --tgt-col")

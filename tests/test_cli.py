@@ -335,6 +335,43 @@ def test_options_a_command_would_ignore_are_refused(tmp_path, toy_model_dir):
     assert not os.path.exists(tmp_path / "m")
 
 
+@pytest.mark.parametrize("args, message", [
+    (["mine", "DE", "EN", "--index", "flat", "--nprobe", "8"], "--nprobe: needs --index ivf, ivfpq or auto"),
+    (["mine", "DE", "EN", "--index", "ivf", "--pq-m", "8"], "--pq-m: needs --index ivfpq"),
+    (["mine", "DE", "EN", "--src-emb", "DE.npy", "--tgt-emb", "EN.npy", "--fp16"], "--fp16: needs --emb-format raw"),
+    (["eval", "tatoeba", "DE", "EN", "--dim", "8"], "--dim: needs --src-emb and --tgt-emb"),
+    (["eval", "bucc", "DE", "EN", "EN", "--oracle", "--index", "flat", "--nlist", "4"], "--nlist: needs --index ivf"),
+    (["mine", "DE", "EN", "--rules", "--langid", "full"], "--langid: needs --src-lang or --tgt-lang"),
+    (["filter", "TSV", "--score", "none", "--no-script", "--min-script", "0.5", "--tgt-lang", "en"],
+     "--min-script: needs --script"),
+    (["filter", "TSV", "--score", "none", "--max-ratio", "0", "--ratio-min-bytes", "5"], "--ratio-min-bytes: needs "
+                                                                                          "--max-ratio above 0"),
+    (["filter", "TSV", "--score", "none", "--tgt-lang", "en", "--langid", "off", "--langid-model", "fasttext"],
+     "--langid-model: needs --langid probs, pair or full"),
+    (["mine", "DE", "EN", "--column", "text2"], "--column text2 needs a Parquet or JSONL input"),
+    (["encode", "DE", "-o", "OUT.npy", "--column", "text2"], "--column: needs a Parquet or JSONL input"),
+    (["calibrate", "--src", "DE", "--tgt", "EN", "--scol", "2"], "--scol: needs GOLD"),
+    (["calibrate", "--src", "DE", "--tgt", "EN", "--k", "2"], "--k: needs --score margin"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--tcol", "3"], "--tcol: needs --tsv"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--spm-model", "SPM", "--vocab-size", "500"],
+     "--vocab-size: needs a SentencePiece model trained here, not --spm-model"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--init-from", "MODEL", "--init-scale", "0.5"],
+     "--init-scale: needs a model trained from scratch, not --init-from"),
+])
+def test_options_ignored_in_some_combinations_are_refused(tmp_path, toy_model_dir, args, message):
+    """Each option here was accepted and changed nothing in this combination (same bytes out, exit status 0)."""
+    de, en = "examples/de.txt", "examples/en.txt"
+    tsv = tmp_path / "p.tsv"
+    tsv.write_text("a b c\tx y z\n")
+    np.save(tmp_path / "de.npy", np.ones((30, 4), np.float32))
+    np.save(tmp_path / "en.npy", np.ones((30, 4), np.float32))
+    names = {"DE": de, "EN": en, "TSV": str(tsv), "DE.npy": str(tmp_path / "de.npy"), "EN.npy": str(tmp_path / "en.npy"),
+             "OUT.npy": str(tmp_path / "o.npy"), "OUT": str(tmp_path / "m"), "MODEL": toy_model_dir,
+             "SPM": os.path.join(toy_model_dir, "sentencepiece.model")}
+    r = run(*[names.get(a, a) for a in args])
+    assert r.exit_code == 1 and r.output.startswith("Error: " + message) and r.output.count("\n") == 1, r.output
+    assert not os.path.exists(tmp_path / "m") and not os.path.exists(tmp_path / "o.npy")
+
 def test_a_bench_stage_reports_its_own_peak_not_its_parents():
     """A program started by a large process keeps that process's peak in ru_maxrss; a stage's peak is its own."""
     held = np.ones(700 * 2**20 // 8)  # this process holds 700 MiB more when the child starts

@@ -202,7 +202,8 @@ def test_column_options_that_do_not_fit_the_input_are_refused(tmp_path, toy_mode
         res = r.invoke(main, [command, tsv, "--src-col", "s", "--tgt-col", "t", "--id-col", "id", *base])
         assert res.exit_code == 1
         assert res.output == (f"Error: {tsv}: --src-col s, --tgt-col t, --id-col id: named columns need a Parquet or "
-                              "JSONL input; a text file's pairs are its columns --scol and --tcol\n")
+                              "JSONL input; a text file's pairs are its tab-separated columns (filter: --scol and --tcol; "
+                              "score: the first two)\n")
     assert not out.exists()
     if command == "filter":
         res = r.invoke(main, ["filter", p, "--src-col", "s", "--tgt-col", "t", "--scol", "2", "--tcol", "3", *base])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..config import EncodeConfig, FilterConfig
-from .common import check_output, json_option, model_option, show_report, sif_option
+from .common import check_output, refuse_unused, json_option, model_option, show_report, sif_option
 from .help import GroupedCommand
 
 F = FilterConfig
@@ -43,6 +43,10 @@ def calibrate(gold, src, tgt, scol, tcol, score, k, plot, seed, model_dir, sif, 
     check_output(plot, "--plot")
     if gold and (src or tgt):
         raise ConfigError("give GOLD or --src/--tgt, not both")
+    if not gold:
+        refuse_unused(("scol", "tcol"), "GOLD (the columns of a TSV of good pairs)")
+    if score != "margin":
+        refuse_unused(("k",), "--score margin (the neighbours of the margin)")
     if gold:
         s, t = read_tsv(gold, scol=scol, tcol=tcol)
     elif src and tgt:

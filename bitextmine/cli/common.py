@@ -175,6 +175,22 @@ def lang_options(purpose: str):
 
 LANG_NAMES = ("src_lang", "tgt_lang")
 RULE_NAMES = tuple(fl.name for fl in fields(RuleConfig))
+LANGUAGE_RULES = tuple(n for n in RULE_NAMES if n.startswith(("langid", "script", "min_script")))  # need a language
+
+
+def refuse_unused_rule_options(rules: RuleConfig | dict, langs: tuple) -> None:
+    """Refuse the rule options that the rules given leave unread: the language checks without a declared language
+    (``langs``: src, tgt), --min-script with --no-script, --ratio-min-bytes with --max-ratio 0, the identifier's
+    settings with --langid off."""
+    get = rules.get if isinstance(rules, dict) else lambda name: getattr(rules, name)
+    if not any(langs):
+        refuse_unused(LANGUAGE_RULES, "--src-lang or --tgt-lang (the language checks test a declared language)")
+    if not get("script"):
+        refuse_unused(("min_script",), "--script")
+    if not get("max_ratio"):
+        refuse_unused(("ratio_min_bytes",), "--max-ratio above 0")
+    if get("langid") == "off":
+        refuse_unused(tuple(n for n in LANGUAGE_RULES if n.startswith("langid_")), "--langid probs, pair or full")
 
 
 def rule_options(f):
@@ -226,6 +242,15 @@ def embedding_options(f):
                              "directory; raw: LASER's headerless float32 rows (needs --dim).")(f)
 
 
+def refuse_unused_embedding_options(given: bool, kw: dict, files: str = "--src-emb or --tgt-emb") -> None:
+    """Refuse the embedding-format options without embedding files (``given``: whether ``files`` were given), and
+    --fp16 for .npy files, whose header holds their dtype."""
+    if not given:
+        refuse_unused(EMBEDDING_NAMES, f"{files} (how those files are stored)")
+    elif kw["emb_format"] == "npy":
+        refuse_unused(("fp16",), "--emb-format raw (a .npy file's header holds its dtype)")
+
+
 def embeddings_from(kw: dict) -> EmbeddingsConfig:
     """The EmbeddingsConfig of :func:`embedding_options`, taken out of a command's keyword arguments."""
     return EmbeddingsConfig(format=kw.pop("emb_format"), dim=kw.pop("dim"), fp16=kw.pop("fp16"))
@@ -237,7 +262,13 @@ SEARCH_FIELDS = ("k", "margin", "mode", "index", "nlist", "nprobe", "train_sampl
 
 
 def search_from(kw: dict) -> dict:
-    """The MineConfig fields that :func:`search_options` adds, taken out of a command's keyword arguments."""
+    """The MineConfig fields that :func:`search_options` adds, taken out of a command's keyword arguments; the
+    approximate index's settings given for an index that has none are refused (:func:`refuse_unused`)."""
+    if kw["index"] == "flat":
+        refuse_unused(("nlist", "nprobe", "train_sample", "pq_m", "recall_check"),
+                      "--index ivf, ivfpq or auto (settings of an approximate index; --index flat searches exactly)")
+    elif kw["index"] == "ivf":
+        refuse_unused(("pq_m",), "--index ivfpq")
     return {name: kw.pop(name) for name in SEARCH_FIELDS}
 
 

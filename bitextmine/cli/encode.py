@@ -7,7 +7,7 @@ import click
 
 from ..config import TABLE_PRECISIONS, EncodeConfig
 from .common import (check_output, column_options, device_option, info, model_option, progress_bar, quiet_option,
-                     sif_option)
+                     refuse_unused, sif_option)
 from .help import GroupedCommand
 
 E = EncodeConfig
@@ -62,9 +62,12 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, p
     from ..encoding import encode_chunked, encode_files
     from ..errors import ConfigError
     from ..model import load_model
+    from ..tabular import table_kind
 
     if not chunk_lines:  # with --chunk-lines OUT is a directory
         check_output(output, "--output")
+    if not any(table_kind(p) for p in inputs):
+        refuse_unused(("column",), "a Parquet or JSONL input (a text file has no columns)")
     model = load_model(model_dir)
     config = EncodeConfig(batch_size=batch_size, threads=threads, fp16=fp16, device=device, sif=sif, marked=marked,
                           batch_tokens=batch_tokens, precision=precision)

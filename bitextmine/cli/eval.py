@@ -7,7 +7,7 @@ import click
 from ..config import EncodeConfig, MineConfig
 from .common import (CONTEXT, EMBEDDING_NAMES, SEARCH_FIELDS, Group, both_or_neither, check_output, device_option,
                      embedding_options, embeddings_from, json_option, marked_option, model_option, progress_bar,
-                     search_from, search_options, show_report, sif_option)
+                     refuse_unused_embedding_options, search_from, search_options, show_report, sif_option)
 
 E = EncodeConfig
 
@@ -93,7 +93,9 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
 
     if folder and (src or tgt):
         raise ConfigError("give SRC TGT or --all DIR, not both")
-    emb, emb_config = both_or_neither(src_emb, tgt_emb, "--src-emb and --tgt-emb"), embeddings_from(kw)
+    emb = both_or_neither(src_emb, tgt_emb, "--src-emb and --tgt-emb")
+    refuse_unused_embedding_options(emb is not None, kw, "--src-emb and --tgt-emb")
+    emb_config = embeddings_from(kw)
     model = load_model(model_dir) if emb is None or embeddings_need_model(emb, emb_config.format) else None
     report = run_tatoeba(src, tgt, folder=folder, languages=languages, model=model,
                          config=EncodeConfig(device=device, sif=sif), emb=emb, emb_config=emb_config, marked=marked)
@@ -135,7 +137,9 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
     from ..model import load_model
 
     check_output(plot, "--plot")
-    emb, emb_config = both_or_neither(src_emb, tgt_emb, "--src-emb and --tgt-emb"), embeddings_from(kw)
+    emb = both_or_neither(src_emb, tgt_emb, "--src-emb and --tgt-emb")
+    refuse_unused_embedding_options(emb is not None, kw, "--src-emb and --tgt-emb")
+    emb_config = embeddings_from(kw)
     need_model = emb is None or tune_on or embeddings_need_model(emb, emb_config.format)
     model = load_model(model_dir) if need_model else None
     bars: dict = {}

@@ -7,11 +7,10 @@ import click
 from ..config import SCORES, FilterConfig
 from .common import (RULE_NAMES, atomic_output, cannot_write, check_distinct_outputs, check_output, column_options,
                      columns_from, info, lang_options, model_option, progress_bar, quiet_option, refuse_unused,
-                     rule_options, rules_from, sif_option)
+                     refuse_unused_rule_options, rule_options, rules_from, sif_option)
 from .help import GroupedCommand
 
 F = FilterConfig
-LANGUAGE_RULES = tuple(n for n in RULE_NAMES if n.startswith(("langid", "script", "min_script")))
 OPTION_GROUPS = (
     ("Input", ("scol", "tcol", "src_col", "tgt_col", "id_col")),
     ("Scoring", ("score_column", "k", "judge_lines", "sif")),
@@ -87,8 +86,7 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
                             **({"--stats": stats_path} if stats_path else {})})
     if score == "none":
         refuse_unused(("model_dir", "sif", "score_column"), "a --score (margin, cosine or prob)")
-    if not (src_lang or tgt_lang):
-        refuse_unused(LANGUAGE_RULES, "--src-lang or --tgt-lang (the language checks test a declared language)")
+    refuse_unused_rule_options(rule_kw, (src_lang, tgt_lang))
     rules = rules_from(rule_kw)
     columns = columns_from(rule_kw)
     config = FilterConfig(score=score, min_score=min_score, chunk_lines=chunk_lines, judge_lines=judge_lines, k=k,

@@ -9,8 +9,9 @@ from click.core import ParameterSource
 
 from ..config import ENGINES, EncodeConfig, MineConfig, PipelineConfig
 from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output,
-                     check_output, column_options, columns_from, device_option, embedding_options, embeddings_from, info, lang_options, marked_option, model_option,
-                     progress_bar, quiet_option, refuse_unused, rule_options, rules_from, search_from, search_options,
+                     check_output, column_options, columns_from, device_option, embedding_options, embeddings_from,
+                     info, lang_options, marked_option, model_option, progress_bar, quiet_option, refuse_unused,
+                     refuse_unused_embedding_options, refuse_unused_rule_options, rule_options, rules_from, search_from, search_options,
                      sif_option)
 from .help import GroupedCommand
 
@@ -125,8 +126,9 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     fmt = output_format(output)
     if not use_rules:
         refuse_unused(RULE_NAMES, "--rules (the rules apply to mined candidates only with it)")
-    if not (src_emb or tgt_emb):
-        refuse_unused(EMBEDDING_NAMES, "--src-emb or --tgt-emb (how those files are stored)")
+    else:
+        refuse_unused_rule_options(kw, (src_lang, tgt_lang))
+    refuse_unused_embedding_options(bool(src_emb or tgt_emb), kw)
     rules = rules_from(kw)
     embeddings = embeddings_from(kw)
     ctx = click.get_current_context()

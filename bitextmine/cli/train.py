@@ -172,6 +172,7 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
                         f"({r['translations']:,} translations)")
         info(quiet, f"wrote {out}/second_stage")
         return
+    _refuse_unused_sources(tsv, spm_model, init_from)
     config, tok_config = recipe_configs(
         recipe, init_from=bool(init_from), encoder=encoder, untrained=untrained, negatives=negatives, paraphrase=paraphrase,
         separate_vocab=separate_vocab or "", sts_min_score=sts_min_score, clean=clean, shuffle_words=shuffle_words,
@@ -214,3 +215,15 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
         bar.close()
     info(quiet, f"wrote {result.model_dir}: {result.steps} mini-batches in {result.seconds:.0f}s "
                  f"({result.pairs_per_second:.0f} pairs/s)")
+
+
+def _refuse_unused_sources(tsv, spm_model, init_from) -> None:
+    """Refuse the options that the corpora, tokenizer and starting weights given leave unread."""
+    spm = ("vocab_size", "spm_sample", "spm_normalization", "character_coverage")
+    if not tsv:
+        refuse_unused(("scol", "tcol"), "--tsv (the columns of a TSV corpus)")
+    if init_from:
+        refuse_unused(("spm_model", *spm, "init_scale"), "a model trained from scratch, not --init-from (which brings "
+                                                          "its tokenizer and weights)")
+    elif spm_model:
+        refuse_unused(spm, "a SentencePiece model trained here, not --spm-model")

@@ -475,6 +475,9 @@ def mine_files(
     for side, path, col in ((s, p, getattr(columns, f"{s}_col")) for s, p in zip(SIDES, (src_path, tgt_path))):
         if col and path and table_kind(path) is None:  # --column may name the table side of a table and a text
             raise ConfigError(f"{path}: --{side}-col {col} needs a Parquet or JSONL input; a text file has no columns")
+    if not tables and columns.column != ColumnsConfig.column:
+        raise ConfigError(f"--column {columns.column} needs a Parquet or JSONL input; {src_path} and {tgt_path} are "
+                          "text files, which have no columns")
     id_col = columns.id_col or None
     ids = ids or bool(id_col)
     temp = not pipeline.work_dir
