@@ -382,6 +382,13 @@ DAMAGE = {
 }
 
 
+def test_a_tie_between_too_few_columns_and_enough_keeps_the_input(tmp_path):
+    """Two lines of one column and two of three (an extra tab) among five: the input is not refused for the
+    one-column lines; they are rejected one by one (hypothesis found this example)."""
+    data = b"a b\tx y\nc d\ne f\tu v\tw\ng h\ts t\tq\ni j\n"
+    out, rej, stats = run_filter(data, tmp_path, config=FilterConfig(score="none"))
+    assert stats.lines_in == 5 == stats.kept + stats.rejected
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kinds=st.lists(st.sampled_from(sorted(DAMAGE)), min_size=1, max_size=40), seed=st.integers(0, 10**6),
        final_newline=st.booleans(), chunk=st.integers(1, 7), annotate=st.booleans())
