@@ -357,6 +357,18 @@ def test_options_a_command_would_ignore_are_refused(tmp_path, toy_model_dir):
      "--vocab-size: needs a SentencePiece model trained here, not --spm-model"),
     (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--init-from", "MODEL", "--init-scale", "0.5"],
      "--init-scale: needs a model trained from scratch, not --init-from"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--untrained", "--lr", "0.1"], "--lr: needs training"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--loss", "hinge", "--scale", "3"],
+     "--scale: needs --loss infonce"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--loss", "infonce", "--hinge-weight", "0", "--margin",
+      "0.9"], "--margin: needs --loss hinge, or a --hinge-weight above 0"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--shuffle-words", "0.5"],
+     "--shuffle-words: needs --encoder blstm-sp"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--encoder", "blstm-sp", "--dropout", "0.1"],
+     "--dropout: needs an averaging encoder"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--sts-min-score", "4"], "--sts-min-score: needs --sts-pairs"),
+    (["train", "--src", "DE", "--tgt", "EN", "--out", "OUT", "--dev-pairs", "0", "--eval-every", "5"],
+     "--eval-every: needs dev data"),
 ])
 def test_options_ignored_in_some_combinations_are_refused(tmp_path, toy_model_dir, args, message):
     """Each option here was accepted and changed nothing in this combination (same bytes out, exit status 0)."""

@@ -183,6 +183,7 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
         checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads, amp=amp,
         fp16=not fp32, vocab_size=vocab_size, token_vocab_size=vocab_size, sample_sentences=spm_sample,
         normalization=spm_normalization, character_coverage=character_coverage)
+    _refuse_unused_settings(config, bool(sts_pairs), bool(dev_tatoeba or dev_sts))
     bar = None
 
     def say(message: str) -> None:
@@ -227,3 +228,25 @@ def _refuse_unused_sources(tsv, spm_model, init_from) -> None:
                                                           "its tokenizer and weights)")
     elif spm_model:
         refuse_unused(spm, "a SentencePiece model trained here, not --spm-model")
+
+
+def _refuse_unused_settings(config, sts_pairs: bool, dev_sets: bool) -> None:
+    """Refuse the training options that the run's encoder, loss and data leave unread (``config``: the TrainConfig
+    the recipe and options give)."""
+    if config.untrained:
+        refuse_unused(("lr", "epochs", "dropout", "warmup", "lr_decay", "batch_size", "loss", "margin", "scale",
+                       "hinge_weight", "negatives", "shuffle_words", "max_steps", "init_scale"),
+                      "training, not --untrained (which saves the random initial model)")
+    if config.loss == "hinge":
+        refuse_unused(("scale",), "--loss infonce (the logits' scale)")
+    elif not config.hinge_weight:
+        refuse_unused(("margin",), "--loss hinge, or a --hinge-weight above 0")
+    if config.encoder == "blstm-sp":
+        refuse_unused(("dropout",), "an averaging encoder (--encoder sp, word or trigram; the BiLSTM shuffles words)")
+    else:
+        refuse_unused(("shuffle_words",), "--encoder blstm-sp")
+    if not sts_pairs:
+        refuse_unused(("sts_min_score",), "--sts-pairs")
+    if not dev_sets and not config.dev_pairs:
+        refuse_unused(("eval_every",), "dev data (--dev-pairs above 0, --dev-tatoeba or --dev-sts)")
+
