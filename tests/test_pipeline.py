@@ -238,6 +238,20 @@ def test_resume_with_other_settings_reuses_the_rest(sides, toy_model, tmp_path, 
     assert {k for k, v in stats.info["computed"].items() if v and k != "texts"} == redone
 
 
+def test_a_run_resumed_with_another_piece_table_embeds_its_rows_again(sides, toy_model, tmp_path):
+    """Rows embedded with another table precision (a GPU's fp16 table, a CPU's float32 one, or --precision) differ
+    slightly: a resumed run records the table and embeds again rather than mixing the two."""
+    from bitextmine.config import EncodeConfig
+
+    work = str(tmp_path / "w")
+    _mine(sides, toy_model, ids=True, pipeline=PipelineConfig(work_dir=work, chunk_lines=30))
+    bf16 = EncodeConfig(precision="bf16")
+    want, _ = _mine(sides, toy_model, ids=True, encode_config=bf16, pipeline=PipelineConfig(chunk_lines=30))
+    got, stats = _mine(sides, toy_model, ids=True, encode_config=bf16,
+                       pipeline=PipelineConfig(work_dir=work, chunk_lines=30, resume=True))
+    assert got == want and stats.info["changed"] == ["table"] and stats.info["computed"]["encode"] > 0
+    assert want != _mine(sides, toy_model, ids=True, pipeline=PipelineConfig(chunk_lines=30))[0]  # rows differ
+
 def test_resume_ivf_with_another_nprobe_keeps_the_trained_index(sides, toy_model, tmp_path):
     work = str(tmp_path / "w")
     ivf = dict(index="ivf", nlist=4, train_sample=100)

@@ -87,10 +87,23 @@ def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: 
 _MARGINS = ("*/cand-*",)
 _KNN = ("knn/*", "*/nn-*", "*/mean-*", "*/sample*", *_MARGINS)
 _INDEX = ("index/*", *_KNN)
+_ROWS = ("*/emb-*", "*/moments*", *_INDEX)
 REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed", "ivf_backend"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
         "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": (),
-        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS}
+        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS, "table": _ROWS}
+
+
+def _table(encode_config: EncodeConfig, model, pipeline: PipelineConfig) -> str:
+    """The piece table's precision the encode stage embeds with (:func:`bitextmine.device.table_precision`): rows
+    of another precision differ (a GPU's fp16 table from a CPU's float32 one by up to 7.7e-5), so a run resumed on
+    another device or with another --precision embeds its rows again rather than mixing them. On Ray the workers
+    choose their device: the run records the settings it gives them."""
+    from ..device import resolve_device, table_precision
+
+    if pipeline.engine != "local":
+        return f"{pipeline.engine}:{encode_config.device}:{encode_config.precision}"
+    return table_precision(encode_config.precision, model.stored_dtype, resolve_device(encode_config.device))
 
 
 def _dedup(run: _Run, pconf: PipelineConfig) -> None:
@@ -498,6 +511,8 @@ def mine_files(
         calibrated_for = choice.languages if choice.calibrated else None
         inputs = {} if temp else _inputs({"src": src_path, "tgt": tgt_path, "src_emb": src_emb, "tgt_emb": tgt_emb})
         settings = _settings(config, pipeline, vectors, sources)
+        if model is not None and any(sources[s] is None for s in SIDES):  # the encode stage embeds a side
+            settings["table"] = _table(encode_config, model, pipeline)
         if tables:  # another column is another input
             settings["columns"] = {**text_cols, "id": id_col}
         changed = work.begin(settings, inputs, pipeline.resume, REDO)
