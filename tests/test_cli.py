@@ -347,7 +347,11 @@ def test_options_a_command_would_ignore_are_refused(tmp_path, toy_model_dir):
     (["filter", "TSV", "--score", "none", "--max-ratio", "0", "--ratio-min-bytes", "5"], "--ratio-min-bytes: needs "
                                                                                           "--max-ratio above 0"),
     (["filter", "TSV", "--score", "none", "--tgt-lang", "en", "--langid", "off", "--langid-model", "fasttext"],
-     "--langid-model: needs --langid probs, pair or full"),
+     "--langid-model: needs --langid probs"),
+    (["filter", "TSV", "--score", "none", "--tgt-lang", "en", "--langid-min-prob", "0.5"],
+     "--langid-min-prob: needs --langid pair or full"),
+    (["filter", "TSV", "--score", "none", "--tgt-lang", "en", "--langid", "full", "--langid-max-prob", "*=0.5"],
+     "--langid-max-prob: needs --langid probs"),
     (["mine", "DE", "EN", "--column", "text2"], "--column text2 needs a Parquet or JSONL input"),
     (["encode", "DE", "-o", "OUT.npy", "--column", "text2"], "--column: needs a Parquet or JSONL input"),
     (["calibrate", "--src", "DE", "--tgt", "EN", "--scol", "2"], "--scol: needs GOLD"),

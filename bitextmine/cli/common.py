@@ -176,12 +176,14 @@ def lang_options(purpose: str):
 LANG_NAMES = ("src_lang", "tgt_lang")
 RULE_NAMES = tuple(fl.name for fl in fields(RuleConfig))
 LANGUAGE_RULES = tuple(n for n in RULE_NAMES if n.startswith(("langid", "script", "min_script")))  # need a language
+LANGID_MODE_OF = {"langid_model": "probs", "langid_max_prob": "probs", "langid_probs_min_chars": "probs",
+                  "langid_pair_min_chars": "pair", "langid_min_chars": "full", "langid_min_prob": "pair or full"}
 
 
 def refuse_unused_rule_options(rules: RuleConfig | dict, langs: tuple) -> None:
     """Refuse the rule options that the rules given leave unread: the language checks without a declared language
     (``langs``: src, tgt), --min-script with --no-script, --ratio-min-bytes with --max-ratio 0, the identifier's
-    settings with --langid off."""
+    settings of another --langid mode than the one given (:func:`bitextmine.filtering.rules.check_pair`)."""
     get = rules.get if isinstance(rules, dict) else lambda name: getattr(rules, name)
     if not any(langs):
         refuse_unused(LANGUAGE_RULES, "--src-lang or --tgt-lang (the language checks test a declared language)")
@@ -189,8 +191,9 @@ def refuse_unused_rule_options(rules: RuleConfig | dict, langs: tuple) -> None:
         refuse_unused(("min_script",), "--script")
     if not get("max_ratio"):
         refuse_unused(("ratio_min_bytes",), "--max-ratio above 0")
-    if get("langid") == "off":
-        refuse_unused(tuple(n for n in LANGUAGE_RULES if n.startswith("langid_")), "--langid probs, pair or full")
+    for modes in ("probs", "pair", "full", "pair or full"):
+        if get("langid") not in modes.split(" or "):
+            refuse_unused(tuple(n for n, m in LANGID_MODE_OF.items() if m == modes), f"--langid {modes}")
 
 
 def rule_options(f):

@@ -207,10 +207,10 @@ HEAD_LINES = 1000  # the first lines that fix a tab-separated input's column cou
 
 
 def _expected_columns(lines: list[bytes], name: str, need: int) -> int:
-    """The column count of most of the first HEAD_LINES lines that decode cleanly (a stray tab on one line,
-    the first included, makes that line the odd one out; ties: the first seen of those with ``need`` columns or
-    more, else the first seen); a one-line error
-    when the input is binary (see BINARY_MIN_LINES) or that count is too few for source and target."""
+    """The column count of most of the first HEAD_LINES lines that decode cleanly, among those with ``need``
+    columns or more (a stray tab on one line, the first included, makes that line the odd one out; ties: the
+    count seen first); a one-line error when the input is binary (see BINARY_MIN_LINES) or when more than half of
+    the lines that decode cleanly have too few columns for source and target (fewer are rejected one by one)."""
     head = lines[:HEAD_LINES]
     damaged, counts, first_with = 0, Counter(), {}
     for i, raw in enumerate(head):
@@ -226,13 +226,13 @@ def _expected_columns(lines: list[bytes], name: str, need: int) -> int:
                           "expected UTF-8 text, one tab-separated pair per line")
     if not counts:
         return need
-    top = max(counts.values())
-    tied = [c for c in first_with if counts[c] == top]  # in the order first seen
-    cols = next((c for c in tied if c >= need), tied[0])
-    if cols < need:
+    short = {c: n for c, n in counts.items() if c < need}
+    if 2 * sum(short.values()) > sum(counts.values()):
+        cols = next(c for c in first_with if short.get(c) == max(short.values()))
         raise CorpusError(f"{name} line {first_with[cols]}: {cols} column(s), as most of the first lines; expected at "
                           f"least {need} (the source and target columns; see --scol/--tcol)")
-    return cols
+    top = max(n for c, n in counts.items() if c >= need)
+    return next(c for c in first_with if c >= need and counts[c] == top)  # ties: the count seen first
 
 
 def filter_tsv(
