@@ -220,17 +220,17 @@ def test_filter_annotate_parquet_from_a_tsv(tmp_path):
                  "reason": ["keep", "identical", "keep"]}
 
 
-@pytest.mark.parametrize("first", ["kept", "rejected"])
+@pytest.mark.parametrize("first", ["kept", "rejected", "rejected, annotated"])
 def test_a_byte_order_mark_is_no_part_of_the_first_parquet_value(tmp_path, first):
     line1 = "a b c\tx y z" if first == "kept" else "same\tsame"
     tsv = tmp_path / "a.tsv"
     tsv.write_bytes(b"\xef\xbb\xbf" + f"{line1}\nd e f\tu v w\n".encode())
     out, rej = tmp_path / "o.parquet", tmp_path / "r.parquet"
-    res = CliRunner().invoke(main, ["filter", str(tsv), "--score", "none", "-o", str(out), "--rejects", str(rej),
-                                    "--workers", "1"])
+    where = ["--annotate"] if "annotated" in first else ["--rejects", str(rej)]  # annotate: rejects in the output
+    res = CliRunner().invoke(main, ["filter", str(tsv), "--score", "none", "-o", str(out), "--workers", "1", *where])
     assert res.exit_code == 0, res.output
-    got = pq.read_table(out if first == "kept" else rej).to_pydict()["col1"]
-    assert got[0] == line1.split("\t")[0]
+    for path in [out] * (first != "rejected") + [rej] * (first == "rejected"):  # the Parquet file holding line 1
+        assert pq.read_table(path).to_pydict()["col1"][0] == line1.split("\t")[0]
 
 
 def test_an_id_column_that_is_also_a_text_column_is_refused(tmp_path):

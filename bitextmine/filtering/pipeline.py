@@ -445,8 +445,7 @@ def _write(chunk: _Chunk, checked: _Checked, out: BinaryIO, rejects: BinaryIO | 
         if why is None:
             key = checked.keys[i]
             why = dedup.check(*key)
-        if i == 0 and chunk.first_of_file and isinstance(out if why is None else rejects, _ParquetLines):
-            raw = raw.removeprefix(BOM)  # a text file's byte order mark is no part of its first value
+        first = i == 0 and chunk.first_of_file
         stats.lines_in += 1
         if why is None:
             stats.kept += 1
@@ -457,9 +456,9 @@ def _write(chunk: _Chunk, checked: _Checked, out: BinaryIO, rejects: BinaryIO | 
                     extra += b"\t" + f"{float(checked.scores[i]):.4f}".encode()
                 if annotate:
                     extra += b"\tkeep"
-                out.write(body + extra + (end or b"\n"))
+                _put(out, body + extra + (end or b"\n"), first)
             else:
-                out.write(raw)
+                _put(out, raw, first)
             continue
         stats.rejected += 1
         reasons[why] = reasons.get(why, 0) + 1
@@ -470,9 +469,15 @@ def _write(chunk: _Chunk, checked: _Checked, out: BinaryIO, rejects: BinaryIO | 
             if score_column:
                 s = checked.scores[i]
                 extra = b"\t" + (f"{float(s):.4f}".encode() if np.isfinite(s) else b"")
-            out.write(body + extra + tag + (end or b"\n"))
+            _put(out, body + extra + tag + (end or b"\n"), first)
         if rejects is not None:
-            rejects.write(body + tag + (end or b"\n"))
+            _put(rejects, body + tag + (end or b"\n"), first)
+
+
+def _put(sink: BinaryIO, line: bytes, first_of_file: bool) -> None:
+    """Write ``line`` to ``sink``: TSV byte for byte; to Parquet (:class:`_ParquetLines`) the first line of a text
+    file without its byte order mark, which is no part of its first value."""
+    sink.write(line.removeprefix(BOM) if first_of_file and isinstance(sink, _ParquetLines) else line)
 
 
 def stats_text(stats: FilterStats) -> str:
