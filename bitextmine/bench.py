@@ -122,7 +122,6 @@ def own_peak_bytes() -> int:
     """This process's peak resident memory since it started, in bytes: ``VmHWM`` of /proc/self/status, which a
     new program starts afresh (``ru_maxrss`` keeps the peak of the process that started this one)."""
     import resource
-    import sys
 
     try:
         with open("/proc/self/status", encoding="ascii") as f:
@@ -131,17 +130,22 @@ def own_peak_bytes() -> int:
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
+    return _maxrss_bytes(resource.RUSAGE_SELF)
 
 
 def workers_peak_bytes() -> int:
     """The largest peak resident memory of the worker processes this one waited for, in bytes."""
     import resource
+
+    return _maxrss_bytes(resource.RUSAGE_CHILDREN)
+
+
+def _maxrss_bytes(who: int) -> int:
+    import resource
     import sys
 
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
+    peak = resource.getrusage(who).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 
 
 def run_bench(paths: Sequence[str], model, *, device: str = "auto", mine: MineConfig = MineConfig(),

@@ -70,12 +70,14 @@ def check_pair_options(path: str, columns, scol: int, tcol: int) -> None:
         raise ConfigError(f"{path}: --scol and --tcol number a TSV's columns; a Parquet or JSONL input names its "
                           "columns with --src-col and --tgt-col")
     elif columns is not None:
-        named = [(f"--{o.replace('_', '-')}", getattr(columns, o)) for o in ("src_col", "tgt_col", "id_col")
-                 if getattr(columns, o)]
-        for i, (a, name) in enumerate(named):
-            for b, other in named[i + 1:]:
-                if name == other:
-                    raise ConfigError(f"{path}: {a} and {b} both name the column {name!r}; expected a column each")
+        option_of: dict = {}
+        for o in ("src_col", "tgt_col", "id_col"):
+            name = getattr(columns, o)
+            if name in option_of:
+                raise ConfigError(f"{path}: {option_of[name]} and --{o.replace('_', '-')} both name the column "
+                                  f"{name!r}; expected a column each")
+            if name:
+                option_of[name] = f"--{o.replace('_', '-')}"
 
 
 def shards(path: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..config import EncodeConfig, FilterConfig
-from .common import check_output, refuse_unused, json_option, model_option, show_report, sif_option
+from .common import check_output, json_option, model_option, refuse_unused, show_report, sif_option
 from .help import GroupedCommand
 
 F = FilterConfig

@@ -105,7 +105,8 @@ def atomic_output(path: str | None, *, binary: bool = False):
         return
     from ..corpus import open_output
 
-    if os.path.exists(path) and not (stat.S_ISREG(os.stat(path).st_mode) or os.path.isdir(path)):
+    mode = os.stat(path).st_mode if os.path.exists(path) else stat.S_IFREG
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         try:
             f = open_output(path, path)
         except OSError as e:

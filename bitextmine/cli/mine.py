@@ -11,8 +11,8 @@ from ..config import ENGINES, EncodeConfig, MineConfig, PipelineConfig
 from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output,
                      check_output, column_options, columns_from, device_option, embedding_options, embeddings_from,
                      info, lang_options, marked_option, model_option, progress_bar, quiet_option, refuse_unused,
-                     refuse_unused_embedding_options, refuse_unused_rule_options, rule_options, rules_from, search_from, search_options,
-                     sif_option)
+                     refuse_unused_embedding_options, refuse_unused_rule_options, rule_options, rules_from,
+                     search_from, search_options, sif_option)
 from .help import GroupedCommand
 
 M = MineConfig

@@ -114,7 +114,8 @@ class SecondStage:
             src, tgt, s, t = tgt, src, t, s
         tables = self.tables(lang)
         if self.unk_id is not None:  # the unknown run's id, past the tables' vocabularies, read as <unk>
-            src, tgt = self._known(src, tables[1].vocab_src), self._known(tgt, tables[0].vocab_src)  # t(lang|en), t(en|lang)
+            # each side against its own vocabulary: the source side of t(en|lang) is lang's, of t(lang|en) English's
+            src, tgt = self._known(src, tables[1].vocab_src), self._known(tgt, tables[0].vocab_src)
         return pair_features(tables, src, tgt, s, t, margin, cosine, z, self.vectors(), self.expected(lang))
 
     def _known(self, pieces: Pieces, vocab: int) -> Pieces:

@@ -111,14 +111,13 @@ def train(
     src, tgt, groups, group_names, dev_src, dev_tgt, stats = read_training_pairs(corpora, sts_pairs, config, log)
     data_fp = data_fingerprint(src, tgt) + groups_fingerprint(groups, config.sampling_temperature)
     tok = _tokenizer(src, tgt, config, tokenizer_config, tokenizer_path, init_model, ckpt_dir if resume else None, log)
-    inputs = _run_inputs(tokenizer_record(tokenizer_config, tokenizer_path, init_from), init_model, dev_tatoeba,
-                         dev_sts)
+    inputs = _run_inputs(_tokenizer_record(tokenizer_config, tokenizer_path, init_from), init_model, dev_tatoeba,
+                          dev_sts)
     log(f"tokenising {2 * len(src)} training sentences (vocabulary {tok.vocab_size})")
     data = _TrainData.build(src, tgt, tok, config, dev_src, dev_tgt, dev_tatoeba, dev_sts, groups)
     del src, tgt
     with _deterministic(device):
-        run = _Run.start(data, config, device, init_model, tok, ckpt_dir, data_fp, emit)
-        run.inputs = inputs
+        run = _Run.start(data, config, device, init_model, tok, ckpt_dir, data_fp, emit, inputs)
         if resume:
             run.state, run.best = load_checkpoint(ckpt_dir, run.enc, run.opt, run.gen, run.shuffle_gen, data_fp,
                                                   config, device, inputs)
@@ -127,8 +126,7 @@ def train(
         if stopped_early:
             run.checkpoint()
             log(f"stopped after {run.state['step']} mini-batches (max_steps); continue with --resume")
-        info = dict(corpora=corpora, stats=stats, tokenizer_config=tokenizer_config, tokenizer_path=tokenizer_path,
-                    init_from=init_from, init_model=init_model, sts_pairs=sts_pairs, languages=languages)
+        info = dict(corpora=corpora, stats=stats, init_from=init_from, sts_pairs=sts_pairs, languages=languages)
         _drop_stale_stage(out_dir, log)
         _save_model(run, out_dir, stopped_early, info, log)
     if not stopped_early and os.path.isdir(ckpt_dir):
@@ -200,7 +198,7 @@ def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> Tra
     return config
 
 
-def tokenizer_record(tokenizer_config: TokenizerConfig, tokenizer_path: str | None, init_from: str | None) -> dict:
+def _tokenizer_record(tokenizer_config: TokenizerConfig, tokenizer_path: str | None, init_from: str | None) -> dict:
     """What a model records of the tokenizer its run used (:func:`_tokenizer`): the file given, the init model's,
     or the settings it was trained with."""
     if tokenizer_path and init_from is None:
@@ -335,7 +333,7 @@ class _Run:
     """One training run's module, optimiser, generators and state; :meth:`epochs` runs it."""
 
     def __init__(self, data: _TrainData, config: TrainConfig, device: str, enc, tok, ckpt_dir: str, data_fp: str,
-                 emit: Progress):
+                 emit: Progress, inputs: dict):
         import torch
 
         self.data, self.config, self.device, self.enc, self.tok = data, config, device, enc, tok
@@ -349,10 +347,10 @@ class _Run:
         self.total_steps = 0  # mini-batches of all epochs, set by epochs() (the learning-rate schedule's length)
         self.best = {k: v.detach().clone() for k, v in enc.state_dict().items()}
         self.amp = amp_dtype_for(config.amp, config.encoder, device)
-        self.inputs: dict = {}  # what a resume must share besides data and config (_run_inputs)
+        self.inputs = inputs  # what a resume must share besides data and config (_run_inputs)
 
     @classmethod
-    def start(cls, data, config, device, init_model, tok, ckpt_dir, data_fp, emit) -> "_Run":
+    def start(cls, data, config, device, init_model, tok, ckpt_dir, data_fp, emit, inputs: dict) -> "_Run":
         """Seed the generators (CPU, seed: dropout and random negatives; CPU, seed + 1: word shuffling;
         global: the LSTM's initialisation) and build the module, in that order. Every draw of training
         is made on a CPU generator and moved to the device, so a seeded run draws the same on every
@@ -363,7 +361,7 @@ class _Run:
         shuffle_gen = torch.Generator().manual_seed(config.seed + 1)
         torch.manual_seed(config.seed)
         run = cls(data, config, device, _init_encoder(config, device, init_model, data.rows), tok, ckpt_dir,
-                  data_fp, emit)
+                  data_fp, emit, inputs)
         run.gen, run.shuffle_gen = gen, shuffle_gen
         return run
 
@@ -631,12 +629,12 @@ def _save_model(run: _Run, out_dir: str, stopped_early: bool, info: dict, log) -
     log(f"SIF: token frequencies counted, common component estimated on {min(config.sif_sample, 2 * n_pairs)} sentences")
     emb, tensors = tensors_from_module(enc)
     tensors.update(piece_counts=counts, sif_pc=pc)
-    init_from, init_model, tokenizer_path = info["init_from"], info["init_model"], info["tokenizer_path"]
+    init_from = info["init_from"]
     training = {
         **asdict(config),
-        "tokenizer": tokenizer_record(info["tokenizer_config"], tokenizer_path, init_from),
+        "tokenizer": run.inputs["tokenizer"],
         "init_from": os.path.basename(os.path.normpath(init_from)) if init_from else None,
-        "init_fingerprint": init_model.fingerprint if init_model is not None else None,
+        "init_fingerprint": run.inputs["init_fingerprint"],
         "sts_pairs": [os.path.basename(p) for p in info["sts_pairs"]],
         "pairs": n_pairs,
         "corpora": [c.describe() for c in info["corpora"]],  # file names only: no local paths in a model
