@@ -143,6 +143,12 @@ def test_eval_bucc_cli_tuned_and_oracle(tmp_path, toy_model_dir):
     assert same["oracle"] and same["f1"] == oracle["f1"]  # "tuned" on a copy of the evaluated set: an oracle
     r = CliRunner().invoke(main, ["eval", "bucc", *test, "--model", toy_model_dir])
     assert r.exit_code == 1 and "exactly one of --tune-on" in r.output
+    ivf = ["eval", "bucc", *test, "--oracle", "--model", toy_model_dir, "--index", "ivf", "--nlist", "4",
+           "--recall-check", "20"]
+    checked = json.loads(CliRunner().invoke(main, ivf + ["--json"]).output)
+    assert len(checked["search_recall"]) == 2 and all(0 < v <= 1 for v in checked["search_recall"])
+    assert "search recall@k (src->tgt / tgt->src)" in CliRunner().invoke(main, ivf).output
+    assert "search_recall" not in oracle  # exact search: nothing to check
     bad = write_lines(tmp_path / "bad.gold", ["s1-00000\tnope"])
     r = CliRunner().invoke(main, ["eval", "bucc", test[0], test[1], bad, "--oracle", "--model", toy_model_dir])
     assert r.exit_code == 1 and "names an id missing from" in r.output

@@ -751,6 +751,29 @@ def test_a_run_smaller_than_the_stage_applies_from_mines_without_it(toy_stage_di
     assert runs[100][1] == plain.getvalue()  # the same pairs as without the stage
 
 
+def test_min_prob_given_where_the_stage_does_not_judge_is_a_config_error(toy_stage_dir, toy_model_dir, tmp_path):
+    from bitextmine.errors import ConfigError
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    src, tgt, _ = sparse_toy_task(tmp_path, n=60, gold=10)
+    model = load_model(toy_stage_dir)
+    floors = dict(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.5, pinned=("min_prob",))
+    cases = [(model, MineConfig(**floors, second_stage_min_lines=100), {"src_lang": "de", "tgt_lang": "en"},
+              "60 distinct lines on a side, below the 100"),
+             (model, MineConfig(**floors), {"src_lang": "de", "tgt_lang": "fr"}, "judges pairs of English"),
+             (model, MineConfig(**floors), {"src_lang": "fr", "tgt_lang": "en"}, "has none for fr-en"),
+             (load_model(toy_model_dir), MineConfig(**floors), {"src_lang": "de", "tgt_lang": "en"},
+              "has no second stage")]
+    for m, config, langs, why in cases:
+        with pytest.raises(ConfigError, match=rf"--min-prob 0.5: the second stage does not judge .*{why}"):
+            mine_files(src, tgt, io.StringIO(), model=m, config=config, **langs)
+    out = io.StringIO()  # where it judges, the floor given applies
+    stats = mine_files(src, tgt, out, model=model, config=MineConfig(**floors, second_stage_min_lines=10),
+                       src_lang="de", tgt_lang="en")
+    assert "second-stage:de:min-prob0.5" in stats.signature
+
+
 def test_a_pair_repeated_among_the_pairs_judged_keeps_the_probability_and_margin_it_has_once(toy_stage_dir,
                                                                                           tmp_path):
     from bitextmine.config import FilterConfig, RuleConfig, ScoreConfig

@@ -216,4 +216,5 @@ def bucc_candidates(x: np.ndarray, y: np.ndarray, src_ids: Sequence[str], tgt_id
         gold_texts = {(stext[a], ttext[b]) for a, b in gold}
         correct = np.fromiter(((stext[a], ttext[b]) in gold_texts for a, b in zip(sids, tids)), bool,
                               count=len(sids))
-    return BuccCandidates(sids, tids, np.asarray(pairs.score, np.float64), correct, len(gold), name)
+    extra = {"recall": pairs.info["recall"]} if "recall" in (pairs.info or {}) else {}
+    return BuccCandidates(sids, tids, np.asarray(pairs.score, np.float64), correct, len(gold), name, extra)

@@ -184,12 +184,14 @@ class BuccReport:
     tuned_on: str | None
     tune_result: PRF | None
     curve: dict = field(default_factory=dict)  # threshold, precision, recall, f1 arrays of the evaluated set
+    search_recall: list | None = None  # recall@k of the approximate search per direction (--recall-check), or None
 
     def to_json(self) -> dict:
         return {"precision": self.result.precision, "recall": self.result.recall, "f1": self.result.f1,
                 "threshold": self.result.threshold, "predicted": self.result.predicted,
                 "correct": self.result.correct, "gold": self.result.gold, "oracle": self.oracle,
-                "tuned_on": self.tuned_on, "tune_f1": self.tune_result.f1 if self.tune_result else None}
+                "tuned_on": self.tuned_on, "tune_f1": self.tune_result.f1 if self.tune_result else None,
+                **({"search_recall": self.search_recall} if self.search_recall else {})}
 
     def to_table(self) -> str:
         r = self.result
@@ -198,6 +200,8 @@ class BuccReport:
         rows = [["precision %", 100 * r.precision], ["recall %", 100 * r.recall], ["F1 %", 100 * r.f1],
                 ["threshold", f"{r.threshold:.4f}"], ["pairs predicted", r.predicted], ["correct", r.correct],
                 ["gold pairs", r.gold]]
+        if self.search_recall:  # source to target, then target to source
+            rows.append(["search recall@k (src->tgt / tgt->src)", " / ".join(f"{v:.3f}" for v in self.search_recall)])
         return table(["BUCC", label], rows)
 
 
@@ -250,7 +254,8 @@ def run_bucc(files: tuple[str, str, str], *, tune_on: tuple[str, str, str] | Non
     order = np.argsort(-cand.scores, kind="stable")
     p, r, f = prf_curve(cand.scores[order], cand.correct[order], cand.n_gold)
     curve = {"threshold": cand.scores[order], "precision": p, "recall": r, "f1": f}
-    return BuccReport(result, oracle, os.path.basename(tune_on[0]) if tune_on else None, tune_result, curve)
+    return BuccReport(result, oracle, os.path.basename(tune_on[0]) if tune_on else None, tune_result, curve,
+                      cand.extra.get("recall"))
 
 
 def _same_texts(a: tuple[str, ...], b: tuple[str, ...]) -> bool:

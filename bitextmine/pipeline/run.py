@@ -507,6 +507,7 @@ def mine_files(
             from ..mining.calibrated import with_second_stage
 
             choice = with_second_stage(choice, model.second_stage)
+        _check_min_prob(choice, not_plain, model)
         config = choice.config
         calibrated_for = choice.languages if choice.calibrated else None
         inputs = {} if temp else _inputs({"src": src_path, "tgt": tgt_path, "src_emb": src_emb, "tgt_emb": tgt_emb})
@@ -528,6 +529,7 @@ def mine_files(
 
             choice = within_second_stage(choice, model.second_stage, tuple(n_rows.values()),
                                          config.second_stage_min_lines)
+            _check_min_prob(choice, not_plain, model)
             if choice.reference_lines:  # every row's candidate is kept: the stage's floor applies to reference margins
                 config = replace(config, judged_floor=-float("inf"))
         kinds = {s: resolve_index(config.index, n_rows[s], config.auto_flat_max) for s in SIDES}
@@ -594,6 +596,19 @@ def _check_mine_options(config: MineConfig) -> None:
         raise ConfigError(f"--margin {config.margin} with the default threshold {d.threshold:g}, a {d.margin} "
                           f"margin's (as are the model's calibrated thresholds): give --threshold for {config.margin} "
                           "scores")
+
+
+def _check_min_prob(choice, not_plain: str, model) -> None:
+    """ConfigError when --min-prob was given (config.pinned) and the run's second stage does not judge its pairs
+    (``choice``: a :class:`bitextmine.mining.calibrated.Choice`), naming why: the floor would be ignored."""
+    config = choice.config
+    if choice.judged or "min_prob" not in config.pinned:
+        return
+    why = (f"{not_plain}, and it was trained on the model's plain embeddings" if not_plain else choice.not_judged or
+           (f"the model {model.path or 'in use'} has no second stage" if model is None or model.second_stage is None
+            else "it does not apply"))
+    raise ConfigError(f"--min-prob {config.min_prob:g}: the second stage does not judge this run's pairs ({why}); "
+                      "drop --min-prob to mine without it")
 
 
 def _check_resume(pipeline: PipelineConfig, paths: tuple[str, str]) -> None:
