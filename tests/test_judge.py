@@ -774,6 +774,30 @@ def test_min_prob_given_where_the_stage_does_not_judge_is_a_config_error(toy_sta
     assert "second-stage:de:min-prob0.5" in stats.signature
 
 
+def test_explain_prints_the_probability_that_min_prob_keeps_pairs_by(toy_stage_dir, tmp_path):
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    src, tgt, _ = sparse_toy_task(tmp_path, n=60, gold=10)
+    model = load_model(toy_stage_dir)
+
+    def rows(min_prob: float) -> list[list[str]]:
+        out = io.StringIO()
+        config = MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage_min_lines=10, min_prob=min_prob,
+                            pinned=("min_prob",))
+        mine_files(src, tgt, out, model=model, config=config, explain=True, src_lang="de", tgt_lang="en")
+        return [r.split("\t") for r in out.getvalue().splitlines()]
+
+    loose = rows(0.0)
+    probs = sorted(float(r[10]) for r in loose)
+    assert len(loose) > 4 and 0.0 <= probs[0] < probs[-1] <= 1.0
+    cut = probs[len(probs) // 2]
+    kept = rows(cut)  # the floor keeps the pairs whose printed probability reaches it (each rounded to 4 places)
+    assert {(r[1], r[2]) for r in kept} <= {(r[1], r[2]) for r in loose}
+    assert all(float(r[10]) >= cut - 1e-4 for r in kept)
+    assert {(r[1], r[2]) for r in loose if float(r[10]) > cut + 1e-4} <= {(r[1], r[2]) for r in kept}
+
+
 def test_a_pair_repeated_among_the_pairs_judged_keeps_the_probability_and_margin_it_has_once(toy_stage_dir,
                                                                                           tmp_path):
     from bitextmine.config import FilterConfig, RuleConfig, ScoreConfig

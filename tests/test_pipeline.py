@@ -126,7 +126,7 @@ def test_explain_columns(sides, toy_model):
 
     got, _ = _mine(sides, toy_model, explain=True, pipeline=PipelineConfig(chunk_lines=13))
     rows = [r.split("\t") for r in got.splitlines()]
-    assert rows and all(len(r) == 10 for r in rows)
+    assert rows and all(len(r) == 11 for r in rows) and {r[10] for r in rows} == {"nan"}  # no stage: no probability
     plain, _ = _mine(sides, toy_model, ids=True)
     assert ["\t".join(r[:5]) for r in rows] == plain.splitlines()
     for r in rows[:10]:

@@ -292,7 +292,7 @@ def test_id_column_is_carried_to_tsv_and_parquet_output(sides, toy_model):
     assert types == {"score": "float", "src": "string", "tgt": "string", "src_lines": "list<element: int64>",
                      "tgt_lines": "list<element: int64>", "src_ids": "list<element: string>",
                      "tgt_ids": "list<element: int64>", "cosine": "float", "src_mean": "float", "tgt_mean": "float",
-                     "direction": "string", "z": "float"}
+                     "direction": "string", "z": "float", "prob": "float"}
     rows = t.to_pylist()
     assert [f"{r['score']:.6f}\t{r['src']}\t{r['tgt']}" for r in rows] == ["\t".join(x.split("\t")[:3])
                                                                             for x in with_lines]

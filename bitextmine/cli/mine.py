@@ -82,7 +82,8 @@ def _pipeline_options(f):
               "model's second stage was calibrated with for the languages).")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--explain", is_flag=True, help="Append the ids, then the cosine, both neighbour means, the direction "
-              "that proposed the pair (fwd, bwd or both) and its z (see --min-z).")
+              "that proposed the pair (fwd, bwd or both), its z (see --min-z) and the second stage's probability "
+              "of translation (see --min-prob; nan where the stage did not judge).")
 @column_options("column", "src_col", "tgt_col", "id_col")
 @click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
 @_pipeline_options

@@ -219,14 +219,14 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
     f = (fc["row"], fc["other"], fc["score"], fc["cos"])
     b = (bc["other"], bc["row"], bc["score"], bc["cos"])
     standout = _standout(run, sources) if config.min_z > 0 or explain or judge else None
-    s, t, sc, cos, origin, z, _ = finish(f, b, config, standout, judge, screen)
+    s, t, sc, cos, origin, z, prob = finish(f, b, config, standout, judge, screen)
     # neighbour means and whether the other direction proposed the same pair (for --explain)
     mean_s = np.concatenate([fc["mean_q"], bc["mean_o"]])[_lookup(np.concatenate([fc["row"], bc["other"]]), s)]
     mean_t = np.concatenate([fc["mean_o"], bc["mean_q"]])[_lookup(np.concatenate([fc["other"], bc["row"]]), t)]
     in_f = _pair_in(fc["row"], fc["other"], s, t)
     in_b = _pair_in(bc["other"], bc["row"], s, t)
     direction = np.where(in_f & in_b, 2, origin)
-    return s, t, sc, cos, mean_s, mean_t, direction, z
+    return s, t, sc, cos, mean_s, mean_t, direction, z, prob
 
 
 def _screen(run: _Run, rules, langs: tuple, rejected: dict):
@@ -365,7 +365,7 @@ def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool)
     """Write the TSV rows of the pairs; the ids columns hold the id column's values when the inputs have one
     (src[2], tgt[2]), else line numbers. Returns the rows written."""
     written = 0
-    for s, t, sc, cos, ms, mt, d, z in zip(*(a.tolist() for a in pairs)):
+    for s, t, sc, cos, ms, mt, d, z, prob in zip(*(a.tolist() for a in pairs)):
         a, b = src[0][s], tgt[0][t]
         _check_tsv(a, b)
         row = f"{sc:.6f}\t{a}\t{b}"
@@ -373,7 +373,7 @@ def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool)
             sid, tid = (src[2] or src[1]), (tgt[2] or tgt[1])
             row += "\t" + ",".join(map(str, sid[s])) + "\t" + ",".join(map(str, tid[t]))
         if explain:
-            row += f"\t{cos:.6f}\t{ms:.6f}\t{mt:.6f}\t{DIRECTIONS[d]}\t{z:.3f}"
+            row += f"\t{cos:.6f}\t{ms:.6f}\t{mt:.6f}\t{DIRECTIONS[d]}\t{z:.3f}\t{prob:.4f}"
         out.write(row + "\n")
         written += 1
     return written
@@ -389,7 +389,8 @@ def _check_tsv(a: str, b: str) -> None:
 def _write_parquet(out, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool) -> int:
     """:func:`_write` as Parquet: score float32, src, tgt string; with ``ids`` or ``explain`` src_lines, tgt_lines
     list<int64> (1-based) and, with an id column, src_ids, tgt_ids (list<int64> when every id is an integer,
-    else list<string>); with ``explain`` cosine, src_mean, tgt_mean float32, direction string, z float32."""
+    else list<string>); with ``explain`` cosine, src_mean, tgt_mean float32, direction string, z float32, prob
+    float32 (NaN where the second stage did not judge)."""
     from ..tabular import ParquetRows
 
     rows = list(zip(*(a.tolist() for a in pairs)))
@@ -410,8 +411,8 @@ def _write_parquet(out, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool)
             cols[name] = [r[i] for r in rows]
             fields.append((name, "float32"))
         cols["direction"] = [DIRECTIONS[r[6]] for r in rows]
-        cols["z"] = [r[7] for r in rows]
-        fields += [("direction", "string"), ("z", "float32")]
+        cols["z"], cols["prob"] = [r[7] for r in rows], [r[8] for r in rows]
+        fields += [("direction", "string"), ("z", "float32"), ("prob", "float32")]
     sink = ParquetRows(out, fields)
     sink.add(cols)
     sink.close()
@@ -442,7 +443,8 @@ def mine_files(
 ):
     """Mine two text files in stages through a work directory and write ``score<TAB>src<TAB>tgt`` lines
     (``ids``: plus ``<TAB>src_ids<TAB>tgt_ids``; ``explain``: ids plus ``<TAB>cosine<TAB>src_mean<TAB>tgt_mean
-    <TAB>fwd|bwd|both<TAB>z``, z the pair's standout, :mod:`bitextmine.mining.standout`) to ``out``, best
+    <TAB>fwd|bwd|both<TAB>z<TAB>prob``, z the pair's standout, :mod:`bitextmine.mining.standout`, prob its probability
+    of translation from the second stage, nan where the stage did not judge) to ``out``, best
     score first. Returns :class:`MineStats`.
 
     The result equals :func:`bitextmine.mining.mine.mine_embeddings` on the distinct lines' embeddings with
@@ -544,7 +546,7 @@ def mine_files(
             src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)
             written = write(out, pairs, src, tgt, ids, explain)
         elif output_format == "parquet":  # no pairs: a table with its columns and no rows
-            none = tuple(np.zeros(0, np.int64) for _ in range(8))
+            none = tuple(np.zeros(0, np.int64) for _ in range(9))
             write(out, none, ({}, {}, None), ({}, {}, None), ids, explain)
         sig = (f"bitextmine {__version__}|{vectors}|k:{config.k}|margin:{config.margin}|"
                f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}|min-z:{config.min_z:g}")
