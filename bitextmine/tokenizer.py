@@ -69,6 +69,14 @@ def train_sentencepiece(sentences: Sequence[str], config: TokenizerConfig = Toke
     return buf.getvalue()
 
 
+def says_nothing(piece: str) -> bool:
+    """Whether a piece (a U+2581 word start left out) is empty or punctuation alone: with ``<unk>``, what a text in a
+    script the vocabulary lacks is made of (:meth:`Tokenizer.blank_ids`)."""
+    import unicodedata
+
+    return all(unicodedata.category(c).startswith("P") for c in piece.replace("\u2581", ""))
+
+
 class Tokenizer:
     """A SentencePiece model with batched, multi-threaded encoding into flat id arrays."""
 
@@ -120,6 +128,16 @@ class Tokenizer:
         """
         return ordered_map(worker_encode, batches, init=worker_init, init_args=(self.kind, self.proto),
                            workers=workers, inline=inline_batches)
+
+    def blank_ids(self) -> np.ndarray:
+        """int64 (b,): the ids that say nothing of a text: ``<unk>``, the bare word start U+2581 (what an emoji or
+        a script the vocabulary lacks becomes with it) and pieces of punctuation alone (:func:`says_nothing`). A
+        text of these alone is embedded as an empty one."""
+        if not hasattr(self, "_blank"):
+            pieces = (self.sp.id_to_piece(i) for i in range(self.vocab_size))
+            self._blank = np.array([self.sp.unk_id()] + [i for i, p in enumerate(pieces) if i != self.sp.unk_id()
+                                                         and not self.sp.is_control(i) and says_nothing(p)], np.int64)
+        return self._blank
 
     def pieces_start_words(self) -> np.ndarray:
         """bool (vocab_size,): pieces that begin a word (SentencePiece's U+2581 prefix)."""
@@ -184,6 +202,10 @@ class VocabTokenizer:
     @property
     def vocab_size(self) -> int:
         return len(self.tokens)
+
+    def blank_ids(self) -> np.ndarray:
+        """int64 (1,): ``<unk>`` (id 0), what every token outside the vocabulary becomes (:meth:`Tokenizer.blank_ids`)."""
+        return np.zeros(1, np.int64)
 
     def split(self, text: str) -> list[str]:
         """The tokens of one text, before vocabulary lookup."""
@@ -257,6 +279,21 @@ class JsonTokenizer:
     @property
     def vocab_size(self) -> int:
         return self.tk.get_vocab_size(with_added_tokens=True)
+
+    def blank_ids(self) -> np.ndarray:
+        """int64 (b,): the ids that say nothing of a text (:meth:`Tokenizer.blank_ids`): the unknown token, unless
+        it is dropped anyway, tokens of punctuation alone or a bare U+2581, and the unknown run of a model2vec export
+        (:data:`bitextmine.interop.export.UNKNOWN_RUN`: what SentencePiece's ``<unk>`` is there)."""
+        from .interop.export import UNKNOWN_RUN
+        from .interop.load import model2vec_unk_id
+
+        if not hasattr(self, "_blank"):
+            unk = model2vec_unk_id(self.tk)
+            ids = {unk} if unk is not None and unk not in self.drop_ids else set()
+            ids |= {i for t, i in self.tk.get_vocab(with_added_tokens=False).items()
+                    if says_nothing(t.removeprefix("##")) or t == UNKNOWN_RUN}
+            self._blank = np.array(sorted(ids), np.int64)
+        return self._blank
 
     def encode_lists(self, texts: Sequence[str], *, threads: int = 0) -> list[np.ndarray]:
         """Token ids per text: a list of int32 arrays. ``threads=1`` encodes one text at a time in this

@@ -46,16 +46,19 @@ def test_every_encoder_trains_saves_and_loads(tmp_path, small_files, encoder, un
     assert m.tensors["piece_counts"].sum() > 0 and m.tensors["sif_pc"].shape == (16,)
     if untrained:  # normal(0, 1) initialisation
         assert 0.8 < float(m.embeddings.std()) < 1.2
-    texts = ["ka lo mi", "", "re tu sa ne"]
+    words = open(small_files[0], encoding="utf-8").readline().split()
+    texts = [" ".join(words[:3]), "", " ".join(words[-4:]), "xqzv wvqx"]
     x = encode(texts, m, config=EncodeConfig(device="cpu", batch_size=2))
-    assert x.shape == (3, 16) and x.dtype == np.float32
+    assert x.shape == (4, 16) and x.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(x[[0, 2]], axis=1), 1, rtol=1e-5)
     np.testing.assert_array_equal(x[1], 0)
+    if encoder == "word":  # every token unknown: embedded as an empty line
+        np.testing.assert_array_equal(x[3], 0)
     # batching does not change vectors
     one = np.concatenate([encode([t], m, config=EncodeConfig(device="cpu")) for t in texts])
     np.testing.assert_allclose(one, x, atol=1e-5)
     xs = encode(texts, m, config=EncodeConfig(device="cpu", sif=True))
-    assert xs.shape == (3, 16) and not np.allclose(xs, x)
+    assert xs.shape == (4, 16) and not np.allclose(xs, x)
 
 
 def test_trained_encoders_learn_the_toy_mapping(toy_files, tmp_path):

@@ -402,3 +402,39 @@ def test_device_path_writes_chunks_like_the_workers(tmp_path, toy_model):
     assert outs[True] == outs[False]
     got = np.concatenate([np.load(q) for q in [str(tmp_path / f"False.{i}.npy") for i in range(3)]])
     np.testing.assert_allclose(got, encode(texts, toy_model), atol=1e-6)
+
+
+def test_nothing_known_against_a_loop():
+    from bitextmine.encoding.embed import nothing_known
+
+    rng = np.random.default_rng(3)
+    blank = np.array([0, 6, 9])
+    for _ in range(50):
+        lists = [rng.choice([0, 6, 9, 11, 12], size=rng.integers(0, 5)) for _ in range(rng.integers(1, 8))]
+        ids = np.concatenate(lists + [np.zeros(0, np.int64)]).astype(np.int64)
+        offsets = np.cumsum([0] + [len(x) for x in lists[:-1]]).astype(np.int64)
+        want = [len(x) > 0 and all(int(v) in (0, 6, 9) for v in x) for x in lists]
+        assert nothing_known(ids, offsets, blank).tolist() == want
+
+
+def test_lines_of_no_known_piece_embed_as_empty_ones_and_are_not_mined(tmp_path):
+    """Emoji and scripts the vocabulary lacks become <unk> (with a bare word start and punctuation): such lines
+    would share one vector, and two of them scored as a sure translation (cosine 1, probability 0.98)."""
+    import io
+
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    model = load_model(None)
+    texts = ["😀😀🎉", "❤️", "ᐊᐃᓐᖓᐃ", "გამარჯობა, როგორ ხარ?", "?!", "Hallo 😀", ""]
+    x = encode(texts, model)
+    assert not np.abs(x[[0, 1, 2, 3, 4, 6]]).any() and abs(float(np.linalg.norm(x[5])) - 1) < 1e-5
+    here = os.path.join(os.path.dirname(__file__), "..", "examples")
+    de = open(os.path.join(here, "de.txt"), encoding="utf-8").read().splitlines() + ["😀😀🎉"]
+    en = open(os.path.join(here, "en.txt"), encoding="utf-8").read().splitlines() + ["❤️"]
+    paths = [tmp_path / "de.txt", tmp_path / "en.txt"]
+    for p, lines in zip(paths, (de, en)):
+        p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = io.StringIO()
+    mine_files(str(paths[0]), str(paths[1]), out, model=model)
+    assert out.getvalue().count("\n") == 14 and "😀" not in out.getvalue()

@@ -17,7 +17,7 @@ from ..model import Model
 def embed_pieces(weight, ids: np.ndarray, offsets: np.ndarray, dtype=np.float32) -> np.ndarray:
     """Mean of piece embeddings, L2-normalised: (n, dim) of ``dtype`` (float32 or float16: rounded from the
     float32 rows on the device, as numpy's astype rounds them, so a GPU copies half the bytes back); an empty
-    sentence gives zeros.
+    sentence gives zeros (and :class:`SentenceEmbedder` gives zeros to a sentence of unknown pieces alone).
 
     weight: torch tensor (vocab, dim) on the device to use; ids int (total,), offsets int (n,) (flat
     layout, see bitextmine.tokenizer). The one implementation behind every encoding path.
@@ -40,6 +40,17 @@ def _host(x, dtype) -> np.ndarray:
     return (x.half() if np.dtype(dtype) == np.float16 else x).cpu().numpy()
 
 
+def nothing_known(ids: np.ndarray, offsets: np.ndarray, blank: np.ndarray) -> np.ndarray:
+    """bool (n,): the sentences (flat ids int (total,), offsets int (n,)) with pieces, every one of them among
+    ``blank`` (int (b,): a tokenizer's ``blank_ids``, ``<unk>`` and a bare word start). Emoji and scripts the
+    vocabulary lacks all become those pieces, so such sentences would share one vector and match each other as
+    translations (cosine 1); they are embedded as empty ones instead (zeros: cosine 0 with everything)."""
+    ids, offsets = np.asarray(ids), np.asarray(offsets, np.int64)
+    known = np.concatenate([[0], np.cumsum(~np.isin(ids, blank))])
+    ends = np.append(offsets[1:], len(ids))
+    return (ends > offsets) & (known[ends] == known[offsets])
+
+
 class SentenceEmbedder:
     """Callable (ids, offsets) -> float32 (n, dim) L2-normalised sentence embeddings for one model.
 
@@ -57,6 +68,7 @@ class SentenceEmbedder:
         from ..sif import sif_parts, sif_table
 
         self.dim = model.dim
+        self.blank = model.tokenizer.blank_ids()
         self.offset = 0
         if marked:
             if not model.marked_offset:
@@ -99,7 +111,15 @@ class SentenceEmbedder:
         return np.concatenate(parts)
 
     def _embed(self, ids: np.ndarray, offsets: np.ndarray, dtype=np.float32) -> np.ndarray:
-        """One run of sentences: ids int (total,), offsets int (n,) -> (n, dim) of ``dtype``, L2-normalised."""
+        """One run of sentences: ids int (total,), offsets int (n,) -> (n, dim) of ``dtype``, L2-normalised; zeros,
+        as for an empty sentence, where no piece is known (:func:`nothing_known`)."""
+        x = self._vectors(ids, offsets, dtype)
+        blank = nothing_known(ids, offsets, self.blank)
+        if blank.any():
+            x[blank] = 0
+        return x
+
+    def _vectors(self, ids: np.ndarray, offsets: np.ndarray, dtype=np.float32) -> np.ndarray:
         if self.offset:
             ids = np.asarray(ids, np.int64) + self.offset
         if self.module is None:

@@ -98,12 +98,18 @@ def _table(encode_config: EncodeConfig, model, pipeline: PipelineConfig) -> str:
     """The piece table's precision the encode stage embeds with (:func:`bitextmine.device.table_precision`): rows
     of another precision differ (a GPU's fp16 table from a CPU's float32 one by up to 7.7e-5), so a run resumed on
     another device or with another --precision embeds its rows again rather than mixing them. On Ray the workers
-    choose their device: the run records the settings it gives them."""
+    choose their device: the run records the settings it gives them. With it, how lines of no known piece are
+    embedded (zeros: :func:`bitextmine.encoding.embed.nothing_known`), which a work directory of an earlier version
+    did not do: its rows are embedded again."""
     from ..device import resolve_device, table_precision
 
     if pipeline.engine != "local":
-        return f"{pipeline.engine}:{encode_config.device}:{encode_config.precision}"
-    return table_precision(encode_config.precision, model.stored_dtype, resolve_device(encode_config.device))
+        return f"{pipeline.engine}:{encode_config.device}:{encode_config.precision}|{BLANK_RULE}"
+    return table_precision(encode_config.precision, model.stored_dtype, resolve_device(encode_config.device)) + \
+        f"|{BLANK_RULE}"
+
+
+BLANK_RULE = "nothing-known:zeros"  # the work directory's record of how lines of no known piece are embedded
 
 
 def _dedup(run: _Run, pconf: PipelineConfig) -> None:
