@@ -409,3 +409,28 @@ def test_bench_names_each_directions_index(toy_model, tmp_path):
     paths = [write_lines(tmp_path / "s.txt", src), write_lines(tmp_path / "t.txt", tgt[:200])]
     report = run_bench(paths, toy_model, device="cpu", mine=MineConfig(auto_flat_max=250), stages=("knn",))
     assert [r.stage for r in report.results] == ["knn (flat/ivf)"]
+
+
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(tmp_path, toy_model_dir):
+    from conftest import toy_corpus, write_lines
+
+    s, t = toy_corpus(n=30, seed=4)
+    src, tgt = write_lines(tmp_path / "s.txt", s), write_lines(tmp_path / "t.txt", t)
+    pairs = write_lines(tmp_path / "p.tsv", [f"{a}\t{b}" for a, b in zip(s, t)])
+    before = {p: open(p, "rb").read() for p in (src, tgt, pairs)}
+    link = tmp_path / "also-s.txt"
+    os.symlink(src, link)
+    m = ["--model", toy_model_dir]
+    cases = [(["encode", src, "-o", src, *m], "--output .*s.txt: is the input"),
+             (["encode", src, tgt, "-o", str(link), *m], "is the input .*s.txt"),
+             (["mine", src, tgt, "-o", tgt, *m], "--output .*t.txt: is the input"),
+             (["score", pairs, "-o", pairs, *m], "--output .*p.tsv: is the input"),
+             (["filter", pairs, "-o", str(tmp_path / "kept.tsv"), "--rejects", pairs, "--score", "none"],
+              "--rejects .*p.tsv: is the input"),
+             (["encode", src, "-o", "-", *m], "--output -: embeddings are written to a file"),
+             (["encode", src, "-o", pairs, "--chunk-lines", "10", *m], "--output .*p.tsv: is a file; --chunk-lines")]
+    for args, says in cases:
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code != 0 and re.search(says, r.output), (args, r.output)
+    assert {p: open(p, "rb").read() for p in (src, tgt, pairs)} == before
+    assert not os.path.exists("-")

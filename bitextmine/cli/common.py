@@ -75,6 +75,18 @@ def check_output(path: str | None, option: str) -> None:
         raise ConfigError(f"{option} {path}: cannot write in {folder} (permission denied)")
 
 
+def check_not_inputs(outputs: dict, inputs) -> None:
+    """ConfigError when one of ``outputs`` ({option: path}; None or '-' = stdout) is one of ``inputs`` (paths, '-' for
+    stdin, or a folder or glob of shards): the output replaces its file when the run ends, and the input with it."""
+    for option, out in outputs.items():
+        if out in (None, "-") or not os.path.isfile(out):
+            continue
+        same = next((p for p in inputs if p and p != "-" and os.path.isfile(p) and os.path.samefile(p, out)), None)
+        if same:
+            raise ConfigError(f"{option} {out}: is the input {same}, which the output would replace; expected another "
+                              "file")
+
+
 def check_distinct_outputs(outputs: dict) -> None:
     """ConfigError when two of ``outputs`` ({option: path}; None or '-' = stdout) would write to one file or both
     to stdout: the second would overwrite or interleave with the first."""

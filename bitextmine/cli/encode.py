@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..config import TABLE_PRECISIONS, EncodeConfig
-from .common import (check_output, column_options, device_option, info, model_option, progress_bar, quiet_option,
-                     refuse_unused, sif_option)
+from .common import (check_not_inputs, check_output, column_options, device_option, info, model_option, progress_bar,
+                     quiet_option, refuse_unused, sif_option)
 from .help import GroupedCommand
 
 E = EncodeConfig
@@ -64,8 +66,15 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, p
     from ..model import load_model
     from ..tabular import table_kind
 
+    if output == "-":
+        raise ConfigError("--output -: embeddings are written to a file (.npy, or a directory with --chunk-lines); "
+                          "expected a file name")
     if not chunk_lines:  # with --chunk-lines OUT is a directory
         check_output(output, "--output")
+        check_not_inputs({"--output": output}, inputs)
+    elif os.path.exists(output) and not os.path.isdir(output):
+        raise ConfigError(f"--output {output}: is a file; --chunk-lines writes a directory of chunks there; expected "
+                          "a new name or the directory of a chunked run")
     if not any(table_kind(p) for p in inputs):
         refuse_unused(("column",), "a Parquet or JSONL input (a text file has no columns)")
     model = load_model(model_dir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..config import SCORES, FilterConfig
-from .common import (RULE_NAMES, atomic_output, cannot_write, check_distinct_outputs, check_output, column_options,
+from .common import (RULE_NAMES, atomic_output, cannot_write, check_distinct_outputs, check_not_inputs, check_output, column_options,
                      columns_from, info, lang_options, model_option, progress_bar, quiet_option, refuse_unused,
                      refuse_unused_rule_options, rule_options, rules_from, sif_option)
 from .help import GroupedCommand
@@ -82,8 +82,10 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
 
     for path, option in ((output, "--output"), (rejects, "--rejects"), (stats_path, "--stats")):
         check_output(path, option)
-    check_distinct_outputs({"--output": output, **({"--rejects": rejects} if rejects else {}),
-                            **({"--stats": stats_path} if stats_path else {})})
+    outputs = {"--output": output, **({"--rejects": rejects} if rejects else {}),
+               **({"--stats": stats_path} if stats_path else {})}
+    check_distinct_outputs(outputs)
+    check_not_inputs(outputs, (input,))
     if score == "none":
         refuse_unused(("model_dir", "sif", "score_column"), "a --score (margin, cosine or prob)")
     refuse_unused_rule_options(rule_kw, (src_lang, tgt_lang))

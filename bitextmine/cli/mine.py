@@ -9,7 +9,7 @@ from click.core import ParameterSource
 
 from ..config import ENGINES, EncodeConfig, MineConfig, PipelineConfig
 from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output,
-                     check_output, column_options, columns_from, device_option, embedding_options, embeddings_from,
+                     check_not_inputs, check_output, column_options, columns_from, device_option, embedding_options, embeddings_from,
                      info, lang_options, marked_option, model_option, progress_bar, quiet_option, refuse_unused,
                      refuse_unused_embedding_options, refuse_unused_rule_options, rule_options, rules_from,
                      search_from, search_options, sif_option)
@@ -123,6 +123,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     from ..tabular import output_format
 
     check_output(output, "--output")
+    check_not_inputs({"--output": output}, (src, tgt, src_emb, tgt_emb))
     columns = columns_from(kw)
     fmt = output_format(output)
     if not use_rules:

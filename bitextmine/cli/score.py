@@ -7,7 +7,7 @@ from dataclasses import replace
 import click
 
 from ..config import SCORE_MARGINS, EncodeConfig, ScoreConfig
-from .common import (atomic_output, check_output, column_options, columns_from, device_option, info, model_option,
+from .common import (atomic_output, check_not_inputs, check_output, column_options, columns_from, device_option, info, model_option,
                      progress_bar, quiet_option, sif_option)
 from .help import GroupedCommand
 
@@ -57,6 +57,7 @@ def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lin
     from ..tabular import output_format
 
     check_output(output, "--output")
+    check_not_inputs({"--output": output}, (file,))
     if output_format(output) == "parquet":
         raise ConfigError(f"--output {output}: score writes TSV lines; name the output .tsv (filter --annotate "
                           "writes Parquet with the score column)")
