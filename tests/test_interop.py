@@ -23,7 +23,8 @@ LANGS = ("deu", "fra", "spa", "ces", "rus", "cmn", "tur", "ara")
 # spaces at the ends and inside, tabs, U+2581 itself, full-width and accented letters, characters no toy piece
 # holds (alone, in runs, next to known ones, a whole text of them), an empty text
 ODD_TEXTS = ["", " ", "kalo mire", "  kalo   mire  ", "\tkalo\tmire", "\u2581kalo", "kalo\u2581 mire", "ＫＡＬＯ ｍｉｒｅ",
-             "Kàlö Mïré!", "kalo 🙂🙂 mire", "漢字", "ka漢lo", "🙂", "kalo\u3000mire", "x  x", "ß ﬁ Ⅸ ½"]
+             "Kàlö Mïré!", "kalo 🙂🙂 mire", "漢字", "ka漢lo", "🙂", "kalo\u3000mire", "x  x", "ß ﬁ Ⅸ ½",
+             "Ka\u0300lo\u0308 MI\u0301RE", "U\u0308ber kalo", "<unk>", "kalo <unk> mire", "a<unk>b"]  # decomposed capitals; a literal <unk>
 
 
 def need(name: str):
@@ -368,8 +369,12 @@ def test_bundled_model_tokenizer_json_agrees_with_sentencepiece_on_dev_sentences
     from bitextmine.interop.load import load_static_model
 
     model, paths = bundled_exports
+    import unicodedata
+
     texts = dev_sentences()
     assert len(texts) == 16000
+    # and decomposed capitals, which the precompiled map alone folded to the bare letter ("U" + U+0308 to "u")
+    texts += [unicodedata.normalize("NFD", t.upper()) for t in texts[::4]]
     want = model.tokenizer.encode_lists(texts)
     assert sum(0 in x for x in want) > 0  # some dev sentences hold characters outside the vocabulary
     for fmt, path in paths.items():

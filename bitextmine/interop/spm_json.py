@@ -40,6 +40,36 @@ def parse_proto(proto: bytes):
     return m
 
 
+KEEP_CASE_AS = [chr(c) for c in range(0xFDD0, 0xFDF0)]  # noncharacters: what a capital is kept as while lower-casing
+
+
+def _lowercase_as(proto: bytes, normalizers) -> list:
+    """Normalizers that lower-case a text as the case-folding model ``proto`` folds it: every capital whose folding
+    by the model differs from its lower case (the dotted "İ", which the bundled model keeps) is set aside around
+    the lower-casing; [] when more than :data:`KEEP_CASE_AS` are."""
+    import sys
+    import unicodedata
+
+    from ..tokenizer import Tokenizer
+
+    processor = Tokenizer(proto).sp
+    keep = [c for c in map(chr, range(sys.maxunicode + 1)) if not 0xD800 <= ord(c) < 0xE000 and c.lower() != c
+            and processor.normalize(c) != processor.normalize(c.lower())]
+    if len(keep) > len(KEEP_CASE_AS):
+        return []
+    pairs = list(zip(keep, KEEP_CASE_AS))
+    aside = [normalizers.Replace(form, p) for c, p in pairs  # the capital, and decomposed ("I" + U+0307)
+             for form in dict.fromkeys((unicodedata.normalize("NFD", c), c))]
+    return aside + [normalizers.Lowercase()] + [normalizers.Replace(p, c) for c, p in pairs]
+
+
+def _unmatchable(piece) -> str:
+    """A piece's string in the tokenizer.json vocabulary: its own, but ``<unk>`` and control pieces behind a NUL,
+    which no text bitextmine reads holds, so that a literal "<unk>" in a text is split as SentencePiece splits it
+    rather than matched as the unknown token (the id, not the string, is what the model uses)."""
+    return "\0" + piece.piece if piece.type in (piece.UNKNOWN, piece.CONTROL) else piece.piece
+
+
 def tokenizer_from_sentencepiece(proto: bytes, *, unknown_as: "str | None" = None):
     """A ``tokenizers.Tokenizer`` that encodes (``add_special_tokens=False``) to the ids SentencePiece gives
     for the model ``proto`` (serialized ModelProto bytes). Unigram and BPE models; byte fallback is kept.
@@ -62,7 +92,7 @@ def tokenizer_from_sentencepiece(proto: bytes, *, unknown_as: "str | None" = Non
     if unknown_as is not None and (kind != "UNIGRAM" or unknown_as in piece_characters(m)):
         raise ModelFormatError(f"{unknown_as!r} as the unknown run: needs a unigram model and a character no piece holds")
     if kind == "UNIGRAM":
-        vocab = [(p.piece, p.score) for p in m.pieces]
+        vocab = [(_unmatchable(p), p.score) for p in m.pieces]
         if unknown_as is not None:
             vocab.append((unknown_as, min(p.score for p in m.pieces) - 10.0))  # SentencePiece's unknown penalty
         model = Unigram(vocab, unk_id=trainer.unk_id, byte_fallback=byte_fallback)
@@ -75,6 +105,8 @@ def tokenizer_from_sentencepiece(proto: bytes, *, unknown_as: "str | None" = Non
     tok = tk.Tokenizer(model)
     steps = []
     if spec.precompiled_charsmap:
+        if spec.name.endswith("_cf"):  # lower case first: Precompiled maps a capital and the marks after it ("U" +
+            steps += _lowercase_as(proto, normalizers)  # U+0308) by the capital alone ("u"), SentencePiece folds both
         steps.append(normalizers.Precompiled(spec.precompiled_charsmap))
     if spec.remove_extra_whitespaces:  # spaces only: SentencePiece leaves other whitespace alone
         steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""), normalizers.Replace(Regex(" {2,}"), " ")]
