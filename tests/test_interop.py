@@ -425,3 +425,28 @@ def test_the_exports_second_stage_judges_lines_with_unknown_characters_as_the_mo
     assert want.count("\n") == 60
     for path in paths.values():
         assert probs(load_model(path)) == want
+
+
+def test_an_export_changed_after_it_was_written_is_refused_and_an_interrupted_one_leaves_nothing(
+        saved_random, tmp_path, monkeypatch):
+    need("tokenizers")
+    from safetensors.numpy import load_file, save_file
+
+    from bitextmine.interop import export as ex
+
+    out = tmp_path / "st"
+    ex.export_model(saved_random, str(out), fmt="sentence-transformers")
+    assert load_model(str(out)).config["source_fingerprint"] == saved_random.fingerprint
+    weights = out / "0_StaticEmbedding" / "model.safetensors"
+    table = load_file(str(weights))["embedding.weight"]
+    save_file({"embedding.weight": table * 1.01}, str(weights))  # as a fine-tuned model saved in place
+    with pytest.raises(ModelFormatError, match=r"bitextmine.json: written for the exported model .*changed since the export"):
+        load_model(str(out))
+
+    def stop(*a):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ex, "_seal", stop)
+    with pytest.raises(KeyboardInterrupt):
+        ex.export_model(saved_random, str(tmp_path / "cut"), fmt="model2vec")
+    assert sorted(os.listdir(tmp_path)) == ["st"]  # neither the export nor its partial folder

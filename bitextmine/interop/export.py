@@ -17,7 +17,10 @@ model2vec: ``normalize: true``). Neither library needs bitextmine or the network
 ``bitextmine.json`` (format version 1) keeps what only bitextmine reads: the source model's fingerprint,
 languages and calibrated mining settings, so ``--model`` on the export mines as the source model did, and the
 ``<unk>`` piece's id (``unk_id``), as which the second stage copied with the export reads the model2vec
-tokenizer's unknown-run token (older exports without it: that token is an error there).
+tokenizer's unknown-run token (older exports without it: that token is an error there); and the export's own
+fingerprint as bitextmine reads it (``export_fingerprint``), checked on load: files changed since (a table fine-tuned
+in the other library and saved in place) are refused rather than given the source model's settings. The export
+is written beside ``out_dir`` and moved into place whole.
 
 model2vec removes its unknown token from every sentence before averaging, where bitextmine averages
 SentencePiece's ``<unk>`` piece in (one per run of characters outside the vocabulary). So the model2vec
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,16 +88,36 @@ def export_model(model, out_dir: str, *, fmt: str) -> ExportResult:
         odd = characters_without_own_piece(proto)
         if odd:
             notes.append(M2V_UNK_NOTE.format(chars=" ".join(sorted(odd))))
-    os.makedirs(out_dir, exist_ok=True)
-    files = write(model, out_dir, tokenizer_json, table) + _second_stage(model, out_dir)
+    partial = f"{out_dir.rstrip(os.sep)}.partial-{os.getpid()}"  # moved into place whole: an interrupted export
+    shutil.rmtree(partial, ignore_errors=True)  # leaves no directory that loads as a complete model
+    try:
+        files = write(model, partial, tokenizer_json, table) + _second_stage(model, partial)
+        _seal(model, partial)
+        if os.path.isdir(out_dir):
+            os.rmdir(out_dir)  # empty (checked above)
+        os.replace(partial, out_dir)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return ExportResult(path=out_dir, format=fmt, files=files, notes=notes)
+
+
+def _seal(model, folder: str) -> None:
+    """Add to ``folder``'s bitextmine.json the fingerprint bitextmine computes for the export itself, which a
+    later read compares (:func:`bitextmine.interop.load._sidecar`): a table or tokenizer changed after the export
+    (fine-tuned in the other library and saved in place) no longer carries the source model's mining settings
+    and second stage as if they were its own."""
+    from ..model import load_model
+
+    path = os.path.join(folder, "bitextmine.json")
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    data["export_fingerprint"] = load_model(folder).fingerprint
+    _write_texts(folder, {"bitextmine.json": json.dumps(data, indent=2)})
 
 
 def _second_stage(model, out: str) -> list[str]:
     """Copy the model's second stage (``second_stage/``: same piece ids in the export's tokenizer.json), so
     that ``--model`` on the export mines as the model does; returns the files copied."""
-    import shutil
-
     from ..judge.store import FOLDER
 
     src = os.path.join(model.path or "", FOLDER)

@@ -159,18 +159,25 @@ def _model(path: str, fmt: str, tokenizer, table: np.ndarray, weights_path: str,
     config = {"encoder": "static", "tokenizer": tokenizer.kind, "source_format": fmt, "normalize": normalize,
               "dim": int(table.shape[1]), "emb_dim": int(table.shape[1]), "vocab_size": int(table.shape[0]),
               "dtype": "float32", "fingerprint": compute_fingerprint(tokenizer.proto, table)}
-    config.update(_sidecar(path))
+    config.update(_sidecar(path, config["fingerprint"]))
     return Model(tokenizer=tokenizer, embeddings=table, config=config, path=path)
 
 
-def _sidecar(path: str) -> dict:
-    """Languages and mining settings from ``bitextmine.json`` (none when the file is absent)."""
+def _sidecar(path: str, fingerprint: str) -> dict:
+    """Languages and mining settings from ``bitextmine.json`` (none when the file is absent). ModelFormatError when
+    it records the export's own fingerprint and the model's files (``fingerprint``) no longer give it: changed since
+    the export, the model is not the one its mining settings and second stage were made for."""
     from ..model import read_versioned_json
 
     p = os.path.join(path, SIDECAR)
     if not os.path.exists(p):
         return {}
     data = read_versioned_json(p, version=SIDECAR_VERSION, what="bitextmine.json written by 'bitextmine export'")
+    sealed = data.get("export_fingerprint")
+    if sealed is not None and sealed != fingerprint:
+        raise ModelFormatError(f"{p}: written for the exported model {sealed}; its files now give {fingerprint} (changed "
+                               "since the export), so its mining settings and second stage are not this model's: "
+                               "remove bitextmine.json and second_stage/ to use the files as a plain model")
     out = {k: data[k] for k in ("languages", "mining", "source_fingerprint", "unk_id") if k in data}
     if "mining" in out:
         from ..mining.calibrated import check_section
