@@ -58,7 +58,9 @@ def script_languages() -> frozenset[str]:
 
 @lru_cache(maxsize=None)
 def _script_re(lang: str) -> "re.Pattern[str]":
-    return re.compile("[" + "".join(_SCRIPT_CLASSES[s] for s in _LANG_SCRIPTS[lang]) + "]")
+    """The letters (as :data:`_LETTER` counts them) of ``lang``'s script(s): the blocks hold vowel signs, digits and
+    punctuation as well, which must not count."""
+    return re.compile(r"(?=[^\W\d_])[" + "".join(_SCRIPT_CLASSES[s] for s in _LANG_SCRIPTS[lang]) + "]")
 
 
 def script_share(text: str, lang: str) -> float:

@@ -331,6 +331,18 @@ def test_script_share_of_ascii_text_equals_the_share_counted_letter_by_letter():
     assert re.fullmatch(_script_re("en"), "a") and not re.fullmatch(_script_re("ru"), "a")
 
 
+def test_script_share_counts_letters_of_the_script_only():
+    """The script's Unicode block holds vowel signs, digits and punctuation too: counted, they took the share above
+    1 and let a line without one letter of the script pass."""
+    from bitextmine.language import script_share
+
+    for text, lang in (("नमस्ते", "hi"), ("مَرْحَبًا", "ar"), ("שָׁלוֹם", "he"), ("Привет, мир!", "ru")):
+        assert script_share(text, lang) == 1.0, text
+    assert script_share("Call me on ٠١٢٣٤٥٦٧٨٩ today", "ar") == 0.0  # Arabic-Indic digits, no Arabic letter
+    bare, marked = "مرحبا hello world this is english", "مَرْحَبًا hello world this is english"
+    assert script_share(bare, "ar") == script_share(marked, "ar") == 5 / 28  # vowel marks change nothing
+
+
 def test_a_stray_tab_on_the_first_line_does_not_reject_the_rest(tmp_path):
     lines = [b"Hello\tworld.\tHallo Welt.\n"] + [f"Line {i}.\tZeile {i}.\n".encode() for i in range(3000)]
     out, rej, stats = run_filter(b"".join(lines), tmp_path, config=FilterConfig(score="none", chunk_lines=500))
