@@ -662,6 +662,10 @@ def test_a_malformed_language_limit_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="langid-max-prob.*LANG=P"):
         filter_tsv(str(p), io.BytesIO(), src_lang="en", tgt_lang="de", rules=RuleConfig(langid_max_prob="en=2"),
                    config=FilterConfig(score="none"))
+    for spec in ("EN=1.0,*=0.0", "eng=1.0,*=0.0"):  # never looked up: the line got the '*' limit without a word
+        with pytest.raises(ConfigError, match=r"--langid-max-prob .*: '(EN|eng)' not a language that .* knows"):
+            filter_tsv(str(p), io.BytesIO(), src_lang="en", tgt_lang="de", rules=RuleConfig(langid_max_prob=spec),
+                       config=FilterConfig(score="none"))
 
 
 def test_mine_refuses_a_malformed_language_limit_before_any_work(tmp_path):
