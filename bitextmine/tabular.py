@@ -230,9 +230,11 @@ def parquet_file(f: str):
 
 
 def check_parquet_columns(f: str, schema, cols: Sequence[str], text_columns: set) -> None:
-    """CorpusError naming file and column for a column ``schema`` lacks or holds in another type."""
+    """CorpusError naming file and column for a column ``schema`` lacks, holds twice or holds in another type."""
     names = schema.names
     for c in cols:
+        if names.count(c) > 1:
+            raise CorpusError(f"{f} column {c!r}: {names.count(c)} columns of that name; expected one")
         if c not in names:
             raise CorpusError(f"{f} row 1 column {c!r}: no such column (columns: {', '.join(names)}); expected "
                               "the column named by --column/--src-col/--tgt-col/--id-col")
@@ -245,8 +247,20 @@ def check_parquet_columns(f: str, schema, cols: Sequence[str], text_columns: set
 def read_parquet_rows(f: str, pf, group: int, cols: Sequence[str], first_row: int,
                       text_columns: set) -> dict:
     """Columns ``cols`` of row group ``group`` of the ParquetFile ``pf`` as lists (``first_row``: the
-    1-based row of the group's first row, for errors). CorpusError for a null."""
-    t = pf.read_row_group(group, columns=list(cols))
+    1-based row of the group's first row, for errors). CorpusError for a null, or a row group that cannot be read
+    (corrupt pages, a string that is not UTF-8)."""
+    import pyarrow as pa
+
+    try:
+        t = pf.read_row_group(group, columns=list(cols))
+        return _rows_of(f, t, cols, first_row, text_columns)
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
+        last = first_row + pf.metadata.row_group(group).num_rows - 1
+        raise CorpusError(f"{f} rows {first_row}-{last}: row group {group} cannot be read ({e}); expected a complete "
+                          "Parquet file with UTF-8 strings") from None
+
+
+def _rows_of(f: str, t, cols: Sequence[str], first_row: int, text_columns: set) -> dict:
     out = {}
     for c in cols:
         a = t.column(c)
@@ -311,8 +325,20 @@ def parse_jsonl_line(line: str, *, name: str, lineno: int, cols: Sequence[str], 
                                   "(drop or fill the nulls first)")
             raise CorpusError(f"{name} line {lineno} column {c!r}: {_JSON_TYPES.get(type(v), type(v).__name__)}; "
                               f"expected {want}")
+        if isinstance(v, str) and not v.isascii():
+            _check_surrogates(v, f"{name} line {lineno} column {c!r}")
         out.append(v)
     return out
+
+
+def _check_surrogates(v: str, where: str) -> None:
+    """CorpusError naming ``where`` for a lone surrogate in ``v`` (a JSON escape such as \\ud800 decodes to one):
+    no UTF-8 text holds it, and writing it out fails later."""
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise CorpusError(f"{where}: a lone surrogate \\u{ord(v[e.start]):04x} at character {e.start + 1}; expected "
+                          "valid Unicode text") from None
 
 
 def _jsonl_batches(f: str, cols: list, text_columns: set) -> Iterator[Batch]:

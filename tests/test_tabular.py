@@ -359,3 +359,31 @@ def test_real_text_mined_from_parquet_and_jsonl_shards(tmp_path):
     en_jl = _jsonl(tmp_path / "en.jsonl.gz", [{"text": t} for t in en], gzip.open)
     got = _mine(de_pq, en_jl, None, ids=True, config=MineConfig(), pipeline=PipelineConfig(chunk_lines=1100))
     assert got == want
+
+
+def test_damaged_inputs_are_one_error_line_naming_file_and_rows(tmp_path):
+    """A lone surrogate escaped in JSONL, a string column that is not UTF-8, a corrupt row group and a column name
+    given twice ended in tracebacks (or, for the surrogate, an error about UTF-8 bytes the file does not hold)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bitextmine.tabular import iter_texts
+
+    (tmp_path / "a.jsonl").write_text('{"text": "fine"}\n{"text": "x\\ud800y"}\n', encoding="utf-8")
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(np.array([0, 2, 5], np.int32).tobytes()),
+                                                 pa.py_buffer(b"ok\xffab")])
+    pq.write_table(pa.table({"text": bad}), tmp_path / "utf8.parquet")
+    pq.write_table(pa.table({"text": [f"Satz {i}" for i in range(1000)]}), tmp_path / "ok.parquet", row_group_size=100)
+    b = bytearray((tmp_path / "ok.parquet").read_bytes())
+    for i in range(200, 2000):
+        b[i] ^= 0x5A
+    (tmp_path / "corrupt.parquet").write_bytes(bytes(b))
+    pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["text", "text"]),
+                   tmp_path / "twice.parquet")
+    cases = {"a.jsonl": r"a.jsonl line 2 column 'text': a lone surrogate \\ud800 at character 2",
+             "utf8.parquet": r"utf8.parquet rows 1-2: row group 0 cannot be read",
+             "corrupt.parquet": r"corrupt.parquet rows 1-100: row group 0 cannot be read",
+             "twice.parquet": r"twice.parquet column 'text': 2 columns of that name"}
+    for name, says in cases.items():
+        with pytest.raises(CorpusError, match=says):
+            list(iter_texts(str(tmp_path / name), "text"))
