@@ -32,6 +32,36 @@ def without_compression(name: str) -> str:
     return next((name[: -len(ext)] for ext in COMPRESSED_SUFFIXES if name.endswith(ext)), name)
 
 
+def _first_bytes(raw: BinaryIO, n: int) -> bytes:
+    """Up to ``n`` bytes of ``raw``, fewer only at its end (a pipe's reads return what has arrived)."""
+    head = b""
+    while len(head) < n:
+        more = raw.read1(n - len(head))
+        if not more:
+            break
+        head += more
+    return head
+
+
+class _Prefixed(io.RawIOBase):
+    """``prefix`` (bytes already read) then the rest of the buffered stream ``raw``."""
+
+    def __init__(self, prefix: bytes, raw: BinaryIO):
+        self.prefix, self.raw = prefix, raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self.prefix:
+            n = min(len(b), len(self.prefix))
+            b[:n], self.prefix = self.prefix[:n], self.prefix[n:]
+            return n
+        data = self.raw.read1(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
 def _name(path: str) -> str:
     return "<stdin>" if path == "-" else str(path)
 
@@ -86,6 +116,9 @@ def open_binary(path: str) -> BinaryIO:
         except OSError as e:
             raise CorpusError(f"{path}: cannot open ({e.strerror})") from None
     head = raw.peek(10)[:10] if hasattr(raw, "peek") else b""
+    if 0 < len(head) < 10 and path == "-":  # a pipe gives what has arrived so far: wait for the first 10 bytes
+        raw = io.BufferedReader(_Prefixed(_first_bytes(raw, 10), raw))
+        head = raw.peek(10)[:10]
     if head[:2] == GZIP_MAGIC:
         return _decompressed(gzip.GzipFile(fileobj=raw, mode="rb"), raw, name, "gzip")
     if head[:6] == XZ_MAGIC:

@@ -1,5 +1,6 @@
 import gzip
 import io
+import os
 
 import pytest
 
@@ -198,3 +199,31 @@ def test_a_compressed_corpus_is_named_by_its_language_not_its_compression(ext):
     spec = CorpusSpec(src=f"train.en{ext}", tgt=f"train.de{ext}")
     assert spec.group_name() == "de" and english_side(spec) == "src"
     assert english_side(CorpusSpec(src=f"train.de{ext}", tgt=f"train.en{ext}")) == "tgt"
+
+
+@pytest.mark.parametrize("fmt", ["gzip", "xz"])
+def test_compressed_stdin_whose_first_write_is_short_is_still_decompressed(monkeypatch, fmt):
+    """The format was told from one peek, which on a pipe holds what has arrived so far: a gzip stream whose first
+    write was one byte was read as text (invalid UTF-8 at line 1)."""
+    import gzip
+    import io
+    import lzma
+    import threading
+    import time
+
+    from bitextmine.corpus import iter_lines
+
+    lines = [f"Zeile {i} ä" for i in range(50)]
+    data = (gzip.compress if fmt == "gzip" else lzma.compress)(("\n".join(lines) + "\n").encode())
+    r, w = os.pipe()
+
+    def slowly():
+        os.write(w, data[:1])
+        time.sleep(0.3)
+        os.write(w, data[1:])
+        os.close(w)
+
+    threading.Thread(target=slowly, daemon=True).start()
+    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(r, "rb")))
+    monkeypatch.setattr("sys.stdin", stdin)
+    assert list(iter_lines("-")) == lines
