@@ -23,3 +23,9 @@ class MissingDependencyError(BitextmineError):
 
 class EngineError(BitextmineError):
     """The engine running a staged run's tasks failed (a Ray worker or node died, a task could not run)."""
+
+
+def is_version(found, versions) -> bool:
+    """Whether ``found`` (a format_version read from a file) is one of ``versions``: an integer, not a bool or float
+    that compares equal (true == 1, 2.0 == 2)."""
+    return type(found) is int and found in versions

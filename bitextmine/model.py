@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from .config import ENCODERS
-from .errors import ModelFormatError
+from .errors import ModelFormatError, is_version
 from .tokenizer import Tokenizer, VocabTokenizer, make_tokenizer
 
 FORMAT_VERSION = 2
@@ -183,7 +183,7 @@ def read_versioned_json(path: str, *, version: "int | tuple[int, ...]", what: st
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ModelFormatError(f"{path}: not valid JSON ({e})") from None
     found = data.get("format_version") if isinstance(data, dict) else None
-    if found not in versions:
+    if not is_version(found, versions):
         wanted = " or ".join(str(v) for v in versions)
         raise ModelFormatError(f"{path}: format_version {found!r}; this bitextmine reads format_version {wanted}")
     return data

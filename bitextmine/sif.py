@@ -57,5 +57,7 @@ def sif_parts(model) -> tuple[np.ndarray, np.ndarray, float]:
             f"{model.path or 'model'}: has no token frequencies or SIF component; SIF needs a model trained "
             "with this version of 'bitextmine train' (which stores both)"
         )
-    a = float(model.config.get("sif_a", 1e-3))
+    a = model.config.get("sif_a", 1e-3)
+    if type(a) not in (int, float) or not 0 < a < float("inf"):  # 0 weighs every seen piece 0: every score 0
+        raise ModelFormatError(f"{model.path or 'model'}: config.json sif_a {a!r}; expected a positive number")
     return sif_weights(model.tensors["piece_counts"], a), np.asarray(model.tensors["sif_pc"], np.float32), a

@@ -71,7 +71,7 @@ def train(pairs, vocab_src, vocab_tgt, **kw) -> LexicalTable:
 
 
 @pytest.mark.parametrize("null", [True, False])
-@pytest.mark.parametrize("iters", [0, 1, 5])
+@pytest.mark.parametrize("iters", [1, 2, 5])
 @pytest.mark.parametrize("batch", [1, 13, 1 << 20])
 def test_em_equals_reference(null, iters, batch):
     pairs = random_pairs(60, 9, 7, seed=iters + 10 * null)
@@ -341,6 +341,33 @@ def test_load_refuses_another_version_or_vocabulary(tmp_path, table):
     rewrite(path, format_version=3)
     with pytest.raises(ModelFormatError, match="format_version 3; this bitextmine reads format_version 1, 2"):
         load_table(path)
+    for version in (True, 2.0):  # equal to 1 and 2 in Python, not versions
+        rewrite(path, format_version=version)
+        with pytest.raises(ModelFormatError, match=f"format_version {version!r}; this bitextmine reads"):
+            load_table(path)
+
+
+@pytest.mark.parametrize("field, value, says", [("null", "false", "null 'false'; expected true or false"),
+                                                ("null", None, "null None"), ("vocab_src", None, "vocab_src None"),
+                                                ("vocab_tgt", 0, "vocab_tgt 0; expected a number of at least 1"),
+                                                ("iters", 5.5, "iters 5.5"), ("floor", True, "floor True")])
+def test_load_refuses_a_damaged_meta_field_with_one_line(tmp_path, table, field, value, says):
+    path = str(tmp_path / "lex.npz")
+    save_table(table, path)
+    rewrite(path, **{field: value})
+    with pytest.raises(ModelFormatError, match=f"lexical table meta field {says}"):
+        load_table(path)
+
+
+def test_no_iteration_and_link_floors_outside_0_1_are_refused(table):
+    from bitextmine.lexicon.ibm1 import score_and_links, train_ibm1
+
+    src, tgt = flat([e for e, _ in toy_ids(20, seed=9)]), flat([f for _, f in toy_ids(20, seed=9)])
+    with pytest.raises(ConfigError, match="iters 0"):
+        train_ibm1(*src, *tgt, 300, 300, iters=0)  # t would be its uniform start, not a distribution
+    for bad in (0.0, 2.0):
+        with pytest.raises(ConfigError, match=f"link_min_prob {bad}; expected 0 < link_min_prob <= 1"):
+            score_and_links(table, src, tgt, (0.05,), link_min_prob=bad)
 
 
 def test_compact_tables_round_trip_to_three_digits_and_version_1_refuses_compact_arrays(tmp_path, table):

@@ -28,6 +28,10 @@ def test_save_load_roundtrip(tmp_path, toy_model):
 @pytest.mark.parametrize("damage, message", [
     (lambda d: json.dump({**json.load(open(d + "/config.json")), "format_version": 3}, open(d + "/config.json", "w")),
      "format_version 3; this bitextmine reads format_version 1 or 2"),
+    (lambda d: json.dump({**json.load(open(d + "/config.json")), "format_version": True}, open(d + "/config.json", "w")),
+     "format_version True; this bitextmine reads"),  # true == 1 in Python: not a version
+    (lambda d: json.dump({**json.load(open(d + "/config.json")), "format_version": 2.0}, open(d + "/config.json", "w")),
+     "format_version 2.0; this bitextmine reads"),
     (lambda d: os.remove(d + "/config.json"), "config.json: missing"),
     (lambda d: os.remove(d + "/embeddings.safetensors"), "embeddings.safetensors: missing"),
     (lambda d: open(d + "/embeddings.safetensors", "wb").write(b"garbage"), "not a readable safetensors file"),
@@ -103,3 +107,18 @@ def test_format_version_1_directories_still_load(tmp_path, toy_model):
     m = load_model(d)
     assert m.encoder == "sp" and m.dim == toy_model.dim and not m.tensors
     np.testing.assert_array_equal(m.embeddings, emb.astype(np.float32))
+
+
+@pytest.mark.parametrize("a", [0, -1e-3, "0.001", None])
+def test_a_sif_weight_that_is_not_a_positive_number_is_refused(tmp_path, toy_model_dir, a):
+    """sif_a 0 weighed every seen piece 0: every --sif score was 0, with a numpy warning as the only sign."""
+    from bitextmine.encoding import encode
+    from bitextmine.config import EncodeConfig
+
+    d = str(tmp_path / "m")
+    shutil.copytree(toy_model_dir, d)
+    cfg = json.load(open(d + "/config.json"))
+    cfg["sif_a"] = a
+    json.dump(cfg, open(d + "/config.json", "w"))
+    with pytest.raises(ModelFormatError, match=f"config.json sif_a {a!r}; expected a positive number"):
+        encode(["kalo mire"], load_model(d), config=EncodeConfig(sif=True))

@@ -82,8 +82,8 @@ class SentenceEmbedder:
         if model.is_bag:
             table = model.embeddings
             if sif:
-                w, pc, _ = sif_parts(model)
-                table = sif_table(table, model.tensors["piece_counts"], pc, float(model.config.get("sif_a", 1e-3)))
+                w, pc, a = sif_parts(model)
+                table = sif_table(table, model.tensors["piece_counts"], pc, a)
             dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
             self.weight = torch.from_numpy(np.ascontiguousarray(table, np.float32)).to(device, dtype)
         else:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..errors import ModelFormatError
+from ..errors import ModelFormatError, is_version
 from .features import BASE, DEFICIT, FEATURES, Pieces, pair_features
 from .logistic import predict
 
@@ -212,7 +212,7 @@ def load_second_stage(model_dir: str, fingerprint: str | None = None, embeddings
 
 
 def _check(data, path: str, folder: str) -> None:
-    if not isinstance(data, dict) or data.get("format_version") not in READS:
+    if not isinstance(data, dict) or not is_version(data.get("format_version"), READS):
         found = data.get("format_version") if isinstance(data, dict) else None
         raise ModelFormatError(f"{path}: second stage format_version {found!r}; this bitextmine reads "
                                f"{' and '.join(map(str, READS))}")

@@ -39,7 +39,7 @@ from functools import cached_property
 import numpy as np
 
 from ..config import LexiconConfig
-from ..errors import ConfigError, ModelFormatError
+from ..errors import ConfigError, ModelFormatError, is_version
 
 FORMAT_VERSION = 2
 READABLE = (1, 2)  # 1: keys int64 and prob float32 on disk; 2: also keys uint32 (when they fit) and prob float16
@@ -202,9 +202,9 @@ def train_ibm1(src_ids, src_offsets, tgt_ids, tgt_offsets, vocab_src: int, vocab
     floor = cfg.floor if floor is None else float(floor)
     max_len = cfg.max_len if max_len is None else int(max_len)
     batch = cfg.batch if batch is None else int(batch)
-    if iters < 0 or floor < 0 or max_len < 1 or batch < 1 or vocab_src < 1 or vocab_tgt < 1:
-        raise ConfigError(f"IBM model 1: iters {iters}, floor {floor}, max_len {max_len}, batch {batch}, "
-                          f"vocabularies {vocab_src} and {vocab_tgt}; expected iters >= 0, floor >= 0, the others >= 1")
+    if iters < 1 or floor < 0 or max_len < 1 or batch < 1 or vocab_src < 1 or vocab_tgt < 1:  # 0 iterations: no
+        raise ConfigError(f"IBM model 1: iters {iters}, floor {floor}, max_len {max_len}, batch {batch}, "  # distribution
+                          f"vocabularies {vocab_src} and {vocab_tgt}; expected floor >= 0, the others >= 1")
     src = _flat(src_ids, src_offsets, vocab_src, "source", ConfigError)
     tgt = _flat(tgt_ids, tgt_offsets, vocab_tgt, "target", ConfigError)
     if len(src[1]) != len(tgt[1]):
@@ -286,8 +286,9 @@ def score_and_links(table: LexicalTable, src, tgt, thresholds: tuple[float, ...]
     gains 3 columns, :func:`deficits`."""
     cfg = LexiconConfig()
     min_prob = cfg.min_prob if min_prob is None else float(min_prob)
-    if not 0 < min_prob <= 1:
-        raise ConfigError(f"min_prob {min_prob}; expected 0 < min_prob <= 1")
+    for name, value in (("min_prob", min_prob), ("link_min_prob", link_min_prob)):
+        if not 0 < value <= 1:
+            raise ConfigError(f"{name} {value}; expected 0 < {name} <= 1")
     s, t = _sides(table, src, tgt)
     n = len(t[1])
     scores = np.full(n, np.log(min_prob), np.float32)
@@ -466,7 +467,7 @@ def load_table(path: str, *, fingerprint: str | None = None) -> LexicalTable:
         meta = None
     if not isinstance(meta, dict) or meta.get("kind") != KIND:
         raise ModelFormatError(f"{path}: not an IBM model 1 lexical table (no readable meta of kind {KIND!r})")
-    if meta.get("format_version") not in READABLE:
+    if not is_version(meta.get("format_version"), READABLE):
         raise ModelFormatError(f"{path}: lexical table format_version {meta.get('format_version')!r}; this "
                                f"bitextmine reads format_version {', '.join(map(str, READABLE))}: train the table again")
     stored = {"keys": (np.int64,) + ((np.uint32,) if meta["format_version"] >= 2 else ()),
@@ -476,6 +477,7 @@ def load_table(path: str, *, fingerprint: str | None = None) -> LexicalTable:
             raise ModelFormatError(f"{path}: lexical table {name} of dtype {arrays[name].dtype}; expected "
                                    f"{' or '.join(np.dtype(d).name for d in dtypes)}")
         arrays[name] = arrays[name].astype(dtypes[0])
+    _check_meta(meta, path)
     if fingerprint is not None and meta.get("fingerprint") != fingerprint:
         raise ModelFormatError(f"{path}: lexical table made for the vocabulary {meta.get('fingerprint')!r}, not "
                                f"{fingerprint!r}: train it again with this model's tokenizer")
@@ -484,6 +486,19 @@ def load_table(path: str, *, fingerprint: str | None = None) -> LexicalTable:
                          iters=int(meta["iters"]), fingerprint=str(meta.get("fingerprint", "")))
     _check(table, path)
     return table
+
+
+META_TYPES = {"vocab_src": (int,), "vocab_tgt": (int,), "null": (bool,), "floor": (int, float), "iters": (int,)}
+
+
+def _check_meta(meta: dict, path: str) -> None:
+    """ModelFormatError naming the first meta field missing or of another type (a bool is not a number here)."""
+    for name, types in META_TYPES.items():
+        value = meta.get(name)
+        if type(value) not in types or (name.startswith("vocab") and value < 1):
+            raise ModelFormatError(f"{path}: lexical table meta field {name} {value!r}; expected "
+                                   f"{'true or false' if types == (bool,) else 'a number'}"
+                                   f"{' of at least 1' if name.startswith('vocab') else ''}")
 
 
 def _check(table: LexicalTable, path: str) -> None:

@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from ..errors import ConfigError, ModelFormatError
+from ..errors import ConfigError, ModelFormatError, is_version
 
 FORMAT_VERSION = 2
 RUN_FILE = "run.json"
@@ -260,7 +260,7 @@ class WorkDir:
                 raise ConfigError(f"{self.root}: holds an earlier run ({RUN_FILE}); pass --resume to continue it "
                                   "or choose an empty work directory")
             version = _parse_json(run, "delete the work directory and start again").get("format_version")
-            if version != FORMAT_VERSION:
+            if not is_version(version, (FORMAT_VERSION,)):
                 raise ModelFormatError(f"{run}: format_version {version}; expected {FORMAT_VERSION} (another "
                                        "version of bitextmine made it): start a new work directory")
             old = load_json(run)
