@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -112,6 +113,9 @@ def test_tokenizer_json_gives_sentencepieces_ids(model_type, toy_model):
     want = [list(x) for x in sp.encode(texts)]
     assert any(0 in x for x in want) and [] in want  # the sample has unknown characters and an empty text
     assert hf_ids(tokenizer_from_sentencepiece(proto), texts) == want
+    if model_type == "bpe":  # named, with the format that takes it
+        with pytest.raises(ModelFormatError, match="a SentencePiece bpe model; a model2vec export needs a unigram one"):
+            tokenizer_from_sentencepiece(proto, unknown_as="\uf8ff")
 
 
 def test_unknown_runs_become_one_extra_token_where_sentencepiece_gives_unk(toy_model):
@@ -122,7 +126,7 @@ def test_unknown_runs_become_one_extra_token_where_sentencepiece_gives_unk(toy_m
     texts = texts_sample()
     want = [[n if i == 0 else i for i in x] for x in toy_model.tokenizer.sp.encode(texts)]
     assert hf_ids(tokenizer_from_sentencepiece(proto, unknown_as="\uf8ff"), texts) == want
-    with pytest.raises(ModelFormatError, match="a character no piece holds"):
+    with pytest.raises(ModelFormatError, match="a piece holds 'k', the character that stands for a run of unknown characters"):
         tokenizer_from_sentencepiece(proto, unknown_as="k")
 
 
@@ -200,7 +204,8 @@ def test_export_cli_writes_the_files_and_a_card(fmt, saved_random, tmp_path):
     out = tmp_path / "out"
     r = CliRunner().invoke(main, ["export", saved_random.path, str(out), "--format", fmt])
     assert r.exit_code == 0, r.output
-    assert r.output == f"wrote {fmt} model {out} ({5 if fmt == 'model2vec' else 7} files)\n"
+    assert r.output == (f"wrote {fmt} model {out} ({5 if fmt == 'model2vec' else 7} files) of the model "
+                        f"{saved_random.fingerprint}\n")
     names = {os.path.relpath(os.path.join(d, f), out) for d, _, fs in os.walk(out) for f in fs}
     if fmt == "model2vec":
         assert names == {"config.json", "model.safetensors", "tokenizer.json", "README.md", "bitextmine.json"}
@@ -213,7 +218,7 @@ def test_export_cli_writes_the_files_and_a_card(fmt, saved_random, tmp_path):
     assert "language:\n- xx\n- yy\n" in card
 
 
-def test_export_refuses_a_used_directory_and_models_it_cannot_write(saved_random, toy_model, tmp_path):
+def test_export_refuses_a_used_directory_and_models_it_cannot_write(saved_random, toy_model, tmp_path, monkeypatch):
     from bitextmine.interop.export import export_model
     from bitextmine.tokenizer import VocabTokenizer
 
@@ -222,6 +227,12 @@ def test_export_refuses_a_used_directory_and_models_it_cannot_write(saved_random
     r = CliRunner().invoke(main, ["export", saved_random.path, str(tmp_path / "used"), "--format", "model2vec"])
     assert r.exit_code != 0
     assert r.output == f"Error: {tmp_path / 'used'}: exists and is not an empty directory; choose a new one\n"
+    monkeypatch.chdir(tmp_path)  # a directory named like the bundled model's alias: which one was meant is not guessed
+    shutil.copytree(saved_random.path, "default")
+    r = CliRunner().invoke(main, ["export", "default", str(tmp_path / "d"), "--format", "model2vec"])
+    assert r.exit_code != 0 and "a directory ./default exists here; write ./default" in r.output
+    r = CliRunner().invoke(main, ["export", "./default", str(tmp_path / "d"), "--format", "model2vec"])
+    assert r.exit_code == 0 and saved_random.fingerprint in r.output
     word = Model(tokenizer=VocabTokenizer("word", ["<unk>", "a"]), embeddings=np.zeros((2, 4), np.float32),
                  config={"encoder": "word"})
     with pytest.raises(ModelFormatError, match="a word model; only sp models"):
@@ -308,6 +319,11 @@ def test_an_unsupported_sentence_transformers_model_is_one_error_line(tmp_path):
      "model2vec"),
     ({"config.json": {}, "model.safetensors": "", "tokenizer.json": ""}, "model2vec"),
     ({"modules.json": [], "model.safetensors": "", "tokenizer.json": ""}, "sentence-transformers"),
+    # a transformer saved by sentence-transformers: its own config.json, weights and tokenizer beside modules.json
+    ({"config.json": {"model_type": "bert"}, "model.safetensors": "", "tokenizer.json": "",
+      "modules.json": [{"type": "sentence_transformers.models.Transformer"}]}, "sentence-transformers"),
+    ({"config.json": {}, "model.safetensors": "", "tokenizer.json": "",  # as model2vec saves one
+      "modules.json": [{"type": "sentence_transformers.models.StaticEmbedding", "path": "."}]}, "model2vec"),
     ({}, "bitextmine"),
 ])
 def test_format_is_read_from_the_files(files, fmt, tmp_path):
@@ -450,3 +466,30 @@ def test_an_export_changed_after_it_was_written_is_refused_and_an_interrupted_on
     with pytest.raises(KeyboardInterrupt):
         ex.export_model(saved_random, str(tmp_path / "cut"), fmt="model2vec")
     assert sorted(os.listdir(tmp_path)) == ["st"]  # neither the export nor its partial folder
+
+
+def test_the_card_quotes_what_yaml_would_read_as_another_type():
+    """Norwegian "no" written bare read back as false (model2vec's StaticModel.language among the readers)."""
+    yaml = need("yaml")
+    from bitextmine.interop.card import front_matter
+
+    meta = {"language": ["en", "no", "nb", "yes", "ON", "1e3", "zh-TW", 'a"b\\c'], "library_name": "null"}
+    assert yaml.safe_load(front_matter(meta).strip().strip("-")) == meta
+
+
+def test_a_sentence_transformers_model_with_a_default_prompt_is_refused(exported, tmp_path):
+    """sentence-transformers puts the default prompt before every text; read without it, the vectors differed
+    (cosine 0.87-0.94) without a word."""
+    import shutil
+
+    d = tmp_path / "prompted"
+    shutil.copytree(exported["sentence-transformers"], d)
+    cfg = json.loads((d / "config_sentence_transformers.json").read_text())
+    (d / "bitextmine.json").unlink()
+    cfg.update(prompts={"query": "query: "}, default_prompt_name="query")
+    (d / "config_sentence_transformers.json").write_text(json.dumps(cfg))
+    with pytest.raises(ModelFormatError, match="default_prompt_name 'query': sentence-transformers puts 'query: '"):
+        load_model(str(d))
+    cfg.update(default_prompt_name=None)  # prompts to choose from, none by default: read as before
+    (d / "config_sentence_transformers.json").write_text(json.dumps(cfg))
+    assert load_model(str(d)).dim == 24

@@ -30,7 +30,16 @@ def export(model_dir, out_dir, fmt, quiet):
     from ..interop.export import export_model
     from ..model import load_model
 
-    result = export_model(load_model(None if model_dir == "default" else model_dir), out_dir, fmt=fmt)
-    info(quiet, f"wrote {result.format} model {result.path} ({len(result.files)} files)")
+    import os
+
+    from ..errors import ConfigError
+
+    if model_dir == "default" and os.path.isdir("default"):
+        raise ConfigError("MODEL default: names the bundled model, and a directory ./default exists here; write "
+                          "./default for that directory")
+    model = load_model(None if model_dir == "default" else model_dir)
+    result = export_model(model, out_dir, fmt=fmt)
+    info(quiet, f"wrote {result.format} model {result.path} ({len(result.files)} files) of the model "
+                f"{model.fingerprint}")
     for note in result.notes:
         info(quiet, f"note: {note}")

@@ -41,8 +41,19 @@ def front_matter(meta: dict) -> str:
     return "\n".join(lines + ["---", ""]) + "\n"
 
 
+YAML_WORDS = {"yes", "no", "on", "off", "true", "false", "y", "n", "null", "~"}  # YAML 1.1 reads them as bool or null
+
+
 def _yaml_str(s: str) -> str:
-    return s if s.replace("-", "").replace("_", "").replace(".", "").isalnum() else '"' + s.replace('"', '\\"') + '"'
+    """``s`` as a YAML string: bare where YAML reads it back as that string, quoted otherwise (Norwegian "no" bare
+    is false, "1e3" a number)."""
+    plain = s.replace("-", "").replace("_", "").replace(".", "").isalnum() and s.lower() not in YAML_WORDS
+    try:
+        float(s)
+        plain = False
+    except ValueError:
+        pass
+    return s if plain else '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def strip_front_matter(text: str) -> str:

@@ -83,7 +83,10 @@ def export_model(model, out_dir: str, *, fmt: str) -> ExportResult:
     if fmt == "sentence-transformers":
         tokenizer_json, write = tokenizer_json_from_sentencepiece(proto), _write_st
     else:
-        tokenizer_json, write = tokenizer_json_from_sentencepiece(proto, unknown_as=UNKNOWN_RUN), _write_m2v
+        try:
+            tokenizer_json, write = tokenizer_json_from_sentencepiece(proto, unknown_as=UNKNOWN_RUN), _write_m2v
+        except ModelFormatError as e:
+            raise ModelFormatError(f"{name}: {e}") from None
         table = np.concatenate([table, table[model.tokenizer.sp.unk_id()][None]])  # the unknown run's row
         odd = characters_without_own_piece(proto)
         if odd:

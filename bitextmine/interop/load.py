@@ -39,18 +39,27 @@ SIDECAR_VERSION = 1
 
 def detect_format(path: str) -> str:
     """Which kind of model directory ``path`` is: bitextmine (config.json with ``format_version``), model2vec
-    (another config.json beside model.safetensors and tokenizer.json; model2vec also writes a modules.json,
-    which sentence-transformers never puts beside a config.json), sentence-transformers (modules.json);
+    (another config.json beside model.safetensors and tokenizer.json, unless a modules.json names modules other
+    than StaticEmbedding and Normalize: model2vec writes one of those, sentence-transformers one naming a
+    Transformer beside that transformer's own config.json), sentence-transformers (modules.json);
     bitextmine when none fits, so that its loader reports what is missing."""
     cfg = _json_or_none(os.path.join(path, M2V_CONFIG))
     if isinstance(cfg, dict) and "format_version" in cfg:
         return "bitextmine"
     has = lambda name: os.path.exists(os.path.join(path, name))  # noqa: E731
-    if isinstance(cfg, dict) and has(ST_WEIGHTS) and has(ST_TOKENIZER):
+    if isinstance(cfg, dict) and has(ST_WEIGHTS) and has(ST_TOKENIZER) and not _other_modules(path):
         return "model2vec"
     if has(ST_MODULES):
         return "sentence-transformers"
     return "bitextmine"
+
+
+def _other_modules(path: str) -> bool:
+    """Whether ``path``'s modules.json names a module other than StaticEmbedding and Normalize."""
+    modules = _json_or_none(os.path.join(path, ST_MODULES))
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules if isinstance(m, dict)] \
+        if isinstance(modules, list) else []
+    return any(k not in ("StaticEmbedding", "Normalize") for k in kinds)
 
 
 def load_static_model(path: str, fmt: str | None = None):
@@ -78,6 +87,7 @@ def load_sentence_transformers(path: str):
         shown = ", ".join(str(m["type"]) for m in modules) or "no modules"
         raise ModelFormatError(f"{modules_path}: modules {shown}; bitextmine reads sentence-transformers models "
                                f"made of {SUPPORTED_ST}")
+    _refuse_default_prompt(path)
     folder = os.path.join(path, str(modules[0].get("path") or ""))
     tok_path = os.path.join(folder, ST_TOKENIZER)
     tokenizer = JsonTokenizer(_read_text(tok_path, "the StaticEmbedding's tokenizer.json"), name=tok_path)
@@ -90,6 +100,18 @@ def load_sentence_transformers(path: str):
     else:
         raise ModelFormatError(f"{weights_path}: expected a tensor 'embedding.weight' (or model2vec's 'embeddings')")
     return _model(path, "sentence-transformers", tokenizer, table, weights_path, normalize=len(kinds) > 1)
+
+
+def _refuse_default_prompt(path: str) -> None:
+    """ModelFormatError when the model's config_sentence_transformers.json names a default prompt: the library
+    puts it before every text, which bitextmine does not, so the vectors would differ without a word."""
+    p = os.path.join(path, "config_sentence_transformers.json")
+    cfg = _json_or_none(p)
+    name = cfg.get("default_prompt_name") if isinstance(cfg, dict) else None
+    prompt = (cfg.get("prompts") or {}).get(name) if name else None
+    if prompt:
+        raise ModelFormatError(f"{p}: default_prompt_name {name!r}: sentence-transformers puts {prompt!r} before every "
+                               "text, which bitextmine does not; expected a model without a default prompt")
 
 
 def load_model2vec(path: str):

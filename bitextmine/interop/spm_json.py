@@ -89,8 +89,12 @@ def tokenizer_from_sentencepiece(proto: bytes, *, unknown_as: "str | None" = Non
     kind = trainer.ModelType.Name(trainer.model_type)
     byte_fallback = bool(trainer.byte_fallback)
     user_defined = [p.piece for p in m.pieces if p.type == p.USER_DEFINED]
-    if unknown_as is not None and (kind != "UNIGRAM" or unknown_as in piece_characters(m)):
-        raise ModelFormatError(f"{unknown_as!r} as the unknown run: needs a unigram model and a character no piece holds")
+    if unknown_as is not None and kind != "UNIGRAM":
+        raise ModelFormatError(f"a SentencePiece {kind.lower()} model; a model2vec export needs a unigram one "
+                               "(--format sentence-transformers takes both)")
+    if unknown_as is not None and unknown_as in piece_characters(m):
+        raise ModelFormatError(f"a piece holds {unknown_as!r}, the character that stands for a run of unknown "
+                               "characters in a model2vec export (--format sentence-transformers has none)")
     if kind == "UNIGRAM":
         vocab = [(_unmatchable(p), p.score) for p in m.pieces]
         if unknown_as is not None:
