@@ -170,6 +170,11 @@ def iter_texts(path: str, column: str) -> Iterator[str]:
 def tsv_lines(path: str, columns: Sequence[str], id_column: str | None = None) -> Iterator[str]:
     """Each row as one TSV line without its end: the id (when ``id_column``) then ``columns``. CorpusError
     for a value holding a line break, or a tab when there are several columns, which a TSV line cannot carry."""
+    return (line for line, _, _ in _placed_lines(path, columns, id_column))
+
+
+def _placed_lines(path: str, columns: Sequence[str], id_column: str | None = None) -> Iterator[tuple[str, str, int]]:
+    """(:func:`tsv_lines`' line, its shard's file, its row there from 1) of each row."""
     names = ([id_column] if id_column else []) + list(columns)
     for b in iter_batches(path, columns, id_column):
         vals = [[str(v) for v in b.columns[c]] if c == id_column else b.columns[c] for c in names]
@@ -179,15 +184,17 @@ def tsv_lines(path: str, columns: Sequence[str], id_column: str | None = None) -
                 bad = next(c for c, v in zip(names, row) if (len(row) > 1 and "\t" in v) or "\n" in v or "\r" in v)
                 raise CorpusError(f"{b.file} row {b.first_row + i} column {bad!r}: a tab or line break inside the "
                                   "value, which a TSV line cannot hold; expected single-line text without tabs")
-            yield line
+            yield line, b.file, b.first_row + i
 
 
-def line_blocks(path: str, column: str, hasher=None, block_lines: int = BATCH_ROWS) -> Iterator[tuple[bytes, int]]:
-    r"""(block, number of its first line) of the column as UTF-8 text, one value per ``\n``-ended line, as
-    :func:`bitextmine.corpus.iter_blocks` gives a text file's: the bytes of the equivalent text file
-    (``hasher`` updated with them), so its sha256 is that file's. CorpusError for a value with a line break."""
+def line_blocks(path: str, column: str, hasher=None, block_lines: int = BATCH_ROWS
+                ) -> Iterator[tuple[bytes, int, str]]:
+    r"""(block, the row of its first line in its shard, that shard's file) of the column as UTF-8 text, one value
+    per ``\n``-ended line, as :func:`bitextmine.corpus.iter_blocks` gives a text file's: the bytes of the
+    equivalent text file (``hasher`` updated with them), so its sha256 is that file's. A block holds rows of one
+    shard, so that an error in it names the shard and its row. CorpusError for a value with a line break."""
     lines: list[str] = []
-    first = 1
+    first, file = 1, ""
 
     def block() -> bytes:
         data = ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
@@ -195,14 +202,15 @@ def line_blocks(path: str, column: str, hasher=None, block_lines: int = BATCH_RO
             hasher.update(data)
         return data
 
-    for line in tsv_lines(path, [column]):
-        lines.append(line)
-        if len(lines) >= block_lines:
-            yield block(), first
-            first += len(lines)
+    for line, f, row in _placed_lines(path, [column]):
+        if lines and (len(lines) >= block_lines or f != file):
+            yield block(), first, file
             lines = []
+        if not lines:
+            first, file = row, f
+        lines.append(line)
     if lines:
-        yield block(), first
+        yield block(), first, file
 
 
 # --- Parquet ---------------------------------------------------------------------------------------------

@@ -387,3 +387,17 @@ def test_damaged_inputs_are_one_error_line_naming_file_and_rows(tmp_path):
     for name, says in cases.items():
         with pytest.raises(CorpusError, match=says):
             list(iter_texts(str(tmp_path / name), "text"))
+
+
+def test_an_error_in_a_shard_of_a_folder_names_the_shard_and_its_row(tmp_path, toy_model_dir):
+    """The folder and a line counted across all shards were named ("shards line 5")."""
+    d = tmp_path / "shards"
+    d.mkdir()
+    pq.write_table(pa.table({"text": ["kalo", "mire", "tusa"]}), d / "part-0.parquet")
+    pq.write_table(pa.table({"text": ["fela", "mo\x00re"]}), d / "part-1.parquet")
+    r = CliRunner().invoke(main, ["encode", str(d), "-o", str(tmp_path / "x.npy"), "--model", toy_model_dir, "-q"])
+    assert r.exit_code != 0 and f"{d / 'part-1.parquet'} line 2: NUL byte" in r.output, r.output
+    pq.write_table(pa.table({"text": ["fela", "more"]}), d / "part-1.parquet")
+    r = CliRunner().invoke(main, ["encode", str(d), "-o", str(tmp_path / "x.npy"), "--model", toy_model_dir, "-q",
+                                  "--batch-size", "2"])
+    assert r.exit_code == 0 and np.load(tmp_path / "x.npy").shape[0] == 5

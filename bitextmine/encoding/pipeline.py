@@ -225,11 +225,13 @@ def raw_blocks(inputs: Sequence[str], hasher: Any, config: EncodeConfig, column:
 
     block_bytes = config.batch_size * 128
     for p in inputs:
-        name = "<stdin>" if p == "-" else p
-        blocks = iter_blocks(p, hasher=hasher, block_bytes=block_bytes) if table_kind(p) is None else \
-            line_blocks(p, column, hasher, config.batch_size)
-        for data, first_line in blocks:
-            yield RawBlock(data, first_line, name)
+        if table_kind(p) is None:
+            name = "<stdin>" if p == "-" else p
+            yield from (RawBlock(data, first, name) for data, first in iter_blocks(p, hasher=hasher,
+                                                                                  block_bytes=block_bytes))
+        else:  # each block of one shard, numbered by its rows there
+            yield from (RawBlock(data, first, shard) for data, first, shard in line_blocks(p, column, hasher,
+                                                                                         config.batch_size))
 
 
 def count_lines(data: bytes) -> int:
