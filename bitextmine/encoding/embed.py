@@ -46,7 +46,9 @@ def nothing_known(ids: np.ndarray, offsets: np.ndarray, blank: np.ndarray) -> np
     vocabulary lacks all become those pieces, so such sentences would share one vector and match each other as
     translations (cosine 1); they are embedded as empty ones instead (zeros: cosine 0 with everything)."""
     ids, offsets = np.asarray(ids), np.asarray(offsets, np.int64)
-    known = np.concatenate([[0], np.cumsum(~np.isin(ids, blank))])
+    is_blank = np.zeros(max(int(ids.max(initial=0)), int(np.max(blank, initial=0))) + 1, bool)
+    is_blank[blank] = True  # a look-up table: one gather a piece
+    known = np.concatenate([[0], np.cumsum(~is_blank[ids])])  # known pieces before each position
     ends = np.append(offsets[1:], len(ids))
     return (ends > offsets) & (known[ends] == known[offsets])
 
