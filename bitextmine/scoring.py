@@ -204,16 +204,16 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
         yield from zip(lines, p.tolist())
 
 
-_USES = {"none": (), "ratio": ("k",), "distance": ("k",),
+MARGIN_USES = {"none": (), "ratio": ("k",), "distance": ("k",),
          "prob": ("k", "chunk_lines", "judge_lines", "src_lang", "tgt_lang")}  # ScoreConfig's fields per margin
 
 
 def check_score_options(score: ScoreConfig) -> None:
     """ConfigError for a ScoreConfig field set (not its default) that ``score.margin`` does not use, which would
     be ignored without a word (--k with the cosine, --src-lang without --margin prob)."""
-    if score.margin not in _USES:
-        raise ConfigError(f"--margin {score.margin}: expected one of {', '.join(_USES)}")
-    unused = options_set(score, [n for n in _USES["prob"] if n not in _USES[score.margin]])
+    if score.margin not in MARGIN_USES:
+        raise ConfigError(f"--margin {score.margin}: expected one of {', '.join(MARGIN_USES)}")
+    unused = options_set(score, [n for n in MARGIN_USES["prob"] if n not in MARGIN_USES[score.margin]])
     if unused:
         raise ConfigError(f"{', '.join(unused)}: not used by --margin {score.margin}; drop them or choose the margin "
                           "that uses them (k: ratio, distance, prob; the others: prob)")

@@ -745,3 +745,12 @@ def test_the_identifier_knows_every_label_of_its_model():
     assert len(codes) == 176 and {"yue", "gn", "kw", "ug"} <= codes
     assert fasttext_first("佢哋喺度食緊飯，我哋一陣間去搵佢哋傾偈。")[0] in codes
     assert codes <= identifier_languages("ensemble")
+
+
+@pytest.mark.parametrize("score, given, says", [("cosine", ["--k", "4"], "--k: needs --score margin or prob"),
+                                                ("margin", ["--judge-lines", "5000"], "--judge-lines: needs --score prob")])
+def test_an_option_the_score_does_not_read_is_refused_even_at_its_default_value(tmp_path, score, given, says):
+    p = tmp_path / "a.tsv"
+    p.write_text("The house is by the lake.\tDas Haus steht am See.\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["filter", str(p), "--score", score, *given])
+    assert r.exit_code != 0 and says in r.output, r.output

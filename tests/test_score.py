@@ -1,6 +1,7 @@
 """score: the cosine (default output unchanged) and LASER's margin "score" mode against a brute-force float64
 reference; stdin and files, batch sizes, the temporary files, errors."""
 
+import io
 import os
 
 import numpy as np
@@ -94,9 +95,16 @@ def test_default_output_is_the_cosine_unchanged(tmp_path, toy_model_dir, toy_mod
     assert default.exit_code == 0 and default.output == want and none.output == want
     # options the cosine does not use are refused, not ignored
     unused = runner.invoke(main, ["score", path, "-k", "9", "--src-lang", "de", "--model", toy_model_dir, "-q"])
-    assert unused.exit_code == 1
-    assert unused.output == ("Error: --k 9, --src-lang de: not used by --margin none; drop them or choose the margin "
-                             "that uses them (k: ratio, distance, prob; the others: prob)\n")
+    assert unused.exit_code == 1 and unused.output == "Error: --k: needs --margin ratio, distance or prob\n"
+    for given, needs in ((["-k", "4"], "--k: needs --margin ratio"),  # the default's value, given: refused all the same
+                         (["--judge-lines", "5000", "--margin", "ratio"], "--judge-lines: needs --margin prob")):
+        r = runner.invoke(main, ["score", path, *given, "--model", toy_model_dir, "-q"])
+        assert r.exit_code == 1 and needs in r.output, r.output
+    from bitextmine.errors import ConfigError
+    from bitextmine.scoring import score_file
+
+    with pytest.raises(ConfigError, match=r"--k 9, --src-lang de: not used by --margin none; drop them"):
+        score_file(path, io.StringIO(), toy_model, score=ScoreConfig(k=9, src_lang="de"))  # the library: by value
 
 
 def test_margin_errors(tmp_path, toy_model_dir, toy_model):
@@ -194,5 +202,6 @@ def test_a_lone_surrogate_in_jsonl_is_a_one_line_error(tmp_path, toy_model_dir):
     path = tmp_path / "p.jsonl"
     path.write_text('{"en": "x", "de": "y"}\n{"en": "a\\ud800b", "de": "c"}\n')
     r = CliRunner().invoke(main, ["score", str(path), "--src-col", "en", "--tgt-col", "de", "--model", toy_model_dir])
-    assert r.exit_code == 1 and r.output.startswith(f"Error: {path} row 2: surrogates not allowed ('\\ud800')")
+    assert r.exit_code == 1 and r.output.startswith(f"Error: {path} line 2 column 'en': a lone surrogate \\ud800 at "
+                                                    "character 2")
     assert len(r.output.splitlines()) == 1

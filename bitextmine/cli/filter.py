@@ -88,6 +88,10 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
     check_not_inputs(outputs, (input,))
     if score == "none":
         refuse_unused(("model_dir", "sif", "score_column"), "a --score (margin, cosine or prob)")
+    if score in ("none", "cosine"):  # given on the command line, even at its default value
+        refuse_unused(("k",), "--score margin or prob")
+    if score != "prob":
+        refuse_unused(("judge_lines",), "--score prob")
     refuse_unused_rule_options(rule_kw, (src_lang, tgt_lang))
     rules = rules_from(rule_kw)
     columns = columns_from(rule_kw)

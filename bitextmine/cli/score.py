@@ -7,8 +7,8 @@ from dataclasses import replace
 import click
 
 from ..config import SCORE_MARGINS, EncodeConfig, ScoreConfig
-from .common import (atomic_output, check_not_inputs, check_output, column_options, columns_from, device_option, info, model_option,
-                     progress_bar, quiet_option, sif_option)
+from .common import (atomic_output, check_not_inputs, check_output, column_options, columns_from, device_option, info,
+                     model_option, progress_bar, quiet_option, refuse_unused, sif_option)
 from .help import GroupedCommand
 
 E = EncodeConfig
@@ -58,6 +58,12 @@ def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lin
 
     check_output(output, "--output")
     check_not_inputs({"--output": output}, (file,))
+    # given on the command line, even at its default value, an option the margin does not read is refused
+    from ..scoring import MARGIN_USES
+
+    for names, needs in ((("k",), "--margin ratio, distance or prob"),
+                         (("chunk_lines", "judge_lines", "src_lang", "tgt_lang"), "--margin prob")):
+        refuse_unused([n for n in names if n not in MARGIN_USES[margin]], needs)
     if output_format(output) == "parquet":
         raise ConfigError(f"--output {output}: score writes TSV lines; name the output .tsv (filter --annotate "
                           "writes Parquet with the score column)")
