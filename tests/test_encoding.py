@@ -48,7 +48,7 @@ def test_encode_files_writes_npy_and_sidecar(tmp_path, toy_model, fp16):
     assert x.dtype == (np.float16 if fp16 else np.float32)
     np.testing.assert_allclose(x.astype(np.float32), encode(texts, toy_model), atol=2e-3 if fp16 else 1e-6)
     meta = json.load(open(out + ".json"))
-    assert meta["model_fingerprint"] == toy_model.fingerprint and meta["count"] == 37 and meta["format_version"] == 1
+    assert meta["model_fingerprint"] == toy_model.fingerprint and meta["count"] == 37 and meta["format_version"] == 2
     assert load_embeddings(out, model=toy_model, count=37).shape == (37, toy_model.dim)
 
 
@@ -99,6 +99,10 @@ def test_load_embeddings_refuses_mismatches(tmp_path, toy_model):
     meta["format_version"] = 99
     json.dump(meta, open(out + ".json", "w"))
     with pytest.raises(ModelFormatError, match="format_version 99"):
+        load_embeddings(out)
+    meta["format_version"] = 1  # before lines of no known piece were zero rows: mining paired them
+    json.dump(meta, open(out + ".json", "w"))
+    with pytest.raises(ModelFormatError, match="written by an earlier bitextmine, .* encode the text again"):
         load_embeddings(out)
 
 

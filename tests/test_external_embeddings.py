@@ -60,7 +60,7 @@ def test_chunked_directory_is_read_through_its_manifest(tmp_path):
     for i, (a, b) in enumerate([(0, 4), (4, 7)]):
         np.save(d / chunk_file(i), x[a:b])
         chunks.append({"file": chunk_file(i), "first_row": a, "rows": b - a, "input_sha256": "0" * 64})
-    write_manifest(str(d), {"format_version": 1, "model_fingerprint": MODEL.fingerprint, "dim": 8, "dtype": "float32",
+    write_manifest(str(d), {"format_version": 2, "model_fingerprint": MODEL.fingerprint, "dim": 8, "dtype": "float32",
                             "chunk_lines": 4, "inputs": ["t"], "chunks": chunks, "complete": True, "count": 7,
                             "input_sha256": "0" * 64})
     assert has_sidecar(str(d))

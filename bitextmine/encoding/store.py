@@ -5,7 +5,7 @@ Two layouts, both versioned and checked on load:
 * one ``.npy`` (float32 or float16, one row per input line, in input order) with a JSON sidecar
   ``OUT.npy.json`` naming the model that made it::
 
-    {"format_version": 1, "model_fingerprint": ..., "dim": ..., "dtype": ..., "count": ...,
+    {"format_version": 2, "model_fingerprint": ..., "dim": ..., "dtype": ..., "count": ...,
      "input_sha256": ..., "inputs": [...]}
 
 * a chunked directory (``encode --chunk-lines``): ``chunk-000000.npy``, ... and ``manifest.json``
@@ -28,8 +28,10 @@ import numpy as np
 from ..errors import ModelFormatError
 from ..model import Model, read_versioned_json
 
-SIDECAR_VERSION = 1
-MANIFEST_VERSION = 1
+# 2: a line with no piece the model knows is a zero row (bitextmine.encoding.embed.nothing_known); version 1 gave it
+# the vector every such line shares, which mining paired as translations: refused, to be encoded again
+SIDECAR_VERSION = 2
+MANIFEST_VERSION = 2
 MANIFEST_FILE = "manifest.json"
 
 
@@ -81,7 +83,24 @@ def chunk_file(index: int) -> str:
 
 def read_manifest(out_dir: str, *, what: str = "the manifest that 'bitextmine encode --chunk-lines' writes") -> dict:
     """The manifest of the chunked encoding in ``out_dir``; raises ModelFormatError for another format version."""
-    return read_versioned_json(os.path.join(out_dir, MANIFEST_FILE), version=MANIFEST_VERSION, what=what)
+    return _read_versioned(os.path.join(out_dir, MANIFEST_FILE), MANIFEST_VERSION, what)
+
+
+def _read_versioned(path: str, version: int, what: str) -> dict:
+    """:func:`bitextmine.model.read_versioned_json`, saying what changed for a file of version 1."""
+    try:
+        return read_versioned_json(path, version=version, what=what)
+    except ModelFormatError:
+        try:
+            with open(path, encoding="utf-8") as f:
+                old = json.load(f).get("format_version")
+        except (OSError, ValueError, AttributeError):
+            old = None
+        if type(old) is int and old == 1:
+            raise ModelFormatError(f"{path}: written by an earlier bitextmine, which gave a line of no piece the model "
+                                   "knows (emoji, another script) the one vector every such line shares, so mining "
+                                   "paired them; encode the text again") from None
+        raise
 
 
 def write_manifest(out_dir: str, meta: dict[str, Any]) -> None:
@@ -125,8 +144,7 @@ def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str |
     if os.path.isdir(path):  # a chunked encoding (encode --chunk-lines): the chunks, concatenated in memory
         meta, x = load_chunked(path)
     else:
-        meta = read_versioned_json(path + ".json", version=SIDECAR_VERSION,
-                                   what="the sidecar that 'bitextmine encode' writes beside its .npy")
+        meta = _read_versioned(path + ".json", SIDECAR_VERSION, "the sidecar that 'bitextmine encode' writes beside its .npy")
         x = None
     expected = None if model is None else vectors_fingerprint(model, sif=sif, marked=marked)
     if expected is not None and meta.get("model_fingerprint") != expected:
