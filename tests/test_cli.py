@@ -434,3 +434,27 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(tmp_path, toy_
         assert r.exit_code != 0 and re.search(says, r.output), (args, r.output)
     assert {p: open(p, "rb").read() for p in (src, tgt, pairs)} == before
     assert not os.path.exists("-")
+
+
+def test_an_output_among_an_inputs_shards_or_on_standard_input_is_refused(tmp_path, monkeypatch):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("data")
+    for i in range(2):
+        pq.write_table(pa.table({"de": [f"Haus {i}"], "en": [f"house {i}"]}), f"data/part-{i}.parquet")
+    base = ["filter", "--src-col", "de", "--tgt-col", "en", "--score", "none", "--langid", "off"]
+    for inp, out, says in (("data", "data/part-1.parquet", "is the input data/part-1.parquet \\(of data\\)"),
+                           ("data/*.parquet", "data/clean.parquet", "would be a shard of the input data/\\*.parquet"),
+                           ("data", "data/clean.parquet", "would be a shard of the input data")):
+        r = CliRunner().invoke(main, [*base, inp, "-o", out])
+        assert r.exit_code != 0 and re.search(says, r.output), (inp, out, r.output)
+    assert sorted(os.listdir("data")) == ["part-0.parquet", "part-1.parquet"]
+    with open("p.tsv", "w") as f:
+        f.write("Das Haus.\tThe house.\n")
+    script = ("import sys; from bitextmine.cli import main; sys.argv = ['bitextmine', 'filter', '-o', 'p.tsv', "
+              "'--score', 'none']; main()")
+    with open("p.tsv", "rb") as stdin:  # filter -o p.tsv < p.tsv
+        r = subprocess.run([sys.executable, "-c", script], stdin=stdin, capture_output=True, text=True)
+    assert r.returncode != 0 and "--output p.tsv: is the input standard input" in r.stderr, r.stderr
+    assert open("p.tsv").read() == "Das Haus.\tThe house.\n"

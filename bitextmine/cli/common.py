@@ -15,7 +15,7 @@ import click
 
 from ..config import DEVICES, INDEXES, MARGINS, MODES, PRECISIONS, EMB_FORMATS
 from ..config import ColumnsConfig, EmbeddingsConfig, EncodeConfig, MineConfig, RuleConfig
-from ..errors import BitextmineError, ConfigError
+from ..errors import BitextmineError, ConfigError, CorpusError
 from .help import GroupedCommand
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -77,14 +77,56 @@ def check_output(path: str | None, option: str) -> None:
 
 def check_not_inputs(outputs: dict, inputs) -> None:
     """ConfigError when one of ``outputs`` ({option: path}; None or '-' = stdout) is one of ``inputs`` (paths, '-' for
-    stdin, or a folder or glob of shards): the output replaces its file when the run ends, and the input with it."""
+    stdin, or a folder or glob of shards): the output replaces its file when the run ends, and the input with it; or
+    when it would be a shard of a folder or glob input, which a later run would read with the others."""
     for option, out in outputs.items():
-        if out in (None, "-") or not os.path.isfile(out):
+        if out in (None, "-"):
             continue
-        same = next((p for p in inputs if p and p != "-" and os.path.isfile(p) and os.path.samefile(p, out)), None)
-        if same:
-            raise ConfigError(f"{option} {out}: is the input {same}, which the output would replace; expected another "
-                              "file")
+        for p in (p for p in inputs if p):
+            files = _input_files(p)
+            same = next((f for f in files if os.path.isfile(out) and os.path.samefile(f, out)), None)
+            if same:
+                what = "standard input" if p == "-" else same if same == p else f"{same} (of {p})"
+                raise ConfigError(f"{option} {out}: is the input {what}, which the output would replace; expected "
+                                  "another file")
+            if _would_be_shard(out, p):
+                raise ConfigError(f"{option} {out}: would be a shard of the input {p}, read with the others by the "
+                                  "next run; expected a file outside it")
+
+
+def _input_files(path: str) -> list:
+    """The files an input reads: standard input when it is a regular file (``< file``), a folder's or glob's
+    shards, or the file itself."""
+    from ..tabular import shards, table_kind
+
+    if path == "-":
+        return [f"/dev/fd/{sys.stdin.fileno()}"] if _stdin_is_file() else []
+    if table_kind(path) not in (None, "mixed") and not os.path.isfile(path):
+        try:
+            return shards(path)
+        except CorpusError:  # none, or mixed: the run itself says so
+            return []
+    return [path] if os.path.isfile(path) else []
+
+
+def _stdin_is_file() -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _would_be_shard(out: str, path: str) -> bool:
+    """Whether a file ``out`` of a table's suffix lies in the folder ``path`` or matches the glob ``path``."""
+    import fnmatch
+
+    from ..tabular import table_kind
+
+    if table_kind(out) not in ("parquet", "jsonl") or os.path.isfile(path) or path == "-":
+        return False
+    if os.path.isdir(path):
+        return os.path.samefile(os.path.dirname(os.path.abspath(out)), path)
+    return fnmatch.fnmatch(os.path.abspath(out), os.path.abspath(path))
 
 
 def check_distinct_outputs(outputs: dict) -> None:
