@@ -25,7 +25,8 @@ LANGS = ("deu", "fra", "spa", "ces", "rus", "cmn", "tur", "ara")
 # holds (alone, in runs, next to known ones, a whole text of them), an empty text
 ODD_TEXTS = ["", " ", "kalo mire", "  kalo   mire  ", "\tkalo\tmire", "\u2581kalo", "kalo\u2581 mire", "ＫＡＬＯ ｍｉｒｅ",
              "Kàlö Mïré!", "kalo 🙂🙂 mire", "漢字", "ka漢lo", "🙂", "kalo\u3000mire", "x  x", "ß ﬁ Ⅸ ½",
-             "Ka\u0300lo\u0308 MI\u0301RE", "U\u0308ber kalo", "<unk>", "kalo <unk> mire", "a<unk>b"]  # decomposed capitals; a literal <unk>
+             "Ka\u0300lo\u0308 MI\u0301RE", "U\u0308ber kalo", "<unk>", "kalo <unk> mire", "a<unk>b",
+             "\u13a0\u0308x", "ab \ufdd0 cd"]  # decomposed capitals; a literal <unk>
 
 
 def need(name: str):
@@ -453,6 +454,11 @@ def test_an_export_changed_after_it_was_written_is_refused_and_an_interrupted_on
     out = tmp_path / "st"
     ex.export_model(saved_random, str(out), fmt="sentence-transformers")
     assert load_model(str(out)).config["source_fingerprint"] == saved_random.fingerprint
+    again = tmp_path / "again"
+    ex.export_model(saved_random, str(again), fmt="sentence-transformers")
+    st = need("sentence_transformers")
+    st.SentenceTransformer(str(again), device="cpu").save(str(again))  # saved unchanged: tokenizer.json rewritten
+    assert load_model(str(again)).config["source_fingerprint"] == saved_random.fingerprint
     weights = out / "0_StaticEmbedding" / "model.safetensors"
     table = load_file(str(weights))["embedding.weight"]
     save_file({"embedding.weight": table * 1.01}, str(weights))  # as a fine-tuned model saved in place
@@ -465,7 +471,12 @@ def test_an_export_changed_after_it_was_written_is_refused_and_an_interrupted_on
     monkeypatch.setattr(ex, "_seal", stop)
     with pytest.raises(KeyboardInterrupt):
         ex.export_model(saved_random, str(tmp_path / "cut"), fmt="model2vec")
-    assert sorted(os.listdir(tmp_path)) == ["st"]  # neither the export nor its partial folder
+    assert sorted(os.listdir(tmp_path)) == ["again", "st"]  # neither the export nor its partial folder
+    monkeypatch.undo()
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")  # into the current, empty directory, as "."
+    ex.export_model(saved_random, ".", fmt="model2vec")
+    assert load_model(".").config["source_fingerprint"] == saved_random.fingerprint
 
 
 def test_the_card_quotes_what_yaml_would_read_as_another_type():

@@ -91,30 +91,35 @@ def export_model(model, out_dir: str, *, fmt: str) -> ExportResult:
         odd = characters_without_own_piece(proto)
         if odd:
             notes.append(M2V_UNK_NOTE.format(chars=" ".join(sorted(odd))))
-    partial = f"{out_dir.rstrip(os.sep)}.partial-{os.getpid()}"  # moved into place whole: an interrupted export
-    shutil.rmtree(partial, ignore_errors=True)  # leaves no directory that loads as a complete model
+    target = os.path.realpath(out_dir)  # "." or a link to an empty directory: the directory itself
+    partial = f"{target}.partial-{os.getpid()}"  # moved into place whole: an interrupted export leaves no
+    shutil.rmtree(partial, ignore_errors=True)  # directory that loads as a complete model
     try:
         files = write(model, partial, tokenizer_json, table) + _second_stage(model, partial)
-        _seal(model, partial)
-        if os.path.isdir(out_dir):
-            os.rmdir(out_dir)  # empty (checked above)
-        os.replace(partial, out_dir)
+        _seal(partial)
+        if os.path.isdir(target):  # empty (checked above): its files go in, bitextmine.json last (without it the
+            for name in sorted(os.listdir(partial), key=lambda n: n == "bitextmine.json"):  # rest reads as a plain model)
+                os.replace(os.path.join(partial, name), os.path.join(target, name))
+        else:
+            os.replace(partial, target)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return ExportResult(path=out_dir, format=fmt, files=files, notes=notes)
 
 
-def _seal(model, folder: str) -> None:
-    """Add to ``folder``'s bitextmine.json the fingerprint bitextmine computes for the export itself, which a
-    later read compares (:func:`bitextmine.interop.load._sidecar`): a table or tokenizer changed after the export
-    (fine-tuned in the other library and saved in place) no longer carries the source model's mining settings
-    and second stage as if they were its own."""
+def _seal(folder: str) -> None:
+    """Add to ``folder``'s bitextmine.json the export's table and vocabulary as a later read finds them
+    (:func:`bitextmine.interop.load.export_seal`), which that read compares: a table or vocabulary changed after the
+    export (fine-tuned in the other library and saved in place) no longer carries the source model's mining
+    settings and second stage as if they were its own; saved again unchanged, it does."""
     from ..model import load_model
+    from .load import export_seal
 
     path = os.path.join(folder, "bitextmine.json")
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
-    data["export_fingerprint"] = load_model(folder).fingerprint
+    back = load_model(folder)
+    data["export_fingerprint"] = export_seal(back.tokenizer, back.embeddings)
     _write_texts(folder, {"bitextmine.json": json.dumps(data, indent=2)})
 
 

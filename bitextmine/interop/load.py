@@ -181,14 +181,27 @@ def _model(path: str, fmt: str, tokenizer, table: np.ndarray, weights_path: str,
     config = {"encoder": "static", "tokenizer": tokenizer.kind, "source_format": fmt, "normalize": normalize,
               "dim": int(table.shape[1]), "emb_dim": int(table.shape[1]), "vocab_size": int(table.shape[0]),
               "dtype": "float32", "fingerprint": compute_fingerprint(tokenizer.proto, table)}
-    config.update(_sidecar(path, config["fingerprint"]))
+    config.update(_sidecar(path, lambda: export_seal(tokenizer, table)))
     return Model(tokenizer=tokenizer, embeddings=table, config=config, path=path)
 
 
-def _sidecar(path: str, fingerprint: str) -> dict:
+def export_seal(tokenizer, table: np.ndarray) -> str:
+    """What an export's ``export_fingerprint`` records: a hash of the table (float32) and of the vocabulary's tokens
+    in id order. Not the files' bytes: a library that saves a model again writes its tokenizer.json anew (scores
+    printed otherwise, modules moved) without changing what the model computes."""
+    import hashlib
+
+    vocab = tokenizer.tk.get_vocab(with_added_tokens=True)
+    h = hashlib.sha256(np.ascontiguousarray(table, np.float32).tobytes())
+    h.update("\n".join(sorted(vocab, key=vocab.get)).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:16]
+
+
+def _sidecar(path: str, seal) -> dict:
     """Languages and mining settings from ``bitextmine.json`` (none when the file is absent). ModelFormatError when
-    it records the export's own fingerprint and the model's files (``fingerprint``) no longer give it: changed since
-    the export, the model is not the one its mining settings and second stage were made for."""
+    it records the export's own fingerprint and the model's table and vocabulary (``seal()``, :func:`export_seal`)
+    no longer give it: changed since the export, the model is not the one its mining settings and second stage
+    were made for."""
     from ..model import read_versioned_json
 
     p = os.path.join(path, SIDECAR)
@@ -196,8 +209,9 @@ def _sidecar(path: str, fingerprint: str) -> dict:
         return {}
     data = read_versioned_json(p, version=SIDECAR_VERSION, what="bitextmine.json written by 'bitextmine export'")
     sealed = data.get("export_fingerprint")
-    if sealed is not None and sealed != fingerprint:
-        raise ModelFormatError(f"{p}: written for the exported model {sealed}; its files now give {fingerprint} (changed "
+    found = seal() if sealed is not None else None
+    if sealed is not None and sealed != found:
+        raise ModelFormatError(f"{p}: written for the exported model {sealed}; its files now give {found} (changed "
                                "since the export), so its mining settings and second stage are not this model's: "
                                "remove bitextmine.json and second_stage/ to use the files as a plain model")
     out = {k: data[k] for k in ("languages", "mining", "source_fingerprint", "unk_id") if k in data}

@@ -40,21 +40,36 @@ def parse_proto(proto: bytes):
     return m
 
 
-KEEP_CASE_AS = [chr(c) for c in range(0xFDD0, 0xFDF0)]  # noncharacters: what a capital is kept as while lower-casing
+KEEP_CASE_AS = [chr(0x100000 + i) for i in range(256)]  # private use, plane 16: what a capital is kept as while
+# lower-casing (a text holding one of these characters itself would read it as that capital: none is a piece)
 
 
-def _lowercase_as(proto: bytes, normalizers) -> list:
-    """Normalizers that lower-case a text as the case-folding model ``proto`` folds it: every capital whose folding
-    by the model differs from its lower case (the dotted "İ", which the bundled model keeps) is set aside around
-    the lower-casing; [] when more than :data:`KEEP_CASE_AS` are."""
+def _lowercase_as(proto: bytes, charsmap: bytes, normalizers) -> list:
+    """Normalizers that lower-case a text before the precompiled map ``charsmap`` of the case-folding model
+    ``proto``, keeping aside each capital for which the map alone gives SentencePiece's normalisation more often
+    than the map after lower-casing (tried alone, before U+0308 and U+0301, after a letter): the dotted "İ", which
+    the bundled model keeps, and Cherokee capitals, whose lower case it folds back to the capital without the
+    mark; [] when more than :data:`KEEP_CASE_AS` are."""
     import sys
     import unicodedata
 
     from ..tokenizer import Tokenizer
 
     processor = Tokenizer(proto).sp
-    keep = [c for c in map(chr, range(sys.maxunicode + 1)) if not 0xD800 <= ord(c) < 0xE000 and c.lower() != c
-            and processor.normalize(c) != processor.normalize(c.lower())]
+    alone = normalizers.Precompiled(charsmap)
+    lowered = normalizers.Sequence([normalizers.Lowercase(), alone])
+
+    def right(norm, probes, want) -> int:
+        return sum(norm.normalize_str(p) == w for p, w in zip(probes, want))
+
+    keep = []
+    for c in (chr(i) for i in range(sys.maxunicode + 1)):
+        if 0xD800 <= ord(c) < 0xE000 or c.lower() == c:
+            continue
+        probes = (c, c + "\u0308", c + "\u0301", "a" + c)
+        want = [processor.normalize(p).lstrip("\u2581") for p in probes]
+        if right(alone, probes, want) > right(lowered, probes, want):
+            keep.append(c)
     if len(keep) > len(KEEP_CASE_AS):
         return []
     pairs = list(zip(keep, KEEP_CASE_AS))
@@ -110,7 +125,7 @@ def tokenizer_from_sentencepiece(proto: bytes, *, unknown_as: "str | None" = Non
     steps = []
     if spec.precompiled_charsmap:
         if spec.name.endswith("_cf"):  # lower case first: Precompiled maps a capital and the marks after it ("U" +
-            steps += _lowercase_as(proto, normalizers)  # U+0308) by the capital alone ("u"), SentencePiece folds both
+            steps += _lowercase_as(proto, spec.precompiled_charsmap, normalizers)  # U+0308) by the capital alone
         steps.append(normalizers.Precompiled(spec.precompiled_charsmap))
     if spec.remove_extra_whitespaces:  # spaces only: SentencePiece leaves other whitespace alone
         steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""), normalizers.Replace(Regex(" {2,}"), " ")]
