@@ -51,13 +51,36 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], *, init: Callabl
     finally:
         gc.unfreeze()
     with pool:
+        started = list(pool._pool)  # the workers: none leaves before the map ends unless it dies
         pending: deque = deque()
         for item in itertools.chain(head, it):
             pending.append(pool.apply_async(_without_gc, (fn, item)))
             if len(pending) >= 2 * workers:
-                yield pending.popleft().get()
+                yield _result(pending.popleft(), started)
         while pending:
-            yield pending.popleft().get()
+            yield _result(pending.popleft(), started)
+
+
+def _result(pending, workers: list) -> Any:
+    """The result of an ``apply_async`` call, waiting for it; EngineError when one of ``workers`` has stopped (killed,
+    for lack of memory most often, or its set-up failed): multiprocessing's pool starts another in its place, but
+    the stopped one's item is lost and the wait would never end."""
+    while True:
+        try:
+            return pending.get(timeout=POLL_SECONDS)
+        except mp.TimeoutError:
+            dead = next((w for w in workers if w.exitcode is not None), None)
+            if dead is not None:
+                from .errors import EngineError
+
+                code = dead.exitcode
+                how = (f"killed by signal {-code}{' (SIGKILL: out of memory?)' if code == -9 else ''}" if code < 0
+                       else f"exit code {code}{': its set-up failed (see above)' if code else ''}")
+                raise EngineError(f"a worker process ({dead.pid}) stopped, {how}; its work is lost, so the run "
+                                  "stops") from None
+
+
+POLL_SECONDS = 0.5  # how often a wait for a worker's result checks that the workers are alive
 
 
 def usable_cores() -> int:

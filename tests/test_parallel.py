@@ -98,3 +98,30 @@ def test_workers_follow_the_cores_this_process_may_use(monkeypatch):
     assert parallel.usable_cores() == 1
     monkeypatch.delattr(os, "sched_getaffinity")
     assert parallel.usable_cores() == 64
+
+
+def killed_at_3(x):
+    import signal
+
+    if x == 3:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer stops a process
+    return x
+
+
+def failing_init(child):
+    if child:
+        raise RuntimeError("cannot load the model here")
+
+
+def test_a_worker_that_dies_or_cannot_start_stops_the_map_with_an_error():
+    """The pool started another worker in a dead one's place and its item was waited for forever."""
+    import time
+
+    from bitextmine.errors import EngineError
+
+    t = time.perf_counter()
+    with pytest.raises(EngineError, match=r"a worker process \(\d+\) stopped, killed by signal 9"):
+        list(ordered_map(killed_at_3, range(8), init=lambda child: None, workers=2))
+    with pytest.raises(EngineError, match=r"stopped, exit code 1: its set-up failed"):
+        list(ordered_map(work, range(8), init=failing_init, workers=2))
+    assert time.perf_counter() - t < 60
