@@ -13,6 +13,7 @@ the texts.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from contextlib import nullcontext
@@ -61,9 +62,10 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
     """Yield (line, margin score) for each TSV line of ``path`` (``-`` = stdin), in order: LASER's "score" mode.
 
     For line i with sides x_i, y_i: ``margin_scores(cos(x_i, y_i), m_x[i], m_y[i], score.margin)``, where
-    m_x[i] is the mean cosine of x_i's ``score.k`` nearest neighbours among all targets of the file and
-    m_y[i] that of y_i's among all sources (float32 embeddings, exact search; ``mine`` gives its block and
-    candidate sizes). A Parquet or JSONL ``path`` gives its rows as TSV lines (:func:`input_lines`, with
+    m_x[i] is the mean cosine of x_i's ``score.k`` nearest neighbours among the distinct targets of the file and
+    m_y[i] that of y_i's among the distinct sources (float32 embeddings, exact search; ``mine`` gives its block and
+    candidate sizes): copies of a line do not crowd each other's neighbourhoods, as in ``mine`` and ``filter``
+    (four copies of a pair gave it a ratio margin of exactly 1). A Parquet or JSONL ``path`` gives its rows as TSV lines (:func:`input_lines`, with
     ``columns``; then scol and tcol are ignored). Raises CorpusError for a line without the columns (before
     anything is yielded), ConfigError for a margin other than ratio or distance.
     """
@@ -78,15 +80,44 @@ def margin_score_lines(path: str, model: Model, *, scol: int = 1, tcol: int = 2,
         spool = os.path.join(tmp, "input.txt") if read_once(path) else None  # stdin, a pipe: read once
         xs_path, xt_path = os.path.join(tmp, "src.npy"), os.path.join(tmp, "tgt.npy")
         lines, scol, tcol = input_lines(path, columns, scol, tcol)
-        cos = _encode_columns(path, lines(), model, xs_path, xt_path, spool, scol=scol, tcol=tcol, config=config)
+        cos, keys = _encode_columns(path, lines(), model, xs_path, xt_path, spool, scol=scol, tcol=tcol,
+                                    config=config)
         if len(cos) == 0:
             return
-        x, y = np.load(xs_path, mmap_mode="r"), np.load(xt_path, mmap_mode="r")
+        (x, inv_x), (y, inv_y) = (_distinct(p, k, tmp) for p, k in ((xs_path, keys[0]), (xt_path, keys[1])))
         mean_x, mean_y = both_neighbour_means(x, y, score.k, candidates=mine.candidates, block_rows=mine.block_size,
                                               device=resolve_device(config.device))
+        mean_x, mean_y = mean_x[inv_x], mean_y[inv_y]
         del x, y
         scores = margin_scores(cos, mean_x, mean_y, score.margin).tolist()
         yield from _paired(lines() if spool is None else _spooled(spool), scores, path)
+
+
+def _distinct(path: str, keys: np.ndarray, tmp: str, block: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows of the .npy ``path`` of distinct lines, memory-mapped: ``path`` itself when every line is distinct,
+    else a copy of each line's first row written to ``tmp`` block by block; int64 (n,): each row's index among them)
+    from the lines' ``keys`` uint64 (n,) (:func:`_line_key`)."""
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    x = np.load(path, mmap_mode="r")
+    if len(first) == len(keys):
+        return x, np.arange(len(keys))
+    order = np.argsort(first)  # the distinct lines in the order of their first rows
+    rows = first[order]
+    out = os.path.join(tmp, "distinct-" + os.path.basename(path))
+    new_npy(out, x.shape[1], x.dtype)
+    with open(out, "ab") as f:
+        for a in range(0, len(rows), block):
+            f.write(np.ascontiguousarray(x[rows[a:a + block]]).tobytes())
+    finish_npy(out, len(rows), x.shape[1], x.dtype)
+    position = np.empty(len(order), np.int64)
+    position[order] = np.arange(len(order))
+    return np.load(out, mmap_mode="r"), position[inverse.reshape(-1)]
+
+
+def _line_key(text: str) -> int:
+    """A 64-bit digest of a side's text: lines are distinct when their texts differ (compared exactly, as `mine`
+    compares them), at 8 bytes a line whatever their length."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
 def _paired(lines: Iterable[str], scores: list, path: str) -> Iterator[tuple[str, float]]:
@@ -131,12 +162,13 @@ def _encodable(lines: Iterable[str], path: str) -> Iterator[str]:
 def _encode_columns(path: str, lines: Iterable[str], model: Model, xs_path: str, xt_path: str, spool: str | None, *, scol: int, tcol: int,
                     config: EncodeConfig) -> np.ndarray:
     """Encode the source and target columns of ``lines`` (the TSV lines of ``path``) batch by batch into float32 .npy files
-    ``xs_path``/``xt_path`` (n, dim), copying the lines to ``spool`` when given; returns the pairs'
-    cosines, float32 (n,)."""
+    ``xs_path``/``xt_path`` (n, dim), copying the lines to ``spool`` when given; returns (the pairs' cosines float32 (n,),
+    (each source's and each target's :func:`_line_key` uint64 (n,)))."""
     enc = Encoder(model, config)
     name = "<stdin>" if path == "-" else path
     dim, dtype = model.dim, np.dtype(np.float32)
     cos: list[np.ndarray] = []
+    keys: tuple[list, list] = ([], [])
     n = 0
     new_npy(xs_path, dim, dtype)  # headers rewritten with the count at the end; rows appended after them
     new_npy(xt_path, dim, dtype)
@@ -148,6 +180,8 @@ def _encode_columns(path: str, lines: Iterable[str], model: Model, xs_path: str,
             fs.write(np.ascontiguousarray(xs, np.float32).tobytes())
             ft.write(np.ascontiguousarray(xt, np.float32).tobytes())
             cos.append((xs * xt).sum(1))
+            keys[0].append(np.fromiter(map(_line_key, src), np.uint64, len(src)))
+            keys[1].append(np.fromiter(map(_line_key, tgt), np.uint64, len(tgt)))
 
         src: list[str] = []
         tgt: list[str] = []
@@ -166,7 +200,9 @@ def _encode_columns(path: str, lines: Iterable[str], model: Model, xs_path: str,
             n += len(src)
     finish_npy(xs_path, n, dim, dtype)
     finish_npy(xt_path, n, dim, dtype)
-    return np.concatenate(cos) if cos else np.zeros(0, np.float32)
+    if not cos:
+        return np.zeros(0, np.float32), (np.zeros(0, np.uint64), np.zeros(0, np.uint64))
+    return np.concatenate(cos), (np.concatenate(keys[0]), np.concatenate(keys[1]))
 
 
 def _spooled(path: str) -> Iterator[str]:

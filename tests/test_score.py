@@ -24,14 +24,17 @@ def tsv_lines(n: int = 60, seed: int = 5) -> list[str]:
     return [f"{s}\t{tgt[wrong[i]] if i % 3 == 2 else t}\tx{i}" for i, (s, t) in enumerate(zip(src, tgt))]
 
 
-def reference(x: np.ndarray, y: np.ndarray, k: int, margin: str) -> np.ndarray:
-    """Brute force in float64: each pair's margin against the k best of the full similarity matrix."""
+def reference(x: np.ndarray, y: np.ndarray, k: int, margin: str, src=None, tgt=None) -> np.ndarray:
+    """Brute force in float64: each pair's margin against the k best of the similarity matrix of each side's
+    distinct lines (``src``, ``tgt``: the rows' texts; None: every row distinct)."""
     x, y = x.astype(np.float64), y.astype(np.float64)
-    sim = x @ y.T
-    k_x, k_y = min(k, len(y)), min(k, len(x))
-    mean_x = -np.sort(-sim, axis=1)[:, :k_x].mean(1)  # x_i's k nearest targets
-    mean_y = -np.sort(-sim, axis=0)[:k_y, :].mean(0)  # y_i's k nearest sources
-    cos, avg = np.diag(sim), (mean_x + mean_y) / 2
+    firsts = [sorted({t: i for i, t in reversed(list(enumerate(texts)))}.values()) if texts else list(range(len(v)))
+              for texts, v in ((src, x), (tgt, y))]
+    ux, uy = x[firsts[0]], y[firsts[1]]
+    k_x, k_y = min(k, len(uy)), min(k, len(ux))
+    mean_x = -np.sort(-(x @ uy.T), axis=1)[:, :k_x].mean(1)  # x_i's k nearest distinct targets
+    mean_y = -np.sort(-(ux @ y.T), axis=0)[:k_y, :].mean(0)  # y_i's k nearest distinct sources
+    cos, avg = (x * y).sum(1), (mean_x + mean_y) / 2
     if margin == "distance":
         return cos - avg
     return np.where(avg > 0, cos / np.where(avg > 0, avg, 1), cos)  # margin.py: a mean <= 0 leaves the cosine
@@ -54,9 +57,10 @@ def test_margin_scores_equal_brute_force(tmp_path, toy_model, margin, k):
     cfg = EncodeConfig(device="cpu", batch_size=7)  # several batches, the last one short
     got = scored(path, toy_model, config=cfg, score=ScoreConfig(margin=margin, k=k))
     assert [g[0] for g in got] == lines
-    x = encode([line.split("\t")[0] for line in lines], toy_model, config=cfg)
-    y = encode([line.split("\t")[1] for line in lines], toy_model, config=cfg)
-    want = reference(x, y, k, margin)
+    src, tgt = [line.split("\t")[0] for line in lines], [line.split("\t")[1] for line in lines]
+    assert len(set(tgt)) < len(tgt)  # the wrong pairs repeat other lines' targets: copies count once
+    x, y = encode(src, toy_model, config=cfg), encode(tgt, toy_model, config=cfg)
+    want = reference(x, y, k, margin, src, tgt)
     # printed with 6 decimals; ratios of the toy model's small neighbour means reach 100s: relative tolerance too
     np.testing.assert_allclose([g[1] for g in got], want, rtol=1e-5, atol=1e-5)
     raw = [s for _, s in margin_score_lines(path, toy_model, config=cfg, score=ScoreConfig(margin=margin, k=k))]
@@ -135,7 +139,7 @@ def test_margin_on_real_pairs(tmp_path):
     model = load_model()
     cfg = EncodeConfig(device="cpu")
     got = np.array([s for _, s in scored(path, model, config=cfg, score=ScoreConfig(margin="ratio"))])
-    want = reference(encode(de, model, config=cfg), encode(en, model, config=cfg), 4, "ratio")
+    want = reference(encode(de, model, config=cfg), encode(en, model, config=cfg), 4, "ratio", de, en)
     np.testing.assert_allclose(got, want, atol=1e-5)
     good, bad = np.delete(got, np.s_[2::3]), got[2::3]
     assert np.median(good) > 1.2 > np.median(bad)
@@ -205,3 +209,15 @@ def test_a_lone_surrogate_in_jsonl_is_a_one_line_error(tmp_path, toy_model_dir):
     assert r.exit_code == 1 and r.output.startswith(f"Error: {path} line 2 column 'en': a lone surrogate \\ud800 at "
                                                     "character 2")
     assert len(r.output.splitlines()) == 1
+
+
+def test_a_pair_keeps_its_margin_however_often_the_file_repeats_it(tmp_path, toy_model):
+    """Copies crowded their own neighbourhoods: a pair given 4 times scored a ratio margin of exactly 1 (distance 0)."""
+    lines = tsv_lines()
+    once = write_lines(tmp_path / "once.tsv", lines)
+    four = write_lines(tmp_path / "four.tsv", lines[:1] * 3 + lines)
+    for margin in ("ratio", "distance"):
+        a = scored(once, toy_model, score=ScoreConfig(margin=margin))
+        b = scored(four, toy_model, score=ScoreConfig(margin=margin))
+        assert len(b) == len(a) + 3 and {s for _, s in b[:4]} == {a[0][1]}
+        assert [s for _, s in b[3:]] == [s for _, s in a]
