@@ -120,8 +120,16 @@ def timed(cmd: list[str], planted: int) -> tuple[float, int, int, str]:
     if run.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{run.stderr[-2000:]}")
     rows = [line.split("\t") for line in run.stdout.splitlines()]
-    hits = sum(1 for r in rows if r[-2] == r[-1] and int(r[-2].split(",")[0]) <= planted)
+    hits = sum(1 for r in rows if is_planted(r[-2], r[-1], planted))
     return seconds, len(rows), hits, run.stderr.strip().splitlines()[0] if run.stderr.strip() else ""
+
+
+def is_planted(src_ids: str, tgt_ids: str, planted: int) -> bool:
+    """Whether a printed pair (its ``--ids`` columns: every line number of the text on each side, "1,5") is a planted
+    translation: line i with line i, i <= planted. A text that repeats elsewhere on its side carries several line
+    numbers; comparing the columns as strings missed those (16.7 % of the planted pairs of the fr 200,000-line sides)."""
+    tgt = {int(t) for t in tgt_ids.split(",")}
+    return any(int(s) <= planted and int(s) in tgt for s in src_ids.split(","))
 
 
 def raised(model_dir: str | None, max_lines: int, tmp: str) -> str:
