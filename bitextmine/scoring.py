@@ -227,7 +227,7 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
     from .parallel import joined_tail, numbered_chunks
 
     check_prob_options(score.chunk_lines, score.judge_lines, score.k, config.sif, "--margin prob")
-    lang = judged_language(model, score.src_lang or None, score.tgt_lang or None)
+    lang = judged_language(model, score.src_lang or None, score.tgt_lang or None, "--margin prob")
     read, scol, tcol = input_lines(path, columns)
     enc = Encoder(model, config)
     name = "<stdin>" if path == "-" else path

@@ -458,3 +458,18 @@ def test_an_output_among_an_inputs_shards_or_on_standard_input_is_refused(tmp_pa
         r = subprocess.run([sys.executable, "-c", script], stdin=stdin, capture_output=True, text=True)
     assert r.returncode != 0 and "--output p.tsv: is the input standard input" in r.stderr, r.stderr
     assert open("p.tsv").read() == "Das Haus.\tThe house.\n"
+
+
+def test_options_given_at_their_default_that_the_input_leaves_unread_are_refused(tmp_path):
+    (tmp_path / "t.jsonl").write_text('{"de": "Das Haus.", "en": "The house."}\n', encoding="utf-8")
+    ex = os.path.join(os.path.dirname(__file__), "..", "examples")
+    r = CliRunner().invoke(main, ["mine", os.path.join(ex, "de.txt"), os.path.join(ex, "en.txt"), "--column", "text"])
+    assert r.exit_code != 0 and "--column: needs a Parquet or JSONL input" in r.output
+    table = ["filter", str(tmp_path / "t.jsonl"), "--src-col", "de", "--tgt-col", "en", "--score", "none"]
+    r = CliRunner().invoke(main, [*table, "--scol", "1"])
+    assert r.exit_code != 0 and "--scol: needs a TSV input" in r.output
+    # a check turned off asks nothing of a language: accepted without one
+    r = CliRunner().invoke(main, [*table, "--langid", "off", "--no-script"])
+    assert r.exit_code == 0 and "1 kept" in r.output
+    r = CliRunner().invoke(main, [*table, "--langid", "full"])
+    assert r.exit_code != 0 and "--langid: needs --src-lang or --tgt-lang" in r.output

@@ -97,6 +97,8 @@ def test_a_float16_raw_file_read_as_float32_at_half_the_dim_is_refused(tmp_path,
                             "expected float32 rows of dim 32: give --fp16 and --dim 64")
     assert open_embeddings(p32, fmt="raw", dim=64, rows=300).shape == (300, 64)
     assert open_embeddings(p16, fmt="raw", dim=64, fp16=True, rows=300).shape == (300, 64)
+    with pytest.raises(ConfigError, match="expected float32 rows of dim 64: give --fp16$"):  # the right dim, no --fp16
+        open_embeddings(p16, fmt="raw", dim=64, rows=300)
 
 
 def test_raw_wrong_size_dim_and_rows(tmp_path):

@@ -449,6 +449,8 @@ def test_prob_scoring_needs_english_and_a_language_the_stage_holds(toy_stage_dir
                    tgt_lang="en")
     with pytest.raises(ConfigError, match="--k 3 with the second stage's probability"):
         score_file(path, io.StringIO(), model, score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en", k=3))
+    with pytest.raises(ConfigError, match="^--margin prob needs --src-lang and --tgt-lang"):  # score's own option
+        score_file(path, io.StringIO(), model, score=ScoreConfig(margin="prob", src_lang="de"))
 
 
 def test_train_second_stage_only_builds_a_stage_that_mine_uses(toy_model_dir, tmp_path):

@@ -240,8 +240,10 @@ def refuse_unused_rule_options(rules: RuleConfig | dict, langs: tuple) -> None:
     (``langs``: src, tgt), --min-script with --no-script, --ratio-min-bytes with --max-ratio 0, the identifier's
     settings of another --langid mode than the one given (:func:`bitextmine.filtering.rules.check_pair`)."""
     get = rules.get if isinstance(rules, dict) else lambda name: getattr(rules, name)
-    if not any(langs):
-        refuse_unused(LANGUAGE_RULES, "--src-lang or --tgt-lang (the language checks test a declared language)")
+    if not any(langs):  # a check turned off (--langid off, --no-script) asks nothing of a language: not refused
+        off = {name for name, unused in (("langid", get("langid") == "off"), ("script", not get("script"))) if unused}
+        refuse_unused(tuple(n for n in LANGUAGE_RULES if n not in off),
+                      "--src-lang or --tgt-lang (the language checks test a declared language)")
     if not get("script"):
         refuse_unused(("min_script",), "--script")
     if not get("max_ratio"):

@@ -86,6 +86,11 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
                **({"--stats": stats_path} if stats_path else {})}
     check_distinct_outputs(outputs)
     check_not_inputs(outputs, (input,))
+    from ..tabular import table_kind
+
+    if input not in (None, "-") and table_kind(input) is not None:  # given, even as 1 and 2: a table names columns
+        refuse_unused(("scol", "tcol"), "a TSV input (a Parquet or JSONL input names its columns with --src-col and "
+                                        "--tgt-col)")
     if score == "none":
         refuse_unused(("model_dir", "sif", "score_column"), "a --score (margin, cosine or prob)")
     if score in ("none", "cosine"):  # given on the command line, even at its default value

@@ -75,9 +75,10 @@ def _pipeline_options(f):
               help="Where the model has a second stage for the sides' languages (English and one of its languages, "
               "known as for --per-language), judge each candidate by a classifier over its margin, cosine, z, "
               "length ratio and IBM model 1 scores, and keep pairs whose probability of translation reaches "
-              "--min-prob; the second stage's own margin floor then replaces --threshold, --min-z and --min-cosine "
-              "(each of them given keeps its value).")
-@click.option("--min-prob", type=click.FloatRange(0, 1), default=M.min_prob, show_default=True,
+              "--min-prob; its own margin floor (1.0) sets where candidates are judged from, and --threshold, --min-z "
+              "and --min-cosine still apply.")
+@click.option("--min-prob", type=click.FloatRange(0, 1), default=M.min_prob,
+              show_default=f"calibrated per language; {M.min_prob:g} where none is",
               help="With the second stage: the probability of translation a pair needs (default: the value the "
               "model's second stage was calibrated with for the languages).")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
@@ -120,10 +121,12 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     from ..mining import mine_files
     from ..mining.calibrated import KEYS
     from ..model import load_model
-    from ..tabular import output_format
+    from ..tabular import output_format, table_kind
 
     check_output(output, "--output")
     check_not_inputs({"--output": output}, (src, tgt, src_emb, tgt_emb))
+    if not any(table_kind(p) for p in (src, tgt)):  # given, even at its default: a text file has no columns
+        refuse_unused(("column",), "a Parquet or JSONL input (a text file has no columns)")
     columns = columns_from(kw)
     fmt = output_format(output)
     if not use_rules:

@@ -21,7 +21,7 @@ E = EncodeConfig
 @click.option("--batch-size", type=click.IntRange(1), default=E.batch_size, show_default=True, help="Lines per batch.")
 @click.option("--margin", type=click.Choice(SCORE_MARGINS), default=ScoreConfig.margin, show_default=True,
               help="none = the cosine; ratio | distance = LASER's score mode: the margin of each pair against the k "
-                   "nearest neighbours of its sides among all lines of the other side of the file (exact search; "
+                   "nearest neighbours of its sides among the distinct lines of the other side of the file (exact search; "
                    "embeddings kept in temporary files in TMPDIR, the input read twice); prob = the model's second "
                    "stage, the probability of translation within chunks of --chunk-lines lines, as 'filter --score "
                    "prob' (needs --src-lang/--tgt-lang).")

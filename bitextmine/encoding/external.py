@@ -56,7 +56,7 @@ def open_embeddings(path: str, *, fmt: str = "npy", dim: int = 0, fp16: bool = F
     if fmt not in EMB_FORMATS:
         raise ConfigError(f"embedding format {fmt!r}: expected one of {', '.join(EMB_FORMATS)}")
     if fmt == "raw":
-        x = _open_raw(path, dim, fp16)
+        x = _open_raw(path, dim, fp16, rows)
     elif has_sidecar(path):
         if model is None:
             raise ConfigError(f"{path}: has the sidecar of 'bitextmine encode'; its model is needed to check it")
@@ -96,8 +96,9 @@ def _missing(path: str) -> None:
         raise ConfigError(f"{path}: is a directory; expected an embeddings file")
 
 
-def _open_raw(path: str, dim: int, fp16: bool) -> np.ndarray:
-    """A raw file of ``dim``-value rows as a read-only memory map, float16 with ``fp16`` else float32."""
+def _open_raw(path: str, dim: int, fp16: bool, rows: int | None = None) -> np.ndarray:
+    """A raw file of ``dim``-value rows as a read-only memory map, float16 with ``fp16`` else float32 (``rows``: the
+    lines of the text, when known, to tell which fix a float16 file read as float32 needs)."""
     if dim <= 0:
         raise ConfigError(f"{path}: raw embeddings need --dim (the values per row; the file has no header)")
     _missing(path)
@@ -114,8 +115,9 @@ def _open_raw(path: str, dim: int, fp16: bool) -> np.ndarray:
         return x
     x = np.memmap(path, dtype=dtype, mode="r", shape=(n, dim))
     if not fp16 and looks_like_float16_pairs(x[:PROBE_ROWS]):
+        fix = "--fp16" if rows is not None and size == rows * dim * 2 else f"--fp16 and --dim {2 * dim}"
         raise ConfigError(f"{path}: its values read as float32 are pairs of float16 values (LASER's --fp16 "
-                          f"output); expected float32 rows of dim {dim}: give --fp16 and --dim {2 * dim}")
+                          f"output); expected float32 rows of dim {dim}: give {fix}")
     return x
 
 

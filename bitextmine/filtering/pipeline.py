@@ -346,17 +346,18 @@ def filter_tsv(
     return stats
 
 
-def judged_language(model, src_lang: str | None, tgt_lang: str | None) -> str:
-    """The language (with English) whose second stage scores the pairs; ConfigError when the languages are not
-    given, neither is English, or the model has no second stage for the other."""
+def judged_language(model, src_lang: str | None, tgt_lang: str | None, option: str = "--score prob") -> str:
+    """The language (with English) whose second stage scores the pairs; ConfigError, naming the command's
+    ``option``, when the languages are not given, neither is English, or the model has no second stage for the
+    other."""
     stage = model.second_stage
     if not src_lang or not tgt_lang or PIVOT not in (src_lang, tgt_lang) or src_lang == tgt_lang:
-        raise ConfigError("--score prob needs --src-lang and --tgt-lang, English and another language "
+        raise ConfigError(f"{option} needs --src-lang and --tgt-lang, English and another language "
                           f"(given: {src_lang or '-'} and {tgt_lang or '-'})")
     other = tgt_lang if src_lang == PIVOT else src_lang
     if stage is None or other not in stage.languages:
         held = ", ".join(sorted(stage.languages)) if stage else "none"
-        raise ConfigError(f"--score prob: the model {model.path or ''} has no second stage for {other}-en "
+        raise ConfigError(f"{option}: the model {model.path or ''} has no second stage for {other}-en "
                           f"(it has: {held}); build one with 'bitextmine train --second-stage-only'")
     return other
 
