@@ -48,9 +48,11 @@ def nothing_known(ids: np.ndarray, offsets: np.ndarray, blank: np.ndarray) -> np
     ids, offsets = np.asarray(ids), np.asarray(offsets, np.int64)
     is_blank = np.zeros(max(int(ids.max(initial=0)), int(np.max(blank, initial=0))) + 1, bool)
     is_blank[blank] = True  # a look-up table: one gather a piece
-    known = np.concatenate([[0], np.cumsum(~is_blank[ids])])  # known pieces before each position
     ends = np.append(offsets[1:], len(ids))
-    return (ends > offsets) & (known[ends] == known[offsets])
+    out, pieces = np.zeros(len(offsets), bool), ends > offsets
+    if pieces.any():  # one pass: whether each sentence with pieces holds a known one (empty ones hold none)
+        out[pieces] = ~np.logical_or.reduceat(~is_blank[ids], offsets[pieces])
+    return out
 
 
 class SentenceEmbedder:
