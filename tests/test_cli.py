@@ -352,7 +352,7 @@ def test_options_a_command_would_ignore_are_refused(tmp_path, toy_model_dir):
      "--langid-min-prob: needs --langid pair or full"),
     (["filter", "TSV", "--score", "none", "--tgt-lang", "en", "--langid", "full", "--langid-max-prob", "*=0.5"],
      "--langid-max-prob: needs --langid probs"),
-    (["mine", "DE", "EN", "--column", "text2"], "--column text2 needs a Parquet or JSONL input"),
+    (["mine", "DE", "EN", "--column", "text2"], "--column: needs a Parquet or JSONL input"),
     (["encode", "DE", "-o", "OUT.npy", "--column", "text2"], "--column: needs a Parquet or JSONL input"),
     (["calibrate", "--src", "DE", "--tgt", "EN", "--scol", "2"], "--scol: needs GOLD"),
     (["calibrate", "--src", "DE", "--tgt", "EN", "--k", "2"], "--k: needs --score margin"),
