@@ -168,11 +168,13 @@ def compute_fingerprint(tokenizer_proto: bytes, embeddings: np.ndarray, tensors:
     return h.hexdigest()[:16]
 
 
-def read_versioned_json(path: str, *, version: "int | tuple[int, ...]", what: str) -> dict:
+def read_versioned_json(path: str, *, version: "int | tuple[int, ...]", what: str, retired: dict | None = None
+                        ) -> dict:
     """Read a JSON object carrying ``format_version``; raise ModelFormatError unless it is ``version``
     (or one of them).
 
-    ``what`` completes the message for a missing file ("expected ...").
+    ``what`` completes the message for a missing file ("expected ..."); ``retired`` {older version: why files of it
+    are no longer read} gives the message for those.
     """
     versions = (version,) if isinstance(version, int) else tuple(version)
     try:
@@ -184,6 +186,8 @@ def read_versioned_json(path: str, *, version: "int | tuple[int, ...]", what: st
         raise ModelFormatError(f"{path}: not valid JSON ({e})") from None
     found = data.get("format_version") if isinstance(data, dict) else None
     if not is_version(found, versions):
+        if is_version(found, tuple(retired or ())):
+            raise ModelFormatError(f"{path}: format_version {found}, {retired[found]}")
         wanted = " or ".join(str(v) for v in versions)
         raise ModelFormatError(f"{path}: format_version {found!r}; this bitextmine reads format_version {wanted}")
     return data

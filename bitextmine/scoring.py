@@ -145,22 +145,11 @@ def input_lines(path: str, columns: ColumnsConfig | None, scol: int = 1, tcol: i
         return (lambda: iter_lines(path)), scol, tcol
     columns = columns or ColumnsConfig()
     pair, id_col = columns.pair(path), columns.id_col or None
-    return (lambda: _encodable(tsv_lines(path, pair, id_col), path)), 1 + bool(id_col), 2 + bool(id_col)
-
-
-def _encodable(lines: Iterable[str], path: str) -> Iterator[str]:
-    """``lines`` as they are, or a CorpusError at the first that UTF-8 cannot hold (a JSON string may carry a lone
-    surrogate such as "\\ud800"), as a text file's invalid UTF-8 is one."""
-    for n, line in enumerate(lines, 1):
-        try:
-            line.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise CorpusError(f"{path} row {n}: {e.reason} ({line[e.start:e.end]!a}); expected text") from None
-        yield line
+    return (lambda: tsv_lines(path, pair, id_col)), 1 + bool(id_col), 2 + bool(id_col)
 
 
 def _encode_columns(path: str, lines: Iterable[str], model: Model, xs_path: str, xt_path: str, spool: str | None, *, scol: int, tcol: int,
-                    config: EncodeConfig) -> np.ndarray:
+                    config: EncodeConfig) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Encode the source and target columns of ``lines`` (the TSV lines of ``path``) batch by batch into float32 .npy files
     ``xs_path``/``xt_path`` (n, dim), copying the lines to ``spool`` when given; returns (the pairs' cosines float32 (n,),
     (each source's and each target's :func:`_line_key` uint64 (n,)))."""

@@ -76,9 +76,9 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
     """
     from contextlib import nullcontext
 
-    from ..filtering.pipeline import filter_tsv, stats_text, write_stats
+    from ..filtering.pipeline import SCORE_USES, filter_tsv, stats_text, write_stats
     from ..model import load_model
-    from ..tabular import output_format
+    from ..tabular import output_format, table_kind
 
     for path, option in ((output, "--output"), (rejects, "--rejects"), (stats_path, "--stats")):
         check_output(path, option)
@@ -86,17 +86,13 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
                **({"--stats": stats_path} if stats_path else {})}
     check_distinct_outputs(outputs)
     check_not_inputs(outputs, (input,))
-    from ..tabular import table_kind
-
     if input not in (None, "-") and table_kind(input) is not None:  # given, even as 1 and 2: a table names columns
         refuse_unused(("scol", "tcol"), "a TSV input (a Parquet or JSONL input names its columns with --src-col and "
                                         "--tgt-col)")
     if score == "none":
         refuse_unused(("model_dir", "sif", "score_column"), "a --score (margin, cosine or prob)")
-    if score in ("none", "cosine"):  # given on the command line, even at its default value
-        refuse_unused(("k",), "--score margin or prob")
-    if score != "prob":
-        refuse_unused(("judge_lines",), "--score prob")
+    for names, needs in ((("k",), "--score margin or prob"), (("judge_lines",), "--score prob")):
+        refuse_unused([n for n in names if n not in SCORE_USES[score]], needs)  # given, even at its default value
     refuse_unused_rule_options(rule_kw, (src_lang, tgt_lang))
     rules = rules_from(rule_kw)
     columns = columns_from(rule_kw)

@@ -32,6 +32,8 @@ from ..model import Model, read_versioned_json
 # the vector every such line shares, which mining paired as translations: refused, to be encoded again
 SIDECAR_VERSION = 2
 MANIFEST_VERSION = 2
+RETIRED = {1: "written by an earlier bitextmine, which gave a line of no piece the model knows (emoji, another "
+              "script) the one vector every such line shares, so mining paired them; encode the text again"}
 MANIFEST_FILE = "manifest.json"
 
 
@@ -83,24 +85,8 @@ def chunk_file(index: int) -> str:
 
 def read_manifest(out_dir: str, *, what: str = "the manifest that 'bitextmine encode --chunk-lines' writes") -> dict:
     """The manifest of the chunked encoding in ``out_dir``; raises ModelFormatError for another format version."""
-    return _read_versioned(os.path.join(out_dir, MANIFEST_FILE), MANIFEST_VERSION, what)
-
-
-def _read_versioned(path: str, version: int, what: str) -> dict:
-    """:func:`bitextmine.model.read_versioned_json`, saying what changed for a file of version 1."""
-    try:
-        return read_versioned_json(path, version=version, what=what)
-    except ModelFormatError:
-        try:
-            with open(path, encoding="utf-8") as f:
-                old = json.load(f).get("format_version")
-        except (OSError, ValueError, AttributeError):
-            old = None
-        if type(old) is int and old == 1:
-            raise ModelFormatError(f"{path}: written by an earlier bitextmine, which gave a line of no piece the model "
-                                   "knows (emoji, another script) the one vector every such line shares, so mining "
-                                   "paired them; encode the text again") from None
-        raise
+    return read_versioned_json(os.path.join(out_dir, MANIFEST_FILE), version=MANIFEST_VERSION, what=what,
+                               retired=RETIRED)
 
 
 def write_manifest(out_dir: str, meta: dict[str, Any]) -> None:
@@ -144,7 +130,8 @@ def load_embeddings(path: str, *, model: Model | None = None, text_sha256: str |
     if os.path.isdir(path):  # a chunked encoding (encode --chunk-lines): the chunks, concatenated in memory
         meta, x = load_chunked(path)
     else:
-        meta = _read_versioned(path + ".json", SIDECAR_VERSION, "the sidecar that 'bitextmine encode' writes beside its .npy")
+        meta = read_versioned_json(path + ".json", version=SIDECAR_VERSION, retired=RETIRED,
+                                   what="the sidecar that 'bitextmine encode' writes beside its .npy")
         x = None
     expected = None if model is None else vectors_fingerprint(model, sif=sif, marked=marked)
     if expected is not None and meta.get("model_fingerprint") != expected:

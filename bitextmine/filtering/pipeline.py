@@ -177,7 +177,7 @@ def _check_chunk(chunk: _Chunk) -> _Checked:
     return _Checked(reasons, scores, keys)
 
 
-_USES = {"cosine": (), "none": (), "margin": ("k",), "prob": ("k", "judge_lines")}  # FilterConfig's per score
+SCORE_USES = {"cosine": (), "none": (), "margin": ("k",), "prob": ("k", "judge_lines")}  # FilterConfig's per score
 
 
 def _score(src: list[str], tgt: list[str]) -> np.ndarray:
@@ -277,7 +277,7 @@ def filter_tsv(
         raise ConfigError("--min-score needs a score (--score cosine, margin or prob)")
     if config.chunk_lines < 1:
         raise ConfigError("chunk size must be >= 1 line")
-    unused = options_set(config, [n for n in ("k", "judge_lines") if n not in _USES[config.score]])
+    unused = options_set(config, [n for n in SCORE_USES["prob"] if n not in SCORE_USES[config.score]])
     if unused:
         raise ConfigError(f"{', '.join(unused)}: not used by --score {config.score}; drop them or choose the score "
                           "that uses them (k: margin, prob; judge-lines: prob)")

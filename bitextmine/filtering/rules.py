@@ -101,18 +101,21 @@ def check_rules(rules: RuleConfig, src_lang: str | None = None, tgt_lang: str | 
     identifier every line would be rejected; see :func:`known_languages`). filter and mine call this first."""
     from ..errors import ConfigError
 
+    limits: dict = {}
     if rules.langid == "probs":
         try:
             limits = _max_probs(rules.langid_max_prob)
         except ValueError as e:
             raise ConfigError(f"--langid-max-prob: {e}") from None
-        known, by = known_languages(rules)
-        unknown = sorted(k for k in limits if k != "*" and k not in known)
-        if unknown:  # a key no identifier gives is never looked up: its line would get the '*' limit without a word
-            raise ConfigError(f"--langid-max-prob {rules.langid_max_prob}: {', '.join(map(repr, unknown))} not a "
-                              f"language that {by} knows; expected ISO 639-1 codes such as en, or *")
+    keys = [k for k in limits if k != "*"]
+    if not (keys or src_lang or tgt_lang):
+        return
+    known, by = known_languages(rules)
+    unknown = sorted(k for k in keys if k not in known)
+    if unknown:  # a key no identifier gives is never looked up: its line would get the '*' limit without a word
+        raise ConfigError(f"--langid-max-prob {rules.langid_max_prob}: {', '.join(map(repr, unknown))} not a "
+                          f"language that {by} knows; expected ISO 639-1 codes such as en, or *")
     if src_lang or tgt_lang:
-        known, by = known_languages(rules)
         check_codes({"--src-lang": src_lang, "--tgt-lang": tgt_lang}, known, by)
 
 
