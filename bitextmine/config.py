@@ -48,6 +48,7 @@ class TrainConfig:
     megabatch_start: int = 1  # paper: mega-batch starts at 1 mini-batch
     megabatch_max: int = 60  # paper: grows up to 60 mini-batches
     megabatch_every: int = 150  # paper: +1 mini-batch every 150 mini-batches
+    batch_order: str = "random"  # random (paper) | topic: each mega-batch holds near pairs (k-means at each epoch's start; BATCH_ORDERS)
     dropout: float = 0.3  # paper: dropout 0.3 (here: each piece dropped with this probability)
     lr: float = 0.001  # paper: Adam, learning rate 0.001
     warmup: float = 0.0  # share of all mini-batches over which the learning rate rises linearly from 0 (paper: none)
@@ -295,6 +296,7 @@ EMB_FORMATS = ("npy", "raw")  # precomputed embeddings (EmbeddingsConfig.format)
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
 NEGATIVES = ("max", "mix", "random", "none")
 LR_DECAYS = ("none", "linear")
+BATCH_ORDERS = ("random", "topic")  # TrainConfig.batch_order (training.batching)
 LOSSES = ("hinge", "infonce")
 MODES = ("max", "forward", "backward", "intersect", "union")
 DEVICES = ("auto", "cpu", "cuda")

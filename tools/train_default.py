@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from bitextmine.config import LR_DECAYS, NEGATIVES, TokenizerConfig, TrainConfig  # noqa: E402
+from bitextmine.config import BATCH_ORDERS, LR_DECAYS, NEGATIVES, TokenizerConfig, TrainConfig  # noqa: E402
 from bitextmine.corpus import CorpusSpec, read_lines, read_parallel  # noqa: E402
 from bitextmine.training.loop import train  # noqa: E402
 
@@ -167,6 +167,8 @@ def main() -> None:
     ap.add_argument("--holdout-only", action="store_true",
                     help="write the held-apart pairs (--holdout, --seed) to --holdout-dir and stop: the dev pools of "
                          "tools/sparse_tasks.py and tools/f1_by_size.py on a new machine")
+    ap.add_argument("--init-from", default=None, metavar="MODEL", help="start from this model (its tokenizer and weights)")
+    ap.add_argument("--batch-order", default=TrainConfig.batch_order, choices=BATCH_ORDERS)
     ap.add_argument("--resume", action="store_true")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bitextmine-default-")
@@ -193,10 +195,11 @@ def main() -> None:
                            sampling_temperature=args.sampling_temperature, max_steps=args.max_steps,
                            clean=args.clean, batch_size=args.batch_size, megabatch_max=args.megabatch_max, lr=args.lr,
                            dropout=args.dropout, negatives=args.negatives, warmup=args.warmup,
-                           lr_decay=args.lr_decay, init_scale=args.init_scale, eval_every=args.eval_every),
+                           lr_decay=args.lr_decay, init_scale=args.init_scale, eval_every=args.eval_every,
+                           batch_order=args.batch_order),
         tokenizer_config=TokenizerConfig(vocab_size=args.vocab, normalization=args.spm_normalization,
                                          character_coverage=args.character_coverage),
-        tokenizer_path=args.spm_model,
+        tokenizer_path=args.spm_model, init_from=args.init_from,
         dev_tatoeba=dev_tatoeba, dev_sts=dev_sts, languages=["en", *LANGS], resume=args.resume, progress=progress,
     )
     print(f"done in {result.seconds:.0f}s, {result.steps} mini-batches, {result.pairs_per_second:.0f} pairs/s, "

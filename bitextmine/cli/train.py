@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..config import AMP_MODES, DEFAULT_RECIPE, ENCODERS, LOSSES, LR_DECAYS, NEGATIVES, RECIPES, SPM_NORMALIZATIONS
+from ..config import AMP_MODES, BATCH_ORDERS, DEFAULT_RECIPE, ENCODERS, LOSSES, LR_DECAYS, NEGATIVES, RECIPES, SPM_NORMALIZATIONS
 from ..config import SecondStageConfig, TokenizerConfig, TrainConfig, recipe_configs
 from .common import device_option, info, progress_bar, quiet_option, refuse_unused
 from .help import GroupedCommand
@@ -28,7 +28,7 @@ OPTION_GROUPS = (
     ("Recipe and loss", ("loss", "negatives", "margin", "hinge_weight", "scale", "sampling_temperature", "dropout",
                          "shuffle_words", "init_scale")),
     ("Schedule", ("epochs", "batch_size", "lr", "warmup", "lr_decay", "megabatch_start", "megabatch_max",
-                  "megabatch_every", "max_steps")),
+                  "megabatch_every", "batch_order", "max_steps")),
     ("Evaluation", ("dev_tatoeba", "dev_sts", "dev_pairs", "eval_every")),
     ("Second stage", ("second_stage", "second_stage_only")),
     ("Run", ("checkpoint_every", "seed", "threads", "amp")),
@@ -114,6 +114,9 @@ SECOND_STAGE_ONLY = {"src", "tgt", "tsv", "scol", "tcol", "out", "seed", "quiet"
 @click.option("--megabatch-start", type=click.IntRange(1), default=T.megabatch_start, show_default=True, help="Mini-batches per mega-batch at the start.")
 @click.option("--megabatch-max", type=click.IntRange(1), default=None, help="Largest mega-batch, in mini-batches." + _by_recipe("megabatch_max"))
 @click.option("--megabatch-every", type=click.IntRange(1), default=T.megabatch_every, show_default=True, help="Grow the mega-batch by one every N mini-batches.")
+@click.option("--batch-order", type=click.Choice(BATCH_ORDERS), default=T.batch_order, show_default=True,
+              help="random = pairs in a random order; topic = each mega-batch holds pairs of one topic (k-means over "
+                   "the pairs' embeddings at each epoch's start), so its negatives are same-topic sentences.")
 @click.option("--dev-pairs", type=click.IntRange(0), default=T.dev_pairs, show_default=True, help="Training pairs held apart for dev retrieval accuracy.")
 @click.option("--dev-tatoeba", nargs=2, multiple=True, metavar="SRC TGT", help="Aligned dev files for retrieval accuracy (repeatable).")
 @click.option("--dev-sts", multiple=True, metavar="FILE", help="STS file (SemEval, STSb TSV or CSV) for dev Pearson r (repeatable).")
@@ -140,7 +143,7 @@ SECOND_STAGE_ONLY = {"src", "tgt", "tsv", "scol", "tcol", "out", "seed", "quiet"
 def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model, spm_sample, spm_normalization, character_coverage, dim, untrained, negatives,
           paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, clean, epochs, batch_size, loss,
           margin, hinge_weight, scale, sampling_temperature,
-          dropout, lr, init_scale, warmup, lr_decay, megabatch_start, megabatch_max, megabatch_every, dev_pairs, dev_tatoeba, dev_sts, eval_every,
+          dropout, lr, init_scale, warmup, lr_decay, megabatch_start, megabatch_max, megabatch_every, batch_order, dev_pairs, dev_tatoeba, dev_sts, eval_every,
           checkpoint_every, max_steps, resume, languages, fp32, seed, threads, amp, second_stage, second_stage_only,
           device, quiet):
     """Train an encoder on parallel corpora (or paraphrase pairs, or STS pairs).
@@ -178,7 +181,7 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
         separate_vocab=separate_vocab or "", sts_min_score=sts_min_score, clean=clean, shuffle_words=shuffle_words,
         reg_to_init=reg_to_init, dim=dim, loss=loss, margin=margin, hinge_weight=hinge_weight, scale=scale,
         sampling_temperature=sampling_temperature, batch_size=batch_size, megabatch_start=megabatch_start,
-        megabatch_max=megabatch_max, megabatch_every=megabatch_every, dropout=dropout, lr=lr, init_scale=init_scale,
+        megabatch_max=megabatch_max, megabatch_every=megabatch_every, batch_order=batch_order, dropout=dropout, lr=lr, init_scale=init_scale,
         warmup=warmup, lr_decay=lr_decay, epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,
         checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads, amp=amp,
         fp16=not fp32, vocab_size=vocab_size, token_vocab_size=vocab_size, sample_sentences=spm_sample,

@@ -34,13 +34,14 @@ STATE_KEYS = ("epoch", "pos", "step", "history", "pairs_seen")
 # objective, optimiser, schedule, and eval_every: the steps at which the best weights can be chosen); the others
 # (device, threads, checkpoint_every, max_steps, fp16) change how it runs or is saved, not what it learns
 MATCHING_KEYS = ("encoder", "dim", "batch_size", "seed", "megabatch_start", "megabatch_max", "megabatch_every",
-                 "dev_pairs", "negatives", "mix_prob", "paraphrase", "untrained", "shuffle_words", "reg_to_init",
+                 "batch_order", "dev_pairs", "negatives", "mix_prob", "paraphrase", "untrained", "shuffle_words", "reg_to_init",
                  "sts_min_score", "clean", "separate_vocab", "sif_a", "sif_sample", "loss", "margin", "hinge_weight",
                  "scale", "sampling_temperature", "dropout", "lr", "warmup", "lr_decay", "init_scale", "eval_every")
 
 
 def new_state() -> dict:
-    """The training state of a fresh run: epoch, pos (in the epoch's order), step, best_score, history, pairs_seen."""
+    """The training state of a fresh run: epoch, pos (in the epoch's order), step, best_score, history, pairs_seen;
+    with batch order topic, also "order" (int64: the epoch's order, computed at its start) while an epoch runs."""
     return {"epoch": 0, "pos": 0, "step": 0, "best_score": -np.inf, "history": [], "pairs_seen": 0}
 
 
@@ -78,6 +79,8 @@ def save_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, best: dict, state
         for key, v in ost.items():
             v = torch.as_tensor(v).detach().cpu().contiguous()
             tensors[f"adam.{i}.{key}"] = v.reshape(-1) if key == "step" else v
+    if state.get("order") is not None:  # the topic order of the epoch under way (batching.topic_order)
+        tensors["epoch_order"] = torch.from_numpy(np.ascontiguousarray(state["order"]))
     save_file(tensors, os.path.join(tmp, "tensors.safetensors"))
     with open(os.path.join(tmp, TOKENIZER_CKPT), "wb") as f:
         f.write(tok.proto)
@@ -202,5 +205,7 @@ def load_checkpoint(ckpt_dir: str, enc, opt, gen, shuffle_gen, data_fp: str, con
         opt.load_state_dict(sd)
     state = {k: meta[k] for k in STATE_KEYS}
     state["best_score"] = meta["best_score"] if meta.get("best_score") is not None else -np.inf
+    if "epoch_order" in tensors:
+        state["order"] = tensors["epoch_order"].numpy()
     best = {k[5:]: v.to(device) for k, v in tensors.items() if k.startswith("best.")}
     return state, best

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import __version__
 from ..interop.card import write_model_card
-from ..config import LOSSES, LR_DECAYS, NEGATIVES, TokenizerConfig, TrainConfig
+from ..config import BATCH_ORDERS, LOSSES, LR_DECAYS, NEGATIVES, TokenizerConfig, TrainConfig
 from ..corpus import CorpusSpec
 from ..errors import ConfigError
 from ..model import Model, make_encoder, piece_dropout, shuffle_words, tensors_from_module
@@ -32,6 +32,7 @@ from .checkpoint import (CHECKPOINT_DIR, has_checkpoint, load_checkpoint, load_c
                          recover_checkpoint, save_checkpoint)
 from .data import (Side, build_devsets, cat_flat, concat_sides, data_fingerprint, epoch_order, groups_fingerprint,
                    megabatch_pairs, read_training_pairs, shared_text_ids, token_counts)
+from .batching import cluster_labels, loose_text_ids, pair_embeddings, topic_order
 from .negatives import choose_negatives, pair_loss, paraphrase_negatives
 
 Progress = Callable[[dict], None]
@@ -168,6 +169,8 @@ def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> Tra
     if not 0.0 <= config.warmup < 1.0 or config.lr_decay not in LR_DECAYS:
         raise ConfigError(f"warmup {config.warmup}, lr_decay {config.lr_decay!r}: expected a share in [0, 1) and "
                           f"one of {', '.join(LR_DECAYS)}")
+    if config.batch_order not in BATCH_ORDERS:
+        raise ConfigError(f"batch order {config.batch_order!r}: expected one of {', '.join(BATCH_ORDERS)}")
     if config.sampling_temperature < 1.0:
         raise ConfigError(f"sampling temperature {config.sampling_temperature}: expected >= 1 (1 = proportional)")
     encoder = init_model.encoder if init_model is not None else config.encoder
@@ -270,6 +273,8 @@ class _TrainData:
             return side
 
         S, T, P = build(src, "src"), build(tgt, "tgt"), None
+        if config.batch_order == "topic":  # near repeats (case, punctuation) crowd a same-topic batch: one text
+            S.text_ids, T.text_ids = loose_text_ids(src), loose_text_ids(tgt)
         if config.paraphrase:  # one pool of both sides; equal strings share a text id across sides
             S.text_ids, T.text_ids = shared_text_ids(src, tgt)
             P = concat_sides(S, T, S.text_ids, T.text_ids)
@@ -402,9 +407,9 @@ class _Run:
         self.t_start, self.pairs_run = time.time(), 0
         stopped_early = False
         while state["epoch"] < epochs and not stopped_early:
-            stopped_early = self._epoch(epoch_order(config.seed, state["epoch"], n_pairs, self.data.groups,
-                                                    config.sampling_temperature))
+            stopped_early = self._epoch(self._order())
             if not stopped_early:
+                state.pop("order", None)
                 self.evaluate()
                 state["epoch"] += 1
                 state["pos"] = 0
@@ -414,6 +419,30 @@ class _Run:
         if config.untrained:
             self.evaluate()  # reported, not selected on: the random model is saved as it is
         return stopped_early, self.pairs_run / max(1e-9, time.time() - self.t_start)
+
+    def _order(self) -> np.ndarray:
+        """The pairs of the current epoch in order (:func:`epoch_order`); with batch order topic, grouped by topic
+        with the weights at the epoch's start (kept in the state, so a resumed epoch keeps its order)."""
+        config, state = self.config, self.state
+        perm = epoch_order(config.seed, state["epoch"], len(self.data.S.lengths), self.data.groups,
+                           config.sampling_temperature)
+        if config.batch_order != "topic":
+            return perm
+        if state.get("order") is not None and len(state["order"]) == len(perm):
+            return state["order"]
+        self.emit({"event": "log", "message": f"epoch {state['epoch'] + 1}: grouping the pairs by topic"})
+        x = pair_embeddings(self._embed_rows, len(self.data.S.lengths))
+        labels = cluster_labels(x, max(1, len(perm) // (config.batch_size * config.megabatch_max)),
+                                seed=config.seed * 1000 + state["epoch"])
+        del x
+        state["order"] = topic_order(perm, labels, seed=config.seed * 1000 + state["epoch"])
+        return state["order"]
+
+    def _embed_rows(self, side: str, rows: np.ndarray) -> np.ndarray:
+        """float32 (len(rows), d): L2-normalised embeddings of training side ``side`` ("src" or "tgt") rows."""
+        S = self.data.S if side == "src" else self.data.T
+        with _autocast(self.device, self.amp):
+            return embed_no_grad(self.enc, *S.gather(rows)).float().cpu().numpy()
 
     def _epoch(self, perm: np.ndarray) -> bool:
         """Train on ``perm`` from state["pos"] to its end, one mega-batch at a time; True if max_steps stopped it
