@@ -17,11 +17,19 @@ SMALL = dict(dim=16, epochs=2, batch_size=16, megabatch_max=3, megabatch_every=5
 
 
 def reference_topic_order(perm, labels, seed):
-    """The obvious version: shuffle, then take the clusters one by one in the drawn order."""
+    """The obvious version: draw as topic_order draws, give each draw its segment by counting the copies seen,
+    then take the segments in turn and each segment's clusters in the drawn order."""
     rng = np.random.default_rng(seed)
+    n_segments = max(list(perm).count(p) for p in set(perm))
     rank = rng.permutation(labels.max() + 1)
+    first = rng.integers(0, n_segments, size=perm.max() + 1)
     shuffled = perm[rng.permutation(len(perm))]
-    return np.concatenate([[p for p in shuffled if labels[p] == c] for c in np.argsort(rank)]).astype(np.int64)
+    seen, segment = {}, []
+    for p in shuffled:
+        segment.append((first[p] + seen.get(p, 0)) % n_segments)
+        seen[p] = seen.get(p, 0) + 1
+    return np.array([p for s in range(n_segments) for c in np.argsort(rank)
+                     for p, sp in zip(shuffled, segment) if sp == s and labels[p] == c], np.int64)
 
 
 def test_topic_order_matches_the_reference_and_keeps_every_draw():
@@ -31,8 +39,24 @@ def test_topic_order_matches_the_reference_and_keeps_every_draw():
     got = topic_order(perm, labels, seed=11)
     np.testing.assert_array_equal(got, reference_topic_order(perm, labels, 11))
     np.testing.assert_array_equal(np.sort(got), np.sort(perm))
-    runs = labels[got][1:] != labels[got][:-1]
-    assert runs.sum() == len(np.unique(labels[perm])) - 1  # each cluster in one run
+    once = rng.permutation(50)  # no repeats: one segment, each cluster in one run
+    got = topic_order(once, labels, seed=2)
+    np.testing.assert_array_equal(got, reference_topic_order(once, labels, 2))
+    assert (labels[got][1:] != labels[got][:-1]).sum() == len(np.unique(labels)) - 1
+
+
+def test_copies_of_a_pair_fall_in_different_segments():
+    """A pair drawn 3 times (temperature sampling) has its copies a third of the epoch apart or more, not
+    side by side in its cluster's run."""
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 5, size=300)
+    perm = np.concatenate([np.arange(300), rng.choice(100, 100, replace=False), np.arange(50)])
+    got = topic_order(perm, labels, seed=3)
+    positions = {}
+    for i, p in enumerate(got):
+        positions.setdefault(p, []).append(i)
+    gaps = [min(np.diff(pos)) for pos in positions.values() if len(pos) > 1]
+    assert len(gaps) == 100 and min(gaps) > 60  # a cluster's run in a segment: about 30 draws
 
 
 def test_cluster_labels_find_separated_topics():
@@ -57,12 +81,14 @@ def test_pair_embeddings_are_the_normalised_sum_of_both_sides():
     np.testing.assert_allclose(got, want / np.linalg.norm(want, axis=1, keepdims=True), rtol=1e-6)
 
 
-def test_loose_text_ids_join_lines_differing_in_case_space_and_punctuation():
-    assert loose_key("Enlarge  images.") == loose_key("enlarge images") == "enlargeimages"
+def test_loose_text_ids_join_lines_differing_in_case_space_and_end_punctuation():
+    assert loose_key(" Enlarge  images.") == loose_key("enlarge images") == "enlarge images"
     assert loose_key("Ｆｉｌｅ") == "file"
-    ids = loose_text_ids(["Open file", "open file!", "Open files", "...", "?!", "..."])
+    ids = loose_text_ids(["Open file", "«open file!»", "Open files", "...", "?!", "..."])
     assert ids[0] == ids[1] != ids[2]
-    assert ids[3] == ids[5] != ids[4]  # no letter or digit: the text itself is the key
+    assert ids[3] == ids[5] != ids[4]  # nothing left: the text itself is the key
+    for a, b in [("काम", "कम"), ("ที่", "ท"), ("1.5", "15"), ("C++", "C"), ("-5 °C", "5 °C"), ("I'll", "ill")]:
+        assert loose_key(a) != loose_key(b), (a, b)  # marks, inner punctuation, symbols and signs stay
 
 
 def test_topic_batches_train_resume_to_the_same_model_and_are_checked(tmp_path, toy_files, toy_model):
@@ -114,3 +140,15 @@ def test_cli_train_takes_the_batch_order(tmp_path, toy_files, toy_model):
                                   "--out", str(tmp_path / "m")])
     assert r.exit_code == 0, r.output
     assert load_model(str(tmp_path / "m")).config["training"]["batch_order"] == "topic"
+    r = CliRunner().invoke(main, ["train", "--src", toy_files[0], "--tgt", toy_files[1], "--untrained",
+                                  "--batch-order", "topic", "--out", str(tmp_path / "u")])
+    assert r.exit_code != 0 and "--batch-order" in r.output and "--untrained" in r.output, r.output
+
+
+def test_paraphrase_pools_join_loose_repeats_across_sides_under_topic_order():
+    from bitextmine.training.data import shared_text_ids
+
+    ts, tt = shared_text_ids(["Open file", "Close"], ["open file.", "Save"], key=loose_key)
+    assert ts[0] == tt[0] and len({*ts, *tt}) == 3
+    ts, tt = shared_text_ids(["Open file"], ["open file."])
+    assert ts[0] != tt[0]

@@ -238,7 +238,7 @@ def _refuse_unused_settings(config, sts_pairs: bool, dev_sets: bool) -> None:
     the recipe and options give)."""
     if config.untrained:
         refuse_unused(("lr", "epochs", "dropout", "warmup", "lr_decay", "batch_size", "loss", "margin", "scale",
-                       "hinge_weight", "negatives", "shuffle_words", "max_steps", "init_scale"),
+                       "hinge_weight", "negatives", "shuffle_words", "max_steps", "init_scale", "batch_order"),
                       "training, not --untrained (which saves the random initial model)")
     if config.loss == "hinge":
         refuse_unused(("scale",), "--loss infonce (the logits' scale)")

@@ -193,11 +193,14 @@ def _dev_names(sets: Sequence[tuple[str, str]]) -> list[str]:
     return [n if names.count(n) == 1 else f"{n}#{names[:i + 1].count(n)}" for i, n in enumerate(names)]
 
 
-def shared_text_ids(src: Sequence[str], tgt: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Text ids int64 over both sides together (equal strings on either side share an id)."""
+def shared_text_ids(src: Sequence[str], tgt: Sequence[str], key: Callable[[str], str] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Text ids int64 over both sides together (equal strings on either side share an id; with ``key``, strings
+    with equal keys)."""
     table: dict[str, int] = {}
-    ts = np.fromiter((table.setdefault(t, len(table)) for t in src), np.int64, count=len(src))
-    tt = np.fromiter((table.setdefault(t, len(table)) for t in tgt), np.int64, count=len(tgt))
+    k = key or (lambda t: t)
+    ts = np.fromiter((table.setdefault(k(t), len(table)) for t in src), np.int64, count=len(src))
+    tt = np.fromiter((table.setdefault(k(t), len(table)) for t in tgt), np.int64, count=len(tgt))
     return ts, tt
 
 

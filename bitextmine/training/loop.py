@@ -32,7 +32,7 @@ from .checkpoint import (CHECKPOINT_DIR, has_checkpoint, load_checkpoint, load_c
                          recover_checkpoint, save_checkpoint)
 from .data import (Side, build_devsets, cat_flat, concat_sides, data_fingerprint, epoch_order, groups_fingerprint,
                    megabatch_pairs, read_training_pairs, shared_text_ids, token_counts)
-from .batching import cluster_labels, loose_text_ids, pair_embeddings, topic_order
+from .batching import cluster_labels, largest_repeat, loose_key, loose_text_ids, pair_embeddings, topic_order
 from .negatives import choose_negatives, pair_loss, paraphrase_negatives
 
 Progress = Callable[[dict], None]
@@ -75,7 +75,9 @@ def train(
     scored >= ``config.sts_min_score`` as positives.
 
     Same seed, same data, same device type: same model bytes (the random draws are made on the CPU, so
-    another device type draws the same and its model differs by float rounding only). ``resume=True``
+    another device type draws the same and its model differs by float rounding only; not with batch order topic,
+    whose k-means at each epoch's start can put a pair in another cluster over a rounding difference, and so
+    reorder the epoch). ``resume=True``
     continues from ``OUT/checkpoint`` to the same final model as an uninterrupted run (up to float
     rounding when the checkpoint was written on another device type); on CUDA, training runs with
     ``torch.use_deterministic_algorithms(True, warn_only=True)`` and CUBLAS_WORKSPACE_CONFIG=:4096:8 (set
@@ -276,7 +278,7 @@ class _TrainData:
         if config.batch_order == "topic":  # near repeats (case, punctuation) crowd a same-topic batch: one text
             S.text_ids, T.text_ids = loose_text_ids(src), loose_text_ids(tgt)
         if config.paraphrase:  # one pool of both sides; equal strings share a text id across sides
-            S.text_ids, T.text_ids = shared_text_ids(src, tgt)
+            S.text_ids, T.text_ids = shared_text_ids(src, tgt, loose_key if config.batch_order == "topic" else None)
             P = concat_sides(S, T, S.text_ids, T.text_ids)
         return cls(S, T, P, build_devsets(build, dev_src, dev_tgt, dev_tatoeba, dev_sts), V, rows, groups)
 
@@ -432,7 +434,8 @@ class _Run:
             return state["order"]
         self.emit({"event": "log", "message": f"epoch {state['epoch'] + 1}: grouping the pairs by topic"})
         x = pair_embeddings(self._embed_rows, len(self.data.S.lengths))
-        labels = cluster_labels(x, max(1, len(perm) // (config.batch_size * config.megabatch_max)),
+        segments = largest_repeat(perm)  # the copies of a pair drawn more than once go to different segments
+        labels = cluster_labels(x, max(1, len(perm) // (segments * config.batch_size * config.megabatch_max)),
                                 seed=config.seed * 1000 + state["epoch"])
         del x
         state["order"] = topic_order(perm, labels, seed=config.seed * 1000 + state["epoch"])
