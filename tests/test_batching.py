@@ -10,7 +10,8 @@ from bitextmine.corpus import CorpusSpec
 from bitextmine.errors import ConfigError
 from bitextmine.model import load_model
 from bitextmine.training import train
-from bitextmine.training.batching import cluster_labels, loose_key, loose_text_ids, pair_embeddings, topic_order
+from bitextmine.training.batching import cluster_labels, loose_key, pair_embeddings, topic_order
+from bitextmine.training.data import text_ids
 
 SMALL = dict(dim=16, epochs=2, batch_size=16, megabatch_max=3, megabatch_every=5, dev_pairs=100, device="cpu",
              checkpoint_every=0, batch_order="topic")
@@ -84,7 +85,7 @@ def test_pair_embeddings_are_the_normalised_sum_of_both_sides():
 def test_loose_text_ids_join_lines_differing_in_case_space_and_end_punctuation():
     assert loose_key(" Enlarge  images.") == loose_key("enlarge images") == "enlarge images"
     assert loose_key("Ｆｉｌｅ") == "file"
-    ids = loose_text_ids(["Open file", "«open file!»", "Open files", "...", "?!", "..."])
+    ids = text_ids(["Open file", "«open file!»", "Open files", "...", "?!", "..."], loose_key)
     assert ids[0] == ids[1] != ids[2]
     assert ids[3] == ids[5] != ids[4]  # nothing left: the text itself is the key
     for a, b in [("काम", "कम"), ("ที่", "ท"), ("1.5", "15"), ("C++", "C"), ("-5 °C", "5 °C"), ("I'll", "ill")]:
@@ -150,5 +151,7 @@ def test_paraphrase_pools_join_loose_repeats_across_sides_under_topic_order():
 
     ts, tt = shared_text_ids(["Open file", "Close"], ["open file.", "Save"], key=loose_key)
     assert ts[0] == tt[0] and len({*ts, *tt}) == 3
+    ts, tt = shared_text_ids(["..."], ["?!"], key=loose_key)  # nothing left of either: each its own text
+    assert ts[0] != tt[0]
     ts, tt = shared_text_ids(["Open file"], ["open file."])
     assert ts[0] != tt[0]

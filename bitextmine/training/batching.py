@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -27,20 +27,15 @@ _SPACES = re.compile(r"\s+")
 
 def loose_key(text: str) -> str:
     """``text`` NFKC-normalised, case-folded, runs of spaces made one, and punctuation (Unicode category P) and
-    spaces dropped at both ends; letters, marks, digits, symbols and inner punctuation stay ("1.5" is not "15")."""
+    spaces dropped at both ends; letters, marks, digits, symbols and inner punctuation stay ("1.5" is not "15").
+    A text that nothing is left of is its own key ("..." is not "?!")."""
     t = _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold())
     a, b = 0, len(t)
     while a < b and (t[a] == " " or (unicodedata.category(t[a])[0] == "P" and not t[a + 1 : a + 2].isdigit())):
         a += 1  # a sign before a number stays ("-5" is not "5")
     while b > a and (t[b - 1] == " " or unicodedata.category(t[b - 1])[0] == "P"):
         b -= 1
-    return t[a:b]
-
-
-def loose_text_ids(texts: Sequence[str]) -> np.ndarray:
-    """int64 (n,): equal ids for texts with equal :func:`loose_key` (an empty key keeps the text itself)."""
-    table: dict[str, int] = {}
-    return np.fromiter((table.setdefault(loose_key(t) or t, len(table)) for t in texts), np.int64, count=len(texts))
+    return t[a:b] or text
 
 
 def pair_embeddings(embed_side: Callable[[str, np.ndarray], np.ndarray], n: int, chunk: int = 100_000) -> np.ndarray:

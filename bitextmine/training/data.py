@@ -32,7 +32,9 @@ class Side:
     text_ids: np.ndarray
 
     @classmethod
-    def build(cls, texts: Sequence[str], tok: Tokenizer, *, threads: int = 0, chunk: int = 200_000) -> "Side":
+    def build(cls, texts: Sequence[str], tok: Tokenizer, *, threads: int = 0, chunk: int = 200_000,
+              key: Callable[[str], str] | None = None) -> "Side":
+        """Tokenise ``texts``; their text ids compare the texts, or their ``key`` (:func:`text_ids`)."""
         id_parts, len_parts = [], []
         for a in range(0, len(texts), chunk):
             pieces = tok.encode_lists(texts[a : a + chunk], threads=threads)
@@ -42,9 +44,7 @@ class Side:
         ids = np.concatenate(id_parts).astype(np.int64) if id_parts else np.zeros(0, np.int64)
         offsets = np.zeros(len(lengths), np.int64)
         np.cumsum(lengths[:-1], out=offsets[1:])
-        table: dict[str, int] = {}
-        text_ids = np.fromiter((table.setdefault(t, len(table)) for t in texts), np.int64, count=len(texts))
-        return cls(ids, offsets, lengths, text_ids)
+        return cls(ids, offsets, lengths, text_ids(texts, key))
 
     def gather(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Flat (ids, offsets) of the sentences ``idx`` (int64 (m,)), without a Python loop."""
@@ -193,15 +193,20 @@ def _dev_names(sets: Sequence[tuple[str, str]]) -> list[str]:
     return [n if names.count(n) == 1 else f"{n}#{names[:i + 1].count(n)}" for i, n in enumerate(names)]
 
 
+def text_ids(texts: Sequence[str], key: Callable[[str], str] | None = None, table: dict | None = None) -> np.ndarray:
+    """int64 (n,): equal ids for equal texts, or with ``key`` for texts of equal keys; a ``table`` shared across calls
+    numbers texts across them (a text already in it keeps its id)."""
+    table = {} if table is None else table
+    return np.fromiter((table.setdefault(t, len(table)) for t in (texts if key is None else map(key, texts))),
+                       np.int64, count=len(texts))
+
+
 def shared_text_ids(src: Sequence[str], tgt: Sequence[str], key: Callable[[str], str] | None = None
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Text ids int64 over both sides together (equal strings on either side share an id; with ``key``, strings
     with equal keys)."""
-    table: dict[str, int] = {}
-    k = key or (lambda t: t)
-    ts = np.fromiter((table.setdefault(k(t), len(table)) for t in src), np.int64, count=len(src))
-    tt = np.fromiter((table.setdefault(k(t), len(table)) for t in tgt), np.int64, count=len(tgt))
-    return ts, tt
+    table: dict = {}
+    return text_ids(src, key, table), text_ids(tgt, key, table)
 
 
 def concat_sides(a: Side, b: Side, text_ids_a: np.ndarray, text_ids_b: np.ndarray) -> Side:

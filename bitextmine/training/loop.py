@@ -32,7 +32,7 @@ from .checkpoint import (CHECKPOINT_DIR, has_checkpoint, load_checkpoint, load_c
                          recover_checkpoint, save_checkpoint)
 from .data import (Side, build_devsets, cat_flat, concat_sides, data_fingerprint, epoch_order, groups_fingerprint,
                    megabatch_pairs, read_training_pairs, shared_text_ids, token_counts)
-from .batching import cluster_labels, largest_repeat, loose_key, loose_text_ids, pair_embeddings, topic_order
+from .batching import cluster_labels, largest_repeat, loose_key, pair_embeddings, topic_order
 from .negatives import choose_negatives, pair_loss, paraphrase_negatives
 
 Progress = Callable[[dict], None]
@@ -267,18 +267,19 @@ class _TrainData:
         V = tok.vocab_size
         rows = 2 * V if config.separate_vocab else V
 
-        def build(texts, name: str | None = None) -> Side:
-            """Tokenise ``texts`` of training side ``name`` (None: the unmarked language)."""
-            side = Side.build(texts, tok)
+        # batch order topic: near repeats (case, end punctuation) crowd a same-topic batch, so they are one text
+        key = loose_key if config.batch_order == "topic" else None
+
+        def build(texts, name: str | None = None, key=None) -> Side:
+            """Tokenise ``texts`` of side ``name`` (None: the unmarked language), text ids by ``key``."""
+            side = Side.build(texts, tok, key=key)
             if name and name == config.separate_vocab:
                 side.ids += V
             return side
 
-        S, T, P = build(src, "src"), build(tgt, "tgt"), None
-        if config.batch_order == "topic":  # near repeats (case, punctuation) crowd a same-topic batch: one text
-            S.text_ids, T.text_ids = loose_text_ids(src), loose_text_ids(tgt)
+        S, T, P = build(src, "src", key), build(tgt, "tgt", key), None
         if config.paraphrase:  # one pool of both sides; equal strings share a text id across sides
-            S.text_ids, T.text_ids = shared_text_ids(src, tgt, loose_key if config.batch_order == "topic" else None)
+            S.text_ids, T.text_ids = shared_text_ids(src, tgt, key)
             P = concat_sides(S, T, S.text_ids, T.text_ids)
         return cls(S, T, P, build_devsets(build, dev_src, dev_tgt, dev_tatoeba, dev_sts), V, rows, groups)
 
