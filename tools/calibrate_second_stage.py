@@ -43,11 +43,17 @@ def task_cells(task, model, stage, lang: str) -> dict:
     """The candidates of one task: margin, probability, gold or not, whether they pass the language's
     calibrated floors (threshold, min-z, min-cosine: `mine` applies them with the second stage); and the
     number of gold pairs."""
-    from bitextmine.judge.train import labels, task_features
+    from bitextmine.judge.train import task_features
+
+    cands, X = task_features(task.src, task.tgt, model, stage, lang, float(stage.languages[lang]["floor"]))
+    return cells_of(task, cands, X, model, stage, lang)
+
+
+def cells_of(task, cands: np.ndarray, X: np.ndarray, model, stage, lang: str) -> dict:
+    """:func:`task_cells` of a task's candidates int64 (c, 2) and their features float64 (c, f)."""
+    from bitextmine.judge.train import labels
     from bitextmine.mining.calibrated import settings_for
 
-    floor = float(stage.languages[lang]["floor"])
-    cands, X = task_features(task.src, task.tgt, model, stage, lang, floor)
     gold = np.array(sorted(task.gold), np.int64) - 1
     prob = stage.adjusted(lang, X)
     fl = settings_for(model.mining, lang, "en") or {"threshold": 0.0, "min_z": 0.0, "min_cosine": -1.0}

@@ -205,38 +205,30 @@ def nearest_others(x: np.ndarray, y: np.ndarray, keys: list, k: int = 3) -> np.n
 
 def dump_language(lang: str, model, n_lexicon: int, draws: int) -> dict:
     """The training tasks' candidates, the dev tasks' candidates and lexicon pairs with their nearest others."""
-    from calibrate_second_stage import task_cells, tasks_of
+    from calibrate_second_stage import cells_of, tasks_of
     from train_second_stage import corpora_of
 
     from bitextmine.config import SecondStageConfig
     from bitextmine.encoding import encode
-    from bitextmine.judge.tasks import PoolTooSmall, build_task, clean_pool, key
-    from bitextmine.judge.train import labels, split_pairs, task_features
+    from bitextmine.judge.tasks import key
+    from bitextmine.judge.train import labels, split_pairs, task_features, training_tasks
 
     stage, cfg = model.second_stage, SecondStageConfig()
     floor = float(stage.languages[lang]["floor"])
     lexicon, pools = split_pairs(corpora_of(lang, os.path.join(HERE, "..", ".bench", "holdout")), cfg.task_pairs,
                                  cfg.seed)
     train = []
-    for name, pairs in sorted(pools.items()):
-        pairs = clean_pool(pairs)[0]
-        for size in (s for s in cfg.sizes if len(pairs) >= 2 * s):
-            for share in cfg.shares:
-                try:
-                    task = build_task(pairs, size, share, np.random.default_rng([cfg.seed, *name.encode(), size,
-                                                                                 int(share * 1000), 0]))
-                except PoolTooSmall:
-                    continue
-                cands, X = task_features(task.src, task.tgt, model, stage, lang, floor)
-                y = labels(cands, np.array(sorted(task.gold), np.int64).reshape(-1, 2) - 1)
-                train.append({"X": X, "y": y, "fx": [task.src[i] for i in cands[:, 0]],
-                              "en": [task.tgt[j] for j in cands[:, 1]]})
+    for task in training_tasks(pools, cfg):
+        cands, X = task_features(task.src, task.tgt, model, stage, lang, floor)
+        y = labels(cands, np.array(sorted(task.gold), np.int64).reshape(-1, 2) - 1)
+        train.append({"X": X, "y": y, "fx": [task.src[i] for i in cands[:, 0]],
+                      "en": [task.tgt[j] for j in cands[:, 1]]})
     dev = []
     for kind, share, label, t in tasks_of(lang, [0.01, 0.03, 0.1, 0.5], draws, 0, ("1000", "max"), (0.01, 0.04, 0.1)):
-        c = task_cells(t, model, stage, lang)
-        _, X = task_features(t.src, t.tgt, model, stage, lang, floor)
-        dev.append(c | {"kind": kind, "share": share, "label": label, "X": X,
-                        "fx": [t.src[i] for i in c["pairs"][:, 0]], "en": [t.tgt[j] for j in c["pairs"][:, 1]]})
+        cands, X = task_features(t.src, t.tgt, model, stage, lang, floor)
+        dev.append(cells_of(t, cands, X, model, stage, lang) | {
+            "kind": kind, "share": share, "label": label, "X": X,
+            "fx": [t.src[i] for i in cands[:, 0]], "en": [t.tgt[j] for j in cands[:, 1]]})
     pick = np.random.default_rng(9).permutation(len(lexicon))[:n_lexicon]
     fx, en = [lexicon[i][0] for i in pick], [lexicon[i][1] for i in pick]
     x, y = encode(fx, model), encode(en, model)
@@ -250,25 +242,24 @@ def dump_language(lang: str, model, n_lexicon: int, draws: int) -> dict:
 def batch_of(items: list, data: list, rng, synthetic: int, tokenizer) -> tuple[list, list, list]:
     """(foreign ids, English ids, labels) of the items [(language index, pair index)]: each pair, its mined
     non-translations, one random English line of its language, and ``synthetic`` near misses."""
-    fxs, ens, ys, near_f, near_e = [], [], [], [], []
+    pairs, near_f, near_e = [], [], []
     for li, i in items:
         lex = data[li]
         fx, en = lex["fx_ids"], lex["en_ids"]
-        fxs.append(fx[i]), ens.append(en[i]), ys.append(1.0)
-        for j in lex["neg_en"][i][lex["neg_en"][i] >= 0]:
-            fxs.append(fx[i]), ens.append(en[j]), ys.append(0.0)
-        for j in lex["neg_fx"][i][lex["neg_fx"][i] >= 0]:
-            fxs.append(fx[j]), ens.append(en[i]), ys.append(0.0)
-        j = int(rng.integers(len(en)))
-        if j != i:
-            fxs.append(fx[i]), ens.append(en[j]), ys.append(0.0)
+        pairs.append((fx[i], en[i], 1.0))
+        pairs += [(fx[i], en[j], 0.0) for j in lex["neg_en"][i][lex["neg_en"][i] >= 0]]
+        pairs += [(fx[j], en[i], 0.0) for j in lex["neg_fx"][i][lex["neg_fx"][i] >= 0]]
+        random_line = int(rng.integers(len(en)))
+        if random_line != i:
+            pairs.append((fx[i], en[random_line], 0.0))
         for _ in range(synthetic):
             changed = perturb(lex["en"][i], rng)
             if changed:
-                near_f.append(fx[i]), near_e.append(changed)
-    if near_e:
-        fxs, ens, ys = fxs + near_f, ens + tokenizer.encode_lists(near_e), ys + [0.0] * len(near_e)
-    return fxs, ens, ys
+                near_f.append(fx[i])
+                near_e.append(changed)
+    pairs += zip(near_f, tokenizer.encode_lists(near_e) if near_e else [], [0.0] * len(near_e))
+    fxs, ens, ys = zip(*pairs)
+    return list(fxs), list(ens), list(ys)
 
 
 def train_scorer(data: list, tokenizer, table, hidden: int, batch: int, rate: float, limit: int, synthetic: int,
@@ -323,20 +314,18 @@ def auc(scores: np.ndarray, hit: np.ndarray) -> float:
 
 
 def at_best_floor(dev: list) -> dict:
-    """The floor of the calibration's grid with the best mean F1 over the (kind, share) groups of the dev cells,
-    and each group's mean P/R/F1 there (in per cent)."""
-    from calibrate_second_stage import GRID, prf_at
+    """The floor of the calibration's grid with the best mean F1 over the (kind, share) groups of the dev cells
+    (as the calibration chooses it), and each group's mean P/R/F1 there (in per cent)."""
+    from calibrate_second_stage import GRID, mean_f1, prf_at
 
-    def groups(p):
-        g: dict = {}
-        for c in dev:
-            g.setdefault(f"{c['kind']} {c['share']}", []).append(prf_at(c, p))
-        return {k: np.mean(v, axis=0) for k, v in g.items()}
-
-    mean = {p: np.mean([v[2] for v in groups(p).values()]) for p in GRID}
+    tasks = [(c["kind"], c["share"], c["label"], c) for c in dev]
+    mean = {p: mean_f1(tasks, p) for p in GRID}
     best = max(GRID, key=lambda p: (mean[p], -abs(p - 0.5)))
-    return {"floor": float(best), "mean_f1": round(100 * float(mean[best]), 2),
-            "groups": {k: [round(100 * float(x), 1) for x in v] for k, v in sorted(groups(best).items())}}
+    groups: dict = {}
+    for c in dev:
+        groups.setdefault(f"{c['kind']} {c['share']}", []).append(prf_at(c, best))
+    return {"floor": float(best), "mean_f1": round(100 * mean[best], 2),
+            "groups": {k: [round(100 * float(x), 1) for x in np.mean(v, axis=0)] for k, v in sorted(groups.items())}}
 
 
 def eval_language(d: dict, net, tokenizer, bf16: bool) -> dict:

@@ -12,7 +12,7 @@ trees (:mod:`.trees`; or a logistic regression, :mod:`.logistic`) over their
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from .features import Pieces
 from .judge import Judge
 from .logistic import fit_logistic
 from .store import SecondStage
-from .tasks import PoolTooSmall, build_task, clean_pool
+from .tasks import PoolTooSmall, Task, build_task, clean_pool
 
 
 def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang: str, floor: float,
@@ -94,13 +94,10 @@ def split_pairs(corpora: dict[str, list], per_corpus: int, seed: int) -> tuple[l
     return lexicon, tasks
 
 
-def training_set(pools: dict[str, list], model, stage: SecondStage, lang: str,
-                 config: SecondStageConfig = SecondStageConfig(), progress: Callable[[int], None] | None = None):
-    """Features float64 (n, f) (the stage's) and labels bool (n,) of the candidates of config's tasks (sizes x shares x
-    draws, seeded) drawn from each pool of ``pools`` {corpus: [(foreign, English)]} on its own (a task's lines
-    share its corpus's domain, as in mining), at the sizes its pairs allow (twice the size at least, and what the
-    repeat rules leave). progress gets 1 per task."""
-    X, y = [], []
+def training_tasks(pools: dict[str, list], config: SecondStageConfig = SecondStageConfig()) -> Iterator[Task]:
+    """config's tasks (sizes x shares x draws, seeded) drawn from each pool of ``pools`` {corpus: [(foreign,
+    English)]} on its own (a task's lines share its corpus's domain, as in mining), at the sizes its pairs allow
+    (twice the size at least, and what the repeat rules leave)."""
     for name, pairs in sorted(pools.items()):
         pairs = clean_pool(pairs)[0]
         for size in config.sizes:
@@ -110,14 +107,22 @@ def training_set(pools: dict[str, list], model, stage: SecondStage, lang: str,
                 for d in range(config.draws):
                     rng = np.random.default_rng([config.seed, *name.encode(), size, int(share * 1000), d])
                     try:
-                        task = build_task(pairs, size, share, rng)
+                        yield build_task(pairs, size, share, rng)
                     except PoolTooSmall:  # the repeat rules left too few lines: a smaller size may still fit
                         continue
-                    cands, feats = task_features(task.src, task.tgt, model, stage, lang, config.floor)
-                    X.append(feats)
-                    y.append(labels(cands, np.array(sorted(task.gold), np.int64).reshape(-1, 2) - 1))
-                    if progress:
-                        progress(1)
+
+
+def training_set(pools: dict[str, list], model, stage: SecondStage, lang: str,
+                 config: SecondStageConfig = SecondStageConfig(), progress: Callable[[int], None] | None = None):
+    """Features float64 (n, f) (the stage's) and labels bool (n,) of the candidates of :func:`training_tasks`.
+    progress gets 1 per task."""
+    X, y = [], []
+    for task in training_tasks(pools, config):
+        cands, feats = task_features(task.src, task.tgt, model, stage, lang, config.floor)
+        X.append(feats)
+        y.append(labels(cands, np.array(sorted(task.gold), np.int64).reshape(-1, 2) - 1))
+        if progress:
+            progress(1)
     if not X:
         from ..errors import ConfigError
 
