@@ -530,7 +530,7 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
     emb = SentenceEmbedder(model, device="cpu")
     a, b = (open(f, encoding="utf-8").read().splitlines() for f in (src, tgt))
     x, y = emb(*model.tokenizer.encode(a)), emb(*model.tokenizer.encode(b))
-    sx, sy = sample_rows(300, 100, 2 * MineConfig.seed + 2), sample_rows(300, 100, 2 * MineConfig.seed + 1)
+    sx = sy = sample_rows(300, 100, MineConfig.seed)  # each side's sample by the seed alone: same sizes, same rows
 
     def mean(q: np.ndarray, side: np.ndarray, sample: np.ndarray, partner: int) -> float:
         others = [float(q @ side[j]) for j in sample if j != partner] + [float(q @ side[partner])]
@@ -541,6 +541,68 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
         c = float(x[i] @ y[j])
         expected = c / ((mean(x[i], y, sy, j) + mean(y[j], x, sx, i)) / 2)
         assert float(r[0]) == pytest.approx(expected, abs=2e-5)
+
+
+@pytest.mark.parametrize("how", ["one cell", "ivf"])
+def test_a_run_above_max_lines_gives_the_same_pairs_with_its_sides_swapped(toy_stage_dir, tmp_path, how):
+    """The reference samples are drawn by the seed and each side's own size, not by which side is named first:
+    the sides swapped, the same pairs with the same scores (sides of different sizes)."""
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    small = str(tmp_path / "m")
+    shutil.copytree(toy_stage_dir, small)
+    path = os.path.join(small, "second_stage", "second_stage.json")
+    data = json.load(open(path))
+    data["languages"]["de"]["max_lines"] = 100
+    json.dump(data, open(path, "w"))
+    src, tgt, _ = sparse_toy_task(tmp_path)
+    lines = open(tgt, encoding="utf-8").read().splitlines()
+    with open(tgt, "w", encoding="utf-8") as f:  # 240 target lines against 300 source lines
+        f.write("\n".join(lines[:240]) + "\n")
+    model = load_model(small)
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",),
+                            index="ivf" if how == "ivf" else "auto", nlist=8)
+    one, two = io.StringIO(), io.StringIO()
+    stats = mine_files(src, tgt, one, model=model, config=floors_off, ids=True, src_lang="de", tgt_lang="en")
+    mine_files(tgt, src, two, model=model, config=floors_off, ids=True, src_lang="en", tgt_lang="de")
+    assert "margins against samples of 100 lines a side" in stats.info["settings"]
+    a = sorted((r.split("\t")[-2], r.split("\t")[-1], round(float(r.split("\t")[0]), 4))
+               for r in one.getvalue().splitlines())
+    b = sorted((r.split("\t")[-1], r.split("\t")[-2], round(float(r.split("\t")[0]), 4))
+               for r in two.getvalue().splitlines())
+    assert a == b and len(a) > 10
+
+
+def test_a_work_directory_whose_samples_were_drawn_another_way_searches_again(toy_stage_dir, tmp_path):
+    """A work directory of an earlier version drew each side's reference sample by the side's role: its run
+    record lacks the way the samples are drawn, so a resume searches again rather than mixing two samples."""
+    from bitextmine.config import PipelineConfig
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+    from bitextmine.pipeline.workdir import load_json, save_json
+
+    small = str(tmp_path / "m")
+    shutil.copytree(toy_stage_dir, small)
+    path = os.path.join(small, "second_stage", "second_stage.json")
+    data = json.load(open(path))
+    data["languages"]["de"]["max_lines"] = 100
+    json.dump(data, open(path, "w"))
+    src, tgt, _ = sparse_toy_task(tmp_path)
+    model, work = load_model(small), str(tmp_path / "w")
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",))
+    want = io.StringIO()
+    mine_files(src, tgt, want, model=model, config=floors_off, ids=True, src_lang="de", tgt_lang="en",
+               pipeline=PipelineConfig(work_dir=work))
+    run = os.path.join(work, "run.json")
+    record = load_json(run)
+    del record["settings"]["sample_draw"]
+    save_json(run, record)
+    got = io.StringIO()
+    stats = mine_files(src, tgt, got, model=model, config=floors_off, ids=True, src_lang="de", tgt_lang="en",
+                       pipeline=PipelineConfig(work_dir=work, resume=True))
+    assert stats.info["changed"] == ["sample_draw"] and stats.info["computed"]["knn"] > 0
+    assert got.getvalue() == want.getvalue()
 
 
 def test_partner_means_and_reference_margins_against_the_obvious_computation():

@@ -37,11 +37,14 @@ def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size, replace=False)).astype(np.int64)
 
 
+SAMPLE_DRAW = "rows-of-the-sampled-side"  # the work directory's record of how the samples are drawn
+
+
 def sample_for(side: str, sizes: dict, lines: int, seed: int) -> np.ndarray:
     """The rows (ascending int64) of the other side that ``side`` ("src" or "tgt")'s lines are compared with:
-    ``lines`` of its ``sizes[other]`` rows, drawn with a seed of ``seed`` and the side."""
-    other, salt = ("tgt", 1) if side == "src" else ("src", 2)
-    return sample_rows(sizes[other], lines, seed * 2 + salt)
+    ``lines`` of its ``sizes[other]`` rows, drawn with ``seed`` alone, so a side's sample does not depend on
+    whether it is named first or second (a run with its sides swapped gives the same margins)."""
+    return sample_rows(sizes["tgt" if side == "src" else "src"], lines, seed)
 
 
 def partner_means(D: np.ndarray, I: np.ndarray, partner: np.ndarray, partner_cos: np.ndarray, k: int) -> np.ndarray:

@@ -13,6 +13,7 @@ import numpy as np
 from .. import __version__
 from ..config import ColumnsConfig, EmbeddingsConfig, EncodeConfig, MineConfig, PipelineConfig
 from ..errors import ConfigError
+from ..mining.reference import SAMPLE_DRAW
 from . import dedup, stages
 from .engine import make_engine
 from .plan import plan_side, read_chunk_ids
@@ -80,7 +81,7 @@ def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: 
     torch_ivf = config.index in ("auto", "ivf") and torch_search(config.device)
     return {"bitextmine": __version__, "vectors": vectors, "chunk_lines": pconf.chunk_lines,
             "bucket_lines": pconf.bucket_lines, **keep, "src_emb": sources["src"], "tgt_emb": sources["tgt"],
-            **({"ivf_backend": "torch"} if torch_ivf else {})}
+            **({"ivf_backend": "torch"} if torch_ivf else {}), "sample_draw": SAMPLE_DRAW}
 
 
 # the files each setting's results live in: resuming with it changed removes them and computes them again
@@ -91,7 +92,8 @@ _ROWS = ("*/emb-*", "*/moments*", *_INDEX)
 REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed", "ivf_backend"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
         "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": (),
-        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS, "table": _ROWS}
+        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS, "table": _ROWS,
+        "sample_draw": _KNN}  # how the reference samples are drawn (a work directory of an earlier version: another way)
 
 
 def _table(encode_config: EncodeConfig, model, pipeline: PipelineConfig) -> str:
