@@ -211,6 +211,28 @@ def test_the_lock_of_a_killed_run_does_not_block(files, toy_model):
     assert got == _mine(s, t, toy_model)[0]
 
 
+def test_workers_that_outlive_a_killed_run_do_not_hold_its_lock(files, toy_model):
+    """A process forked while the lock is held (a worker) drops its copy of the lock: the run killed, the
+    directory is free at once though the worker still runs."""
+    s, t, w = files
+    os.makedirs(w)
+    code = ("import os, sys, time; from bitextmine.pipeline.workdir import Lock; Lock(sys.argv[1]).acquire(); "
+            "child = os.fork()\n"
+            "if child == 0:\n    time.sleep(60); os._exit(0)\n"
+            "print(child, flush=True); time.sleep(60)")
+    p = subprocess.Popen([sys.executable, "-c", code, w], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    child = int(p.stdout.readline())
+    try:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        os.kill(child, 0)  # the forked worker still runs
+        got, _ = _mine(s, t, toy_model, w)
+        assert got == _mine(s, t, toy_model)[0]
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
 # --- Ray ----------------------------------------------------------------------------------------------------
 
 def test_a_ray_address_where_nothing_answers_is_a_one_line_error():

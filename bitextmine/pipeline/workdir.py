@@ -196,12 +196,33 @@ def _check_inputs(root: str, old: dict, new: dict) -> None:
                           "cannot resume: start a new work directory")
 
 
+_HELD: set[int] = set()  # the descriptors of the work-directory locks this process holds
+
+
+def _close_held_locks() -> None:
+    """In a process just forked: close the copies of the parent's lock descriptors (closing a copy leaves the
+    parent's flock lock held; the lock ends when the last copy is closed, so a worker that kept one would hold
+    a killed run's directory until it ended)."""
+    for fd in list(_HELD):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_held_locks)
+
+
 class Lock:
     """An exclusive lock on the work directory ``root`` (``fcntl.flock`` on its :data:`LOCK_FILE`, which names
     the holder's pid), so two runs cannot interleave; the kernel releases it when the holder ends, even by
     kill -9, so a killed run never blocks the next. :meth:`acquire` raises ConfigError naming the holder
     when another process holds it (not for the directory's lock held by this process: flock locks belong
-    to an open file, so a second Lock on one directory is refused in one process too)."""
+    to an open file, so a second Lock on one directory is refused in one process too). A process forked while
+    the lock is held (a worker) closes its copy of the lock's descriptor at once (:func:`_close_held_locks`):
+    workers that outlive a killed run do not hold its lock."""
 
     def __init__(self, root: str):
         self.path = os.path.join(root, LOCK_FILE)
@@ -221,9 +242,11 @@ class Lock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self.fd = fd
+        _HELD.add(fd)
 
     def release(self) -> None:
         if self.fd is not None:
+            _HELD.discard(self.fd)
             os.close(self.fd)  # releases the lock; the file stays (removing it would race the next holder)
             self.fd = None
 
