@@ -7,6 +7,7 @@ import gc
 import itertools
 import multiprocessing as mp
 import os
+import signal
 from collections import deque
 from typing import Any, Callable, Iterable, Iterator
 
@@ -93,8 +94,11 @@ def usable_cores() -> int:
 
 
 def _child_init(init: Callable[..., None], init_args: tuple) -> None:
-    """A worker's set-up: its BLAS on one thread (the processes are the parallelism), then ``init``. Where
-    threadpoolctl is missing (a copy of the sources run without installing them), BLAS keeps its threads."""
+    """A worker's set-up: SIGTERM (how the pool ends its workers) ends it quietly whatever handler the parent
+    set (Ray's, in a driver that started a local cluster, printed a stack trace for every worker); its BLAS on
+    one thread (the processes are the parallelism), then ``init``. Where threadpoolctl is missing (a copy of
+    the sources run without installing them), BLAS keeps its threads."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

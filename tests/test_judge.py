@@ -261,10 +261,11 @@ def test_mine_with_the_second_stage_names_it_and_keeps_the_translations(toy_stag
     assert "second-stage:de" in stats.signature
     printed = {(int(r.split("\t")[-2]), int(r.split("\t")[-1])) for r in out.getvalue().splitlines()}
     assert len(printed & truth) >= 0.8 * len(truth)
-    # every pair the stage keeps is one the same run without it would consider (no floors): a subset
+    # every pair the stage keeps is a candidate of the same run without it (no floors; mode union: every
+    # candidate, as the 1:1 choice among fewer candidates can pair a sentence with another of them)
     off = io.StringIO()
     mine_files(src, tgt, off, model=model, ids=True, src_lang="de", tgt_lang="en",
-               config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage=False))
+               config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage=False, mode="union"))
     everything = {(int(r.split("\t")[-2]), int(r.split("\t")[-1])) for r in off.getvalue().splitlines()}
     assert printed <= everything and len(printed) < len(everything)
     # min-prob given keeps its value; 1.0 keeps nothing
@@ -501,7 +502,7 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
     many) or a search of their own finds them (an IVF run), against brute force."""
     from bitextmine.config import PipelineConfig
     from bitextmine.encoding.embed import SentenceEmbedder
-    from bitextmine.mining.reference import sample_rows
+    from bitextmine.mining.reference import line_keys, sample_by_keys
     from bitextmine.model import load_model
     from bitextmine.pipeline import mine_files
 
@@ -530,7 +531,7 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
     emb = SentenceEmbedder(model, device="cpu")
     a, b = (open(f, encoding="utf-8").read().splitlines() for f in (src, tgt))
     x, y = emb(*model.tokenizer.encode(a)), emb(*model.tokenizer.encode(b))
-    sx = sy = sample_rows(300, 100, MineConfig.seed)  # each side's sample by the seed alone: same sizes, same rows
+    sx, sy = (sample_by_keys(line_keys(lines), 100, MineConfig.seed) for lines in (a, b))  # lines distinct: rows
 
     def mean(q: np.ndarray, side: np.ndarray, sample: np.ndarray, partner: int) -> float:
         others = [float(q @ side[j]) for j in sample if j != partner] + [float(q @ side[partner])]
@@ -545,8 +546,8 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
 
 @pytest.mark.parametrize("how", ["one cell", "ivf"])
 def test_a_run_above_max_lines_gives_the_same_pairs_with_its_sides_swapped(toy_stage_dir, tmp_path, how):
-    """The reference samples are drawn by the seed and each side's own size, not by which side is named first:
-    the sides swapped, the same pairs with the same scores (sides of different sizes)."""
+    """The reference samples are drawn by each side's own lines, not by which side is named first: the sides
+    swapped, the same pairs with the same scores (sides of different sizes)."""
     from bitextmine.model import load_model
     from bitextmine.pipeline import mine_files
 
@@ -575,8 +576,9 @@ def test_a_run_above_max_lines_gives_the_same_pairs_with_its_sides_swapped(toy_s
 
 
 def test_a_work_directory_whose_samples_were_drawn_another_way_searches_again(toy_stage_dir, tmp_path):
-    """A work directory of an earlier version drew each side's reference sample by the side's role: its run
-    record lacks the way the samples are drawn, so a resume searches again rather than mixing two samples."""
+    """A work directory of an earlier version drew each side's reference sample another way (by row position
+    and the side's role): its run record lacks the way the samples are drawn, so a resume searches again
+    rather than mixing two samples."""
     from bitextmine.config import PipelineConfig
     from bitextmine.model import load_model
     from bitextmine.pipeline import mine_files
@@ -605,9 +607,65 @@ def test_a_work_directory_whose_samples_were_drawn_another_way_searches_again(to
     assert got.getvalue() == want.getvalue()
 
 
+def test_the_reference_sample_is_the_lines_of_smallest_mixed_hash_against_the_obvious_computation():
+    import hashlib
+
+    from bitextmine.mining.reference import line_keys, sample_by_keys, seed_mask
+
+    texts = [f"line {i} ünïcode" for i in range(200)]
+    keys = line_keys(texts)
+    for i, text in enumerate(texts[:5]):  # the second 8 bytes of the dedup stage's 16-byte digest, little-endian
+        assert int(keys[i]) == int.from_bytes(hashlib.blake2b(text.encode(), digest_size=16).digest()[8:], "little")
+    for seed in (0, 1, 7):
+        mask = int(seed_mask(seed))
+        want = sorted(sorted(range(200), key=lambda i: int(keys[i]) ^ mask)[:30])
+        assert sample_by_keys(keys, 30, seed).tolist() == want
+    assert sample_by_keys(keys, 30, 0).tolist() != sample_by_keys(keys, 30, 1).tolist()
+    # the same texts in another order: the same texts sampled
+    order = np.random.default_rng(0).permutation(200)
+    again = sample_by_keys(line_keys([texts[i] for i in order]), 30, 0)
+    assert sorted(texts[order[i]] for i in again) == sorted(texts[i] for i in sample_by_keys(keys, 30, 0))
+
+
+@pytest.mark.parametrize("how", ["one cell", "cells", "ivf"])
+def test_a_run_above_max_lines_gives_the_same_pairs_whatever_the_order_of_its_lines(toy_stage_dir, tmp_path, how):
+    """The reference samples are drawn by the lines' texts: each side shuffled on its own and a few of its lines
+    repeated at its top, the same pairs of texts with the same scores."""
+    from bitextmine.config import PipelineConfig
+    from bitextmine.model import load_model
+    from bitextmine.pipeline import mine_files
+
+    small = str(tmp_path / "m")
+    shutil.copytree(toy_stage_dir, small)
+    path = os.path.join(small, "second_stage", "second_stage.json")
+    data = json.load(open(path))
+    data["languages"]["de"]["max_lines"] = 100
+    json.dump(data, open(path, "w"))
+    src, tgt, _ = sparse_toy_task(tmp_path)
+    model = load_model(small)
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",),
+                            index="ivf" if how == "ivf" else "auto", nlist=8)
+    pipeline = PipelineConfig(chunk_lines=70 if how == "cells" else PipelineConfig.chunk_lines)
+    rng = np.random.default_rng(4)
+    shuffled = {}
+    for name in (src, tgt):
+        lines = open(name, encoding="utf-8").read().splitlines()
+        lines = lines[200:205] + [lines[i] for i in rng.permutation(len(lines))]
+        shuffled[name] = str(tmp_path / ("shuffled-" + os.path.basename(name)))
+        open(shuffled[name], "w", encoding="utf-8").write("\n".join(lines) + "\n")
+    runs = []
+    for a, b in ((src, tgt), (shuffled[src], shuffled[tgt])):
+        out = io.StringIO()
+        stats = mine_files(a, b, out, model=model, config=floors_off, pipeline=pipeline, src_lang="de", tgt_lang="en")
+        assert "margins against samples of 100 lines a side" in stats.info["settings"]
+        runs.append(sorted((r.split("\t")[1], r.split("\t")[2], round(float(r.split("\t")[0]), 4))
+                           for r in out.getvalue().splitlines()))
+    assert runs[0] == runs[1] and len(runs[0]) > 10
+
+
 def test_partner_means_and_reference_margins_against_the_obvious_computation():
     from bitextmine.mining.margin import margin_scores
-    from bitextmine.mining.reference import partner_means, reference_margins, sample_rows
+    from bitextmine.mining.reference import partner_means, reference_margins, sample_by_keys
 
     rng = np.random.default_rng(3)
     D = -np.sort(-rng.random((6, 3)), axis=1).astype(np.float32)
@@ -617,8 +675,7 @@ def test_partner_means_and_reference_margins_against_the_obvious_computation():
     for r in range(6):
         vals = [float(v) for v, i in zip(D[r], I[r]) if i != partner[r] and np.isfinite(v)] + [float(pc[r])]
         assert partner_means(D, I, partner, pc, 2)[r] == pytest.approx(np.mean(sorted(vals, reverse=True)[:2]))
-    assert sample_rows(5, 10, 0).tolist() == [0, 1, 2, 3, 4]
-    assert len(set(sample_rows(1000, 50, 1).tolist())) == 50
+    assert sample_by_keys(rng.integers(0, 2**63, 5, dtype=np.uint64), 10, 0).tolist() == [0, 1, 2, 3, 4]
     # samples as large as the sides: the run's own margins
     x = rng.standard_normal((40, 8)).astype(np.float32)
     y = rng.standard_normal((30, 8)).astype(np.float32)
@@ -628,7 +685,8 @@ def test_partner_means_and_reference_margins_against_the_obvious_computation():
     cos = (x[s] * y[t]).sum(1)
     S = x @ y.T
     full = margin_scores(cos, -np.sort(-S, axis=1)[:, :4].mean(1)[s], -np.sort(-S.T, axis=1)[:, :4].mean(1)[t])
-    got = reference_margins(s, t, cos, {"src": lambda r: x[r], "tgt": lambda r: y[r]}, {"src": 40, "tgt": 30}, 40, 4, 0)
+    got = reference_margins(s, t, cos, {"src": lambda r: x[r], "tgt": lambda r: y[r]},
+                            {"src": np.arange(40), "tgt": np.arange(30)}, 4)
     assert got == pytest.approx(full, abs=1e-5)
 
 
@@ -638,7 +696,7 @@ def test_task_features_give_reference_margins_above_the_stage_max_lines(toy_stag
     from bitextmine.encoding import encode
     from bitextmine.judge.train import task_features
     from bitextmine.mining.mine import candidates
-    from bitextmine.mining.reference import reference_margins
+    from bitextmine.mining.reference import line_keys, reference_margins, sample_by_keys
     from bitextmine.model import load_model
 
     model = load_model(toy_stage_dir)
@@ -658,7 +716,8 @@ def test_task_features_give_reference_margins_above_the_stage_max_lines(toy_stag
             cos = np.array([pairs[(a, c)][1] for a, c in cands.tolist()], np.float32)
             want = (np.array([pairs[(a, c)][0] for a, c in cands.tolist()]) if own else
                     reference_margins(s, t, cos, {"src": lambda r: x[r], "tgt": lambda r: y[r]},
-                                      {"src": len(x), "tgt": len(y)}, lines, config.k, config.seed))
+                                      {"src": sample_by_keys(line_keys(fx), lines, config.seed),
+                                       "tgt": sample_by_keys(line_keys(en), lines, config.seed)}, config.k))
             assert X[:, 0] == pytest.approx(want, abs=1e-6)
             mine = np.array([pairs[(a, c)][0] for a, c in cands.tolist()])
             assert own or ((X[:, 0] >= mine - 1e-6).all() and (X[:, 0] > mine + 1e-3).any())  # fewer rows: higher

@@ -1,4 +1,5 @@
 import os
+import signal
 
 import pytest
 
@@ -125,3 +126,19 @@ def test_a_worker_that_dies_or_cannot_start_stops_the_map_with_an_error():
     with pytest.raises(EngineError, match=r"stopped, exit code 1: its set-up failed"):
         list(ordered_map(work, range(8), init=failing_init, workers=2))
     assert time.perf_counter() - t < 60
+
+
+
+def sigterm_handler(_):
+    return signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, os.getpid()
+
+
+def test_workers_end_quietly_whatever_sigterm_handler_the_parent_set():
+    """The pool ends its workers by SIGTERM; a handler the parent installed (Ray's prints a stack trace) must not
+    be theirs."""
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        out = list(ordered_map(sigterm_handler, range(8), init=init, init_args=("q",), workers=2, inline=2))
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert all(default for default, _ in out) and all(pid != os.getpid() for _, pid in out)

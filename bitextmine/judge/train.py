@@ -42,7 +42,7 @@ def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang:
     s, t, sc, cos = s[first], t[first], sc[first], cos[first]
     limit = stage.reference_lines(lang, (len(x), len(y))) if lang in stage.languages else 0  # none while training it
     if limit:  # as mine does above the stage's max_lines
-        sc = _reference(x, y, s, t, cos, limit, config)
+        sc = _reference(x, y, s, t, cos, (fx, en), limit, config)
     keep = sc >= floor
     s, t, sc, cos = s[keep], t[keep], sc[keep], cos[keep]
     z = pair_standout(cos, s, t, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
@@ -50,16 +50,18 @@ def task_features(fx: list[str], en: list[str], model, stage: SecondStage, lang:
     return np.c_[s, t].astype(np.int64), judge.features(s, t, sc, cos, z)
 
 
-def _reference(x: np.ndarray, y: np.ndarray, s: np.ndarray, t: np.ndarray, cos: np.ndarray, lines: int,
-               config: MineConfig) -> np.ndarray:
+def _reference(x: np.ndarray, y: np.ndarray, s: np.ndarray, t: np.ndarray, cos: np.ndarray, texts: tuple,
+               lines: int, config: MineConfig) -> np.ndarray:
     """The reference margins float32 (c,) of the pairs (x row s, y row t) int (c,) with cosines cos float (c,), as
-    the staged run gives them (:func:`bitextmine.mining.reference.reference_margins`, samples of ``lines`` rows)."""
+    the staged run gives them (:func:`bitextmine.mining.reference.reference_margins`, samples of ``lines`` rows
+    drawn by the sides' ``texts`` (x's, y's))."""
     from ..device import resolve_device
-    from ..mining.reference import reference_margins
+    from ..mining.reference import line_keys, reference_margins, sample_by_keys
 
     rows = {"src": lambda r: x[r], "tgt": lambda r: y[r]}
-    return reference_margins(s, t, cos, rows, {"src": len(x), "tgt": len(y)}, lines, config.k, config.seed,
-                             config.margin, device=resolve_device(config.device), precision=config.precision)
+    samples = {side: sample_by_keys(line_keys(text), lines, config.seed) for side, text in zip(("src", "tgt"), texts)}
+    return reference_margins(s, t, cos, rows, samples, config.k, config.margin, device=resolve_device(config.device),
+                             precision=config.precision)
 
 
 def _pieces_of(texts: list[str], model) -> Callable[[np.ndarray], Pieces]:

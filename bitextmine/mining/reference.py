@@ -6,12 +6,15 @@ floor was chosen on tasks of up to R lines a side (its ``max_lines``) drops tran
 run with a side of more than R distinct lines gives the stage (its margin feature, its margin floor and the
 run's margin floors) the *reference margin* of each candidate pair (x, y):
 
-    m_x = the mean of the k best cosines of x among R rows of the other side drawn at random (seeded) and y,
+    m_x = the mean of the k best cosines of x among R rows of the other side drawn at random and y,
           y counted once (y is a line of the run: a task of R lines holding the pair holds y)
     m_y = the same of y among R rows of x's side and x
     reference margin = cos(x, y) / ((m_x + m_y) / 2)      (ratio; distance: cos - (m_x + m_y) / 2)
 
-which is the margin the pair has in a run of R + 1 lines a side drawn from the same sides. Cost: one search of
+which is the margin the pair has in a run of R + 1 lines a side drawn from the same sides. A side's sample is
+drawn by its lines' texts (:func:`sample_by_keys` over :func:`line_keys`: the R lines whose hashes, mixed with
+the seed, are smallest), so it is the same whichever side is named first, in whatever order the lines come and
+however often a line repeats. Cost: one search of
 every candidate's lines among R rows, (n + m) x R products, against n x m for the run's own search; none when
 the run's own exact pass keeps each line's best among the sample as well (:class:`bitextmine.search.exact.Sample`,
 the staged run's flat search), which only adds a selection to it.
@@ -19,6 +22,7 @@ the staged run's flat search), which only adds a selection to it.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Callable
 
 import numpy as np
@@ -30,21 +34,34 @@ RowsOf = Callable[[np.ndarray], np.ndarray]
 QUERY_BLOCK = 65_536  # candidate lines searched at a time (memory: QUERY_BLOCK x d floats)
 
 
-def sample_rows(n: int, size: int, seed: int) -> np.ndarray:
-    """``size`` distinct rows of 0..n-1 drawn at random (``seed``), ascending int64; all n rows when n <= size."""
-    if n <= size:
-        return np.arange(n, dtype=np.int64)
-    return np.sort(np.random.default_rng(seed).choice(n, size, replace=False)).astype(np.int64)
+SAMPLE_DRAW = "smallest-line-hashes"  # the work directory's record of how the samples are drawn
 
 
-SAMPLE_DRAW = "rows-of-the-sampled-side"  # the work directory's record of how the samples are drawn
+def line_keys(texts) -> np.ndarray:
+    """uint64 (n,): each text's key, the second 8 bytes of its 16-byte BLAKE2b digest (UTF-8): the second column
+    of the staged run's line hashes (:func:`bitextmine.pipeline.dedup.hash_chunk`)."""
+    digest = b"".join(hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts)
+    return np.frombuffer(digest, np.uint64).reshape(-1, 2)[:, 1].copy()
 
 
-def sample_for(side: str, sizes: dict, lines: int, seed: int) -> np.ndarray:
-    """The rows (ascending int64) of the other side that ``side`` ("src" or "tgt")'s lines are compared with:
-    ``lines`` of its ``sizes[other]`` rows, drawn with ``seed`` alone, so a side's sample does not depend on
-    whether it is named first or second (a run with its sides swapped gives the same margins)."""
-    return sample_rows(sizes["tgt" if side == "src" else "src"], lines, seed)
+def seed_mask(seed: int) -> np.uint64:
+    """The 64 bits a seed mixes into the keys (XOR): another seed, another random order of the lines."""
+    return np.frombuffer(hashlib.blake2b(f"reference-sample:{seed}".encode(), digest_size=8).digest(), np.uint64)[0]
+
+
+def smallest_keys(keys: np.ndarray, rows: np.ndarray, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``size`` of rows int64 (n,) whose keys uint64 (n,) mixed with ``seed`` are smallest (all when n <=
+    size), as (keys, rows) in the order of their mixed keys (ties, between equal lines only: by row)."""
+    mixed = keys ^ seed_mask(seed)
+    order = np.lexsort((rows, mixed))[:size]
+    return keys[order], rows[order]
+
+
+def sample_by_keys(keys: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """int64 ascending: the ``size`` rows (0..n-1) of the lines with keys uint64 (n,) (:func:`line_keys`) that
+    the seed's order puts first; all n rows when n <= size."""
+    keys = np.asarray(keys, np.uint64)
+    return np.sort(smallest_keys(keys, np.arange(len(keys), dtype=np.int64), size, seed)[1])
 
 
 def partner_means(D: np.ndarray, I: np.ndarray, partner: np.ndarray, partner_cos: np.ndarray, k: int) -> np.ndarray:
@@ -74,22 +91,23 @@ def _side_lists(q: np.ndarray, rows_of: RowsOf, sample: np.ndarray, Y: np.ndarra
 def listed_margins(s: np.ndarray, t: np.ndarray, cos: np.ndarray, lists: dict, k: int, kind: str = "ratio") -> np.ndarray:
     """The reference margin float32 (c,) of the candidate pairs (s[i], t[i]) int (c,) with cosine cos float (c,),
     from ``lists`` {"src": (D float (c, k + 1), I int (c, k + 1)) the k + 1 best cosines and row ids of each
-    pair's source line among its sample (:func:`sample_for`; -inf / -1 where none), "tgt": the same of its
+    pair's source line among the target side's sample (-inf / -1 where none), "tgt": the same of its
     target line}."""
     means = [partner_means(*lists["src"], t, cos, k), partner_means(*lists["tgt"], s, cos, k)]
     return margin_scores(np.asarray(cos, np.float32), means[0], means[1], kind)
 
 
-def reference_margins(s: np.ndarray, t: np.ndarray, cos: np.ndarray, rows_of: dict, sizes: dict, lines: int, k: int,
-                      seed: int, kind: str = "ratio", **search) -> np.ndarray:
+def reference_margins(s: np.ndarray, t: np.ndarray, cos: np.ndarray, rows_of: dict, samples: dict, k: int,
+                      kind: str = "ratio", **search) -> np.ndarray:
     """The reference margin float32 (c,) (module doc) of the candidate pairs (s[i], t[i]) int (c,) with cosine
-    cos float (c,): ``rows_of`` {"src", "tgt": :data:`RowsOf`}, ``sizes`` {"src", "tgt": rows of the side},
-    ``lines`` R, ``seed`` the samples' seed, ``search`` :func:`bitextmine.search.exact.knn_both`'s options."""
+    cos float (c,): ``rows_of`` {"src", "tgt": :data:`RowsOf`}, ``samples`` {"src", "tgt": int64 ascending, the
+    side's sampled rows (:func:`sample_by_keys`)}: a source line is compared with the target side's sample and
+    the other way round; ``search`` :func:`bitextmine.search.exact.knn_both`'s options."""
     s, t, cos = np.asarray(s, np.int64), np.asarray(t, np.int64), np.asarray(cos, np.float32)
     if len(s) == 0:
         return np.zeros(0, np.float32)
     lists = {}
     for side, other, q in (("src", "tgt", s), ("tgt", "src", t)):
-        sample = sample_for(side, sizes, lines, seed)
+        sample = np.asarray(samples[other], np.int64)
         lists[side] = _side_lists(q, rows_of[side], sample, rows_of[other](sample), k + 1, search)
     return listed_margins(s, t, cos, lists, k, kind)

@@ -51,6 +51,7 @@ class _Run:
         self.live: dict = {}
         self.recall: list | None = None
         self.sample: dict | None = None  # the cells' samples (stages.knn_cell), when the search keeps lists among them
+        self.samples: dict = {}  # each side's reference sample, rows int64 (stages.side_sample)
 
     def stage(self, name: str, fn, tasks: list[tuple[str | tuple | None, tuple]], gpu: bool = False) -> list:
         """Run ``fn(*args)`` for each (output file or files, args) whose outputs do not all exist and verify yet
@@ -154,8 +155,12 @@ def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict, reference
     w, off = run.work, run.offsets
     live = {s: [c for c in range(len(off[s]) - 1) if off[s][c + 1] > off[s][c]] for s in SIDES}
     flat = [s for s in SIDES if kinds[s] == "flat"]
-    if reference and len(flat) == 2:
-        run.sample = {"lines": reference, "seed": config.seed, "k": config.k + 1}
+    if reference:  # each side's sample, by its lines' hashes
+        sample = {"lines": reference, "seed": config.seed, "k": config.k + 1}
+        run.stage("sample", stages.side_sample, [(stages.sample_rows_file(side, sample),
+                                                  (w, side, run.plans[side], off[side], sample)) for side in SIDES])
+        run.samples = {side: stages.sample_rows(w, side, sample) for side in SIDES}
+        run.sample = sample if len(flat) == 2 else None
     if flat:  # x = a source chunk, y = a target chunk: xy searches the targets
         search = {"k": config.k, "candidates": config.candidates, "block_rows": config.block_size,
                   "shard_rows": config.shard_rows, "device": resolve_device(config.device),
@@ -269,9 +274,8 @@ def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dic
                  for side, q in (("src", s), ("tgt", t))}
         score = listed_margins(s, t, cos, lists, config.k, config.margin)
     else:
-        sizes = {side: int(run.offsets[side][-1]) for side in SIDES}
         rows = {side: _rows_of(run, sources, side) for side in SIDES}
-        score = reference_margins(s, t, cos, rows, sizes, lines, config.k, config.seed, config.margin,
+        score = reference_margins(s, t, cos, rows, run.samples, config.k, config.margin,
                                   device=resolve_device(config.device), precision=config.precision)
     n = len(fc["row"])
     return {**fc, "score": score[:n]}, {**bc, "score": score[n:]}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dedup import firsts, rep_file
+from .dedup import firsts, hash_file, rep_file
 from .plan import read_chunk
 from .workdir import WorkDir, atomic_path, commit, load_arrays, save_arrays, save_npy
 
@@ -39,6 +39,30 @@ def cell_file(i: int, j: int, sample: dict | None = None) -> str:
 
 def sample_file(side: str, c: int, sample: dict) -> str:
     return f"{side}/sample{sample['lines']}-{c:06d}.npz"
+
+
+def sample_rows_file(side: str, sample: dict) -> str:
+    return f"{side}/sample{sample['lines']}-rows.npy"
+
+
+def side_sample(work: WorkDir, side: str, plan: dict, offsets: np.ndarray, sample: dict) -> None:
+    """Write ``side``'s reference sample (:mod:`bitextmine.mining.reference`): int64 ascending, the
+    sample["lines"] distinct rows whose line hashes (the dedup stage's) mixed with sample["seed"] are smallest,
+    read chunk by chunk (``offsets`` int64 (chunks + 1,): the side's row offsets)."""
+    from ..mining.reference import smallest_keys
+
+    keys, rows = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    for c, chunk in enumerate(plan["chunks"]):
+        local = firsts(work, side, plan, c) - (chunk["first_line"] - 1)
+        h = load_arrays(work.path(hash_file(side, c)))["hash"][local, 1]
+        keys, rows = smallest_keys(np.concatenate([keys, h]), np.concatenate([rows, offsets[c] + np.arange(len(h))]),
+                                   sample["lines"], sample["seed"])
+    save_npy(work.path(sample_rows_file(side, sample)), np.sort(rows).astype(np.int64))
+
+
+def sample_rows(work: WorkDir, side: str, sample: dict) -> np.ndarray:
+    """int64 ascending: ``side``'s reference sample (:func:`side_sample`)."""
+    return np.load(work.path(sample_rows_file(side, sample)))
 
 
 def nn_file(side: str, c: int) -> str:
@@ -117,7 +141,7 @@ def knn_cell(work: WorkDir, plans: dict, i: int, j: int, offsets: dict, sources:
     """Write cell (i, j): source chunk i's k best among target chunk j (Df float32 (n_i, k'), If int64 global
     target rows) and the reverse (Db (m_j, k''), Ib global source rows); ``search``: knn_both's options (with
     ``direction`` xy or yx, only Df/If or Db/Ib). ``sample`` {"lines", "seed", "k"}: also each row's k best
-    among the cell's rows of the other side's sample (:func:`bitextmine.mining.reference.sample_for`): Sf/SIf
+    among the cell's rows of the other side's sample (:func:`side_sample`): Sf/SIf
     and Sb/SIb (float32 / int64 global rows, (rows, k), -inf / -1 where the cell holds fewer)."""
     from ..search.exact import Sample, knn_both
 
@@ -125,7 +149,8 @@ def knn_cell(work: WorkDir, plans: dict, i: int, j: int, offsets: dict, sources:
     y = side_rows(work, "tgt", plans["tgt"], j, sources["tgt"])
     within = None
     if sample:
-        within = Sample(_cell_sample("src", offsets, j, sample), _cell_sample("tgt", offsets, i, sample), sample["k"])
+        within = Sample(_cell_sample(work, "src", offsets, j, sample), _cell_sample(work, "tgt", offsets, i, sample),
+                        sample["k"])
     Df, If, Db, Ib, info = knn_both(x, y, sample=within, **search)
     out = {} if Df is None else {"Df": Df, "If": If + offsets["tgt"][j]}
     if Db is not None:
@@ -137,12 +162,10 @@ def knn_cell(work: WorkDir, plans: dict, i: int, j: int, offsets: dict, sources:
     save_arrays(work.path(cell_file(i, j, sample)), **out)
 
 
-def _cell_sample(side: str, offsets: dict, c: int, sample: dict) -> np.ndarray:
+def _cell_sample(work: WorkDir, side: str, offsets: dict, c: int, sample: dict) -> np.ndarray:
     """The rows (int64, within the other side's chunk c) of the sample that ``side``'s lines are compared with."""
-    from ..mining.reference import sample_for
-
     other = "tgt" if side == "src" else "src"
-    rows = sample_for(side, {s: int(offsets[s][-1]) for s in SIDES}, sample["lines"], sample["seed"])
+    rows = sample_rows(work, other, sample)
     lo, hi = np.searchsorted(rows, (offsets[other][c], offsets[other][c + 1]))
     return rows[lo:hi] - offsets[other][c]
 
