@@ -496,6 +496,17 @@ def test_an_export_carries_the_second_stage_and_mines_the_same_pairs(toy_stage_d
     assert "second stage" in one.info["settings"] and "second stage" in two.info["settings"]
 
 
+def stage_of_100_lines(toy_stage_dir, tmp_path) -> str:
+    """A copy of the toy stage calibrated up to 100 lines a side (max_lines): larger runs use reference margins."""
+    small = str(tmp_path / "m")
+    shutil.copytree(toy_stage_dir, small)
+    path = os.path.join(small, "second_stage", "second_stage.json")
+    data = json.load(open(path))
+    data["languages"]["de"]["max_lines"] = 100
+    json.dump(data, open(path, "w"))
+    return small
+
+
 @pytest.mark.parametrize("how", ["one cell", "cells", "ivf"])
 def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_samples(toy_stage_dir, tmp_path, how):
     """The reference margins, whether the exact cells keep each line's best among the samples (one cell or
@@ -506,12 +517,7 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
     from bitextmine.model import load_model
     from bitextmine.pipeline import mine_files
 
-    small = str(tmp_path / "m")
-    shutil.copytree(toy_stage_dir, small)
-    path = os.path.join(small, "second_stage", "second_stage.json")
-    data = json.load(open(path))
-    data["languages"]["de"]["max_lines"] = 100
-    json.dump(data, open(path, "w"))
+    small = stage_of_100_lines(toy_stage_dir, tmp_path)
     src, tgt, truth = sparse_toy_task(tmp_path)  # 300 distinct lines a side
     model = load_model(small)
     floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",),
@@ -551,12 +557,7 @@ def test_a_run_above_max_lines_gives_the_same_pairs_with_its_sides_swapped(toy_s
     from bitextmine.model import load_model
     from bitextmine.pipeline import mine_files
 
-    small = str(tmp_path / "m")
-    shutil.copytree(toy_stage_dir, small)
-    path = os.path.join(small, "second_stage", "second_stage.json")
-    data = json.load(open(path))
-    data["languages"]["de"]["max_lines"] = 100
-    json.dump(data, open(path, "w"))
+    small = stage_of_100_lines(toy_stage_dir, tmp_path)
     src, tgt, _ = sparse_toy_task(tmp_path)
     lines = open(tgt, encoding="utf-8").read().splitlines()
     with open(tgt, "w", encoding="utf-8") as f:  # 240 target lines against 300 source lines
@@ -584,12 +585,7 @@ def test_a_work_directory_whose_samples_were_drawn_another_way_searches_again(to
     from bitextmine.pipeline import mine_files
     from bitextmine.pipeline.workdir import load_json, save_json
 
-    small = str(tmp_path / "m")
-    shutil.copytree(toy_stage_dir, small)
-    path = os.path.join(small, "second_stage", "second_stage.json")
-    data = json.load(open(path))
-    data["languages"]["de"]["max_lines"] = 100
-    json.dump(data, open(path, "w"))
+    small = stage_of_100_lines(toy_stage_dir, tmp_path)
     src, tgt, _ = sparse_toy_task(tmp_path)
     model, work = load_model(small), str(tmp_path / "w")
     floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",))
@@ -635,12 +631,7 @@ def test_a_run_above_max_lines_gives_the_same_pairs_whatever_the_order_of_its_li
     from bitextmine.model import load_model
     from bitextmine.pipeline import mine_files
 
-    small = str(tmp_path / "m")
-    shutil.copytree(toy_stage_dir, small)
-    path = os.path.join(small, "second_stage", "second_stage.json")
-    data = json.load(open(path))
-    data["languages"]["de"]["max_lines"] = 100
-    json.dump(data, open(path, "w"))
+    small = stage_of_100_lines(toy_stage_dir, tmp_path)
     src, tgt, _ = sparse_toy_task(tmp_path)
     model = load_model(small)
     floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",),
