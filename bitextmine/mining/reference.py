@@ -38,10 +38,11 @@ SAMPLE_DRAW = "smallest-line-hashes"  # the work directory's record of how the s
 
 
 def line_keys(texts) -> np.ndarray:
-    """uint64 (n,): each text's key, the second 8 bytes of its 16-byte BLAKE2b digest (UTF-8): the second column
-    of the staged run's line hashes (:func:`bitextmine.pipeline.dedup.hash_chunk`)."""
-    digest = b"".join(hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts)
-    return np.frombuffer(digest, np.uint64).reshape(-1, 2)[:, 1].copy()
+    """uint64 (n,): each text's key, the second half of the staged run's line hash
+    (:func:`bitextmine.pipeline.dedup.line_hashes`), as the sample stage reads it from the dedup stage's files."""
+    from ..pipeline.dedup import line_hashes  # the staged run builds on this module: imported when used
+
+    return line_hashes(texts)[:, 1].copy()
 
 
 def seed_mask(seed: int) -> np.uint64:

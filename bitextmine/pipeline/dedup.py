@@ -32,13 +32,18 @@ def rep_file(side: str, c: int) -> str:
     return f"{side}/rep-{c:06d}.npy"
 
 
+def line_hashes(lines) -> np.ndarray:
+    """uint64 (n, 2): each line's 128-bit BLAKE2b digest (UTF-8, lone surrogates kept), in two little-endian
+    halves: the hashes the dedup stage keeps."""
+    digest = b"".join(hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=16).digest() for s in lines)
+    return np.frombuffer(digest, np.uint64).reshape(-1, 2)
+
+
 def hash_chunk(work: WorkDir, side: str, plan: dict, c: int) -> None:
-    """Write chunk c's line hashes: hash uint64 (lines, 2) and blank bool (lines,)."""
+    """Write chunk c's line hashes: hash uint64 (lines, 2) (:func:`line_hashes`) and blank bool (lines,)."""
     lines = read_chunk(work, plan, c)
     blank = np.fromiter((not s.strip() for s in lines), bool, len(lines))
-    digest = b"".join(hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=16).digest() for s in lines)
-    h = np.frombuffer(digest, np.uint64).reshape(len(lines), 2)
-    save_arrays(work.path(hash_file(side, c)), hash=h, blank=blank)
+    save_arrays(work.path(hash_file(side, c)), hash=line_hashes(lines), blank=blank)
 
 
 def dedup_bucket(work: WorkDir, side: str, plan: dict, b: int, buckets: int) -> None:
