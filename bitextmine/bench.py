@@ -84,7 +84,7 @@ def _stage(stage: str, model_path: str, src_path: str, tgt_path: str, emb_dir: s
 
     from .encoding.pipeline import encode_files
     from .mining.mine import mine_embeddings, neighbours
-    from .model import load_model
+    from .loading import load_model
 
     mine = MineConfig(**json.loads(mine_json))
     model = load_model(model_path or None)
@@ -194,6 +194,60 @@ def run_bench(paths: Sequence[str], model, *, device: str = "auto", mine: MineCo
             name = f"{stage} ({kind})" if stage in ("knn", "mine") else stage
             report.results.append(StageResult(name, items, seconds, peak))
     return report
+
+
+def mining_inputs(train_dir: str, work: str, n: int) -> tuple[str, str]:
+    """(src, tgt) .npy paths in ``work`` of the mining benchmark's sentences (tools/bench_mine.py, tools/bench_laser.py),
+    made there when absent (with their .txt and sidecar): of the training corpora in ``train_dir`` (all language pairs,
+    shuffled with seed 0), the first ``n`` distinct foreign sentences and ``n`` distinct English sentences taken from
+    halfway through the sources on, so that about half of the sources have their translation among the targets;
+    encoded with the bundled model on the CPU (float32 (n, dim) each)."""
+    import tempfile
+
+    from .corpus import load_corpora
+    from .encoding.pipeline import encode_files
+    from .evaluation.devdata import corpora
+    from .loading import load_model
+
+    src_npy, tgt_npy = os.path.join(work, f"src.{n}.npy"), os.path.join(work, f"tgt.{n}.npy")
+    if os.path.exists(src_npy) and os.path.exists(tgt_npy):
+        return src_npy, tgt_npy
+    en, xx, _ = load_corpora(corpora(train_dir, tempfile.mkdtemp(dir=work)))
+    order = np.random.default_rng(0).permutation(len(en))
+    # distinct texts on each side (as `mine` embeds each distinct line once): duplicates would give
+    # exactly tied scores, which any two correct miners may break differently
+    src_rows, seen = [], set()
+    for i in order:
+        if xx[i] not in seen:
+            seen.add(xx[i])
+            src_rows.append(i)
+            if len(src_rows) == n:
+                break
+    start = int(np.flatnonzero(order == src_rows[n // 2])[0])  # targets start halfway through the sources
+    tgt_texts, seen_t = [], set()
+    for pos in range(start, start + len(order)):  # English sides, wrapping around
+        t = en[order[pos % len(order)]]
+        if t not in seen_t:
+            seen_t.add(t)
+            tgt_texts.append(t)
+            if len(tgt_texts) == n:
+                break
+    used = set(src_rows)
+    for i in order:  # too few distinct English sentences: fill with foreign sentences not on the source side
+        if len(tgt_texts) == n:
+            break
+        if i not in used and xx[i] not in seen_t and xx[i] not in seen:
+            seen_t.add(xx[i])
+            tgt_texts.append(xx[i])
+    if len(src_rows) < n or len(tgt_texts) < n:
+        raise ConfigError(f"fewer than {n} distinct sentences on a side in {train_dir}; use a smaller n")
+    model = load_model(None)
+    for path, texts in ((src_npy, [xx[i] for i in src_rows]), (tgt_npy, tgt_texts)):
+        txt = path[:-4] + ".txt"
+        with open(txt, "w", encoding="utf-8") as f:
+            f.writelines(t + "\n" for t in texts)
+        encode_files([txt], path, model, config=EncodeConfig(device="cpu"))
+    return src_npy, tgt_npy
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ Encoders (``config.json`` ``encoder``):
 - ``word``, ``trigram``: the mean of word / character-trigram embeddings (:class:`VocabTokenizer`);
 - ``blstm-sp``: a bidirectional LSTM over SentencePiece piece embeddings, its states mean-pooled;
 - ``static``: a sentence-transformers StaticEmbedding or model2vec model read in place
-  (:mod:`bitextmine.interop.load`): the mean of its token rows, its ``tokenizer.json`` tokenizer.
+  (:mod:`bitextmine.interop.load`, through :func:`bitextmine.loading.load_model`): the mean of its token
+  rows, its ``tokenizer.json`` tokenizer.
 
 A model is a directory, format version 2 (version 1, SP only, is still read)::
 
@@ -193,18 +194,9 @@ def read_versioned_json(path: str, *, version: "int | tuple[int, ...]", what: st
     return data
 
 
-def load_model(path: str | None = None) -> Model:
-    """Load a model directory (``None`` = the bundled default model): a bitextmine model, or a local
-    sentence-transformers StaticEmbedding or model2vec model (:mod:`bitextmine.interop.load`; the format is
-    read from the directory's files). Raises ModelFormatError."""
-    path = path or default_model_dir()
-    if not os.path.isdir(path):
-        raise ModelFormatError(f"{path}: not a model directory; expected a folder made by 'bitextmine train'")
-    from .interop.load import detect_format, load_static_model
-
-    fmt = detect_format(path)
-    if fmt != "bitextmine":
-        return load_static_model(path, fmt)
+def load_native_model(path: str) -> Model:
+    """Load a bitextmine model directory (module docstring); :func:`bitextmine.loading.load_model` reads any
+    model directory, this format or another. Raises ModelFormatError."""
     cfg_path = os.path.join(path, CONFIG_FILE)
     cfg = read_versioned_json(cfg_path, version=READABLE_VERSIONS, what="a model directory made by 'bitextmine train'")
     encoder = cfg.get("encoder")

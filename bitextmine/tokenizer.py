@@ -1,6 +1,8 @@
 """One joint SentencePiece model for all languages (Wieting et al. 2019): training and batched encoding;
-also the word / trigram vocabularies and, for sentence-transformers and model2vec models read with
-``--model``, a Hugging Face ``tokenizer.json`` (:class:`JsonTokenizer`).
+also the word / trigram vocabularies. Other kinds of tokenizer (the Hugging Face ``tokenizer.json`` of
+sentence-transformers and model2vec models, :mod:`bitextmine.interop.hf_tokenizer`) register how they are
+rebuilt from their stored bytes (:func:`register_tokenizer`), so that worker processes and
+:func:`make_tokenizer` build them by kind.
 
 Encoded batches are *flat*: ``ids`` (int64, total pieces) and ``offsets`` (int64, n) where sentence
 ``i`` is ``ids[offsets[i]:offsets[i+1]]``, the layout ``torch.nn.EmbeddingBag`` takes directly.
@@ -16,7 +18,7 @@ from __future__ import annotations
 import io
 import itertools
 import re
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -229,107 +231,25 @@ class VocabTokenizer:
         return np.ones(self.vocab_size, bool) if self.kind == "word" else np.array([t.startswith("#") for t in self.tokens])
 
 
-class JsonTokenizer:
-    """A Hugging Face ``tokenizers`` tokenizer (a ``tokenizer.json``), as the sentence-transformers
-    StaticEmbedding and model2vec models carry: texts are encoded without special tokens and without padding,
-    truncated as the tokenizer.json says (``max_tokens="file"``), to ``max_tokens`` tokens, or not (None).
+_KINDS: dict[str, Callable[[bytes, str], Any]] = {}  # kind -> from_proto(proto, name), beyond the ones here
 
-    For model2vec models, ``drop_ids`` (its unknown token) are removed from every sentence and ``max_chars``
-    cuts each text first, as model2vec's ``StaticModel.encode`` does, so the ids are the ones that library
-    averages. ``proto`` (what travels to worker processes and enters the model fingerprint) is a JSON object
-    holding the tokenizer.json text and these settings.
-    """
 
-    kind = "tokenizers"
-    filename = "tokenizer.json"
-
-    def __init__(self, tokenizer_json: str, *, drop_ids: Sequence[int] = (), max_tokens: "int | None | str" = "file",
-                 max_chars: "int | None" = None, name: str = "tokenizer.json"):
-        import json
-
-        from .interop.spm_json import tokenizers_module
-
-        tk = tokenizers_module()
-        try:
-            self.tk = tk.Tokenizer.from_str(tokenizer_json)
-        except Exception as e:  # tokenizers raises a bare Exception for a malformed file
-            raise ModelFormatError(f"{name}: not a tokenizers tokenizer.json ({e})") from None
-        self.tk.no_padding()
-        if max_tokens is None:
-            self.tk.no_truncation()
-        elif max_tokens != "file":  # "file": as the tokenizer.json says
-            self.tk.enable_truncation(int(max_tokens))
-        self.tokenizer_json = tokenizer_json
-        self.drop_ids = sorted(set(int(i) for i in drop_ids))
-        self.max_tokens, self.max_chars = max_tokens, max_chars
-        self.proto = json.dumps({"tokenizer_json": tokenizer_json, "drop_ids": self.drop_ids,
-                                 "max_tokens": max_tokens, "max_chars": max_chars}, sort_keys=True).encode("utf-8")
-
-    @classmethod
-    def from_proto(cls, proto: bytes, name: str = "tokenizer") -> "JsonTokenizer":
-        import json
-
-        try:
-            d = json.loads(proto.decode("utf-8"))
-            return cls(d["tokenizer_json"], drop_ids=d["drop_ids"], max_tokens=d["max_tokens"],
-                       max_chars=d["max_chars"], name=name)
-        except (UnicodeDecodeError, ValueError, KeyError, TypeError):
-            raise ModelFormatError(f"{name}: not a bitextmine tokenizers wrapper") from None
-
-    @property
-    def vocab_size(self) -> int:
-        return self.tk.get_vocab_size(with_added_tokens=True)
-
-    def blank_ids(self) -> np.ndarray:
-        """int64 (b,): the ids that say nothing of a text (:meth:`Tokenizer.blank_ids`): the unknown token, unless
-        it is dropped anyway, tokens of punctuation alone or a bare U+2581, and the unknown run of a model2vec export
-        (:data:`bitextmine.interop.export.UNKNOWN_RUN`: what SentencePiece's ``<unk>`` is there)."""
-        from .interop.export import UNKNOWN_RUN
-        from .interop.load import model2vec_unk_id
-
-        if not hasattr(self, "_blank"):
-            unk = model2vec_unk_id(self.tk)
-            ids = {unk} if unk is not None and unk not in self.drop_ids else set()
-            ids |= {i for t, i in self.tk.get_vocab(with_added_tokens=False).items()
-                    if says_nothing(t.removeprefix("##")) or t == UNKNOWN_RUN}
-            self._blank = np.array(sorted(ids), np.int64)
-        return self._blank
-
-    def encode_lists(self, texts: Sequence[str], *, threads: int = 0) -> list[np.ndarray]:
-        """Token ids per text: a list of int32 arrays. ``threads=1`` encodes one text at a time in this
-        thread (the worker processes' way); otherwise the library's own threads encode the batch."""
-        texts = [t[: self.max_chars] for t in texts] if self.max_chars is not None else list(texts)
-        with gc_paused():
-            if threads == 1:
-                enc = self.tk.encode
-                ids = [enc(t, add_special_tokens=False).ids for t in texts]
-            else:
-                ids = [e.ids for e in self.tk.encode_batch(texts, add_special_tokens=False)]
-        out = [np.array(x, np.int32) for x in ids]
-        if self.drop_ids:
-            drop = np.array(self.drop_ids, np.int32)
-            out = [x[~np.isin(x, drop)] for x in out]
-        return out
-
-    def encode(self, texts: Sequence[str], *, threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """(ids int64 (total,), offsets int64 (n,)), as :meth:`Tokenizer.encode`."""
-        return flatten(self.encode_lists(texts, threads=threads))
-
-    def encode_stream(self, batches, *, workers: int = 0, inline_batches: int = 2):
-        """As :meth:`Tokenizer.encode_stream`."""
-        return ordered_map(worker_encode, batches, init=worker_init, init_args=(self.kind, self.proto),
-                           workers=workers, inline=inline_batches)
+def register_tokenizer(kind: str, from_proto: Callable[[bytes, str], Any]) -> None:
+    """Let :func:`make_tokenizer` (and so the worker processes of ``encode_stream``) build tokenizers of ``kind``
+    with ``from_proto(proto, name)``."""
+    _KINDS[kind] = from_proto
 
 
 def make_tokenizer(kind: str, proto: bytes, name: str = "tokenizer"):
-    """A tokenizer of ``kind`` (sentencepiece | word | trigram | tokenizers) from its stored bytes."""
+    """A tokenizer of ``kind`` (sentencepiece | word | trigram, or a registered kind such as tokenizers) from its
+    stored bytes."""
     if kind == "sentencepiece":
         try:
             return Tokenizer(proto)
         except RuntimeError as e:
             raise ModelFormatError(f"{name}: not a SentencePiece model ({e})") from None
-    if kind == JsonTokenizer.kind:
-        return JsonTokenizer.from_proto(proto, name)
+    if kind in _KINDS:
+        return _KINDS[kind](proto, name)
     tok = VocabTokenizer.from_proto(proto, name)
     if tok.kind != kind:
         raise ModelFormatError(f"{name}: a {tok.kind} vocabulary; expected {kind}")

@@ -63,7 +63,7 @@ def toy_model_dir(tmp_path_factory, toy_files):
 
 @pytest.fixture(scope="session")
 def toy_model(toy_model_dir):
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     return load_model(toy_model_dir)
 

@@ -8,7 +8,7 @@ import pytest
 from bitextmine.config import TrainConfig
 from bitextmine.corpus import CorpusSpec
 from bitextmine.errors import ConfigError
-from bitextmine.model import load_model
+from bitextmine.loading import load_model
 from bitextmine.training import train
 from bitextmine.training.batching import cluster_labels, loose_key, pair_embeddings, topic_order
 from bitextmine.training.data import text_ids

@@ -1,4 +1,4 @@
-"""tools/bench_laser.py's pure helpers: LASER's raw format, the stub EmbedLoad, the lift to 1024
+"""bitextmine.laser (what tools/bench_laser.py runs): its pure helpers: LASER's raw format, the stub EmbedLoad, the lift to 1024
 dimensions, inputs in the model's dimension, pair-file comparison, LASER's stages from its --verbose
 lines, the linear fit; and the dimension tools/bench_mine.py reports. No LASER run."""
 
@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+import bitextmine.laser as bl
+from bitextmine.errors import ConfigError
 
-import bench_laser as bl
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.slow
@@ -168,7 +168,7 @@ def test_inputs_are_the_model_dimension_or_lifted_from_it(tmp_path, dim):
 
 def test_inputs_of_another_dimension_are_refused(tmp_path):
     _cache(tmp_path / "cache", 6, 300)
-    with pytest.raises(SystemExit, match="rows of 300; expected the bundled model's 512"):
+    with pytest.raises(ConfigError, match="rows of 300; expected the bundled model's 512"):
         bl.make_inputs(str(tmp_path / "cache"), str(tmp_path / "run"), 6, dim=512, fp16=False, lift_seed=0,
                        want_npy=False, model_dim=512)
 

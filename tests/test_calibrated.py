@@ -17,7 +17,7 @@ from bitextmine.errors import ModelFormatError
 from bitextmine.language import side_language
 from bitextmine.mining.calibrated import apply, settings_for, write_section
 from bitextmine.pipeline import mine_files
-from bitextmine.model import load_model
+from bitextmine.loading import load_model
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 SECTION = {"version": 1, "languages": {"de": {"threshold": 1.3, "min_z": 3.0, "min_cosine": 0.35}}}
@@ -236,10 +236,7 @@ def test_cli_options_given_replace_only_their_own_calibrated_value(calibrated_di
 
 
 def test_plateau_prefers_a_broad_top_to_a_lone_peak():
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
-    from calibrate_threshold import best, plateau
+    from bitextmine.evaluation.threshold_grid import best, plateau
 
     f1 = np.zeros((5, 7))
     f1[0, 0] = 1.0  # a lone peak

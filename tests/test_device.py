@@ -57,7 +57,7 @@ def test_table_precision(request_, stored, device, expected):
 
 
 def test_table_precision_auto_on_cuda_reads_the_bundled_models_stored_dtype():
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     model = load_model()
     assert model.embeddings.dtype.name == "float32" and model.stored_dtype == "float16"

@@ -11,7 +11,8 @@ from bitextmine.corpus import CorpusSpec
 from bitextmine.encoding.pipeline import encode
 from bitextmine.errors import ConfigError, ModelFormatError
 from bitextmine.evaluation.metrics import retrieval_accuracy
-from bitextmine.model import load_model, shuffle_words
+from bitextmine.loading import load_model
+from bitextmine.model import shuffle_words
 from bitextmine.sif import first_component, sif_weights
 from bitextmine.tokenizer import VocabTokenizer
 from bitextmine.training import train

@@ -426,7 +426,7 @@ def test_lines_of_no_known_piece_embed_as_empty_ones_and_are_not_mined(tmp_path)
     would share one vector, and two of them scored as a sure translation (cosine 1, probability 0.98)."""
     import io
 
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     model = load_model(None)

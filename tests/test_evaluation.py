@@ -396,7 +396,7 @@ def test_eval_tatoeba_from_raw_embeddings_on_real_data(tmp_path):
     """Tatoeba deu-eng with the bundled model's embeddings handed over as LASER raw files: float32 gives the
     figures of the direct run, float16 nearly."""
     from bitextmine.corpus import read_lines
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     de = shared_path("dev", "tatoeba", "v1", "tatoeba.deu-eng.deu")
     en = shared_path("dev", "tatoeba", "v1", "tatoeba.deu-eng.eng")

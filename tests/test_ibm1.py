@@ -432,32 +432,3 @@ def test_ids_outside_the_vocabulary(table):
         score(table, flat([[1]]), flat([[300]]))
     with pytest.raises(ConfigError, match="2 source sentences and 1 target sentences"):
         score(table, flat([[1], [2]]), flat([[3]]))
-
-
-def test_probe_leaves_out_pairs_sharing_a_text_with_held_apart_pairs(tmp_path):
-    """tools/probe_lexicon.py trains on no held-apart text (up to case and punctuation), English first."""
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
-    from bitextmine.corpus import CorpusSpec
-    from probe_lexicon import subset, training_pairs
-
-    def write(name, lines):
-        (tmp_path / name).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
-        return str(tmp_path / name)
-
-    (tmp_path / "held").mkdir()
-    write("held/en-fr.en", ["The cat.", "A dog"])
-    write("held/en-fr.fr", ["Le chat.", "Un chien"])
-    specs = [CorpusSpec(src=write("a.en", ["the cat!", "Hello", "Bye", "", "Fine"]),
-                        tgt=write("a.fr", ["Le félin", "Bonjour", "un chien", "Vide", "Bien"]), group="fr"),
-             CorpusSpec(src=write("b.fr", ["Merci"]), tgt=write("b.en", ["Thanks"]), group="fr"),  # foreign first
-             CorpusSpec(src=write("c.en", ["Other"]), tgt=write("c.de", ["Andere"]), group="de")]
-    en, fx, dropped = training_pairs(specs, "fr", str(tmp_path / "held"))
-    assert list(zip(en, fx)) == [("Hello", "Bonjour"), ("Fine", "Bien"), ("Thanks", "Merci")]
-    assert dropped == 2  # "the cat!" is "The cat." and "un chien" is "Un chien"; the empty pair is not counted
-    ids, off = flat([[1, 2], [], [3, 4, 5], [6]])
-    got = subset((ids, off), np.array([2, 0, 1, 2]))
-    want = flat([[3, 4, 5], [1, 2], [], [3, 4, 5]])
-    np.testing.assert_array_equal(got[0], want[0])
-    np.testing.assert_array_equal(got[1], want[1])

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from bitextmine.cli import main
 from bitextmine.errors import ConfigError, MissingDependencyError, ModelFormatError
-from bitextmine.model import Model, load_model
+from bitextmine.loading import load_model
+from bitextmine.model import Model
 from bitextmine.tokenizer import Tokenizer
 from conftest import shared_path, toy_corpus
 

@@ -215,7 +215,7 @@ def toy_stage_dir(tmp_path_factory, toy_model_dir):
 
 
 def test_build_writes_a_stage_that_loads_and_is_checked(toy_stage_dir, tmp_path):
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     stage = load_model(toy_stage_dir).second_stage
     assert set(stage.languages) == {"de"} and 0 < stage.languages["de"]["prior"] < 1
@@ -249,7 +249,7 @@ def sparse_toy_task(tmp_path, n=300, gold=15, seed=5):
 
 
 def test_mine_with_the_second_stage_names_it_and_keeps_the_translations(toy_stage_dir, tmp_path):
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     src, tgt, truth = sparse_toy_task(tmp_path)
@@ -276,7 +276,7 @@ def test_mine_with_the_second_stage_names_it_and_keeps_the_translations(toy_stag
 
 
 def test_the_second_stage_is_not_applied_to_another_margin(toy_stage_dir, tmp_path):
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     src, tgt, _ = sparse_toy_task(tmp_path)
@@ -287,7 +287,7 @@ def test_the_second_stage_is_not_applied_to_another_margin(toy_stage_dir, tmp_pa
 
 
 def test_mine_swaps_the_sides_when_english_is_the_source(toy_stage_dir, tmp_path):
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     src, tgt, truth = sparse_toy_task(tmp_path)
@@ -304,7 +304,7 @@ def test_mine_swaps_the_sides_when_english_is_the_source(toy_stage_dir, tmp_path
 def test_the_judge_in_chunks_over_worker_processes_gives_the_one_chunk_probabilities(toy_stage_dir):
     from bitextmine.judge.features import Pieces
     from bitextmine.judge.judge import Judge
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     model = load_model(toy_stage_dir)
     src, tgt = toy_corpus(120, seed=3)
@@ -340,7 +340,7 @@ def noisy_toy_tsv(tmp_path, n=240, seed=7):
 def test_filter_and_score_give_the_same_probabilities_and_tell_translations_apart(toy_stage_dir, tmp_path):
     from bitextmine.config import FilterConfig, RuleConfig, ScoreConfig
     from bitextmine.filtering.pipeline import filter_tsv
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.scoring import score_file
 
     path, truth = noisy_toy_tsv(tmp_path)
@@ -366,7 +366,7 @@ def test_filter_and_score_give_the_same_probabilities_and_tell_translations_apar
 def test_filter_judges_blocks_of_judge_lines_each_on_its_own(toy_stage_dir, tmp_path):
     from bitextmine.config import FilterConfig, RuleConfig
     from bitextmine.filtering.pipeline import filter_tsv
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     path, _ = noisy_toy_tsv(tmp_path)  # 240 pairs
     model = load_model(toy_stage_dir)
@@ -390,7 +390,7 @@ def test_a_short_last_chunk_is_judged_with_the_chunk_before_and_a_handful_of_pai
     from bitextmine.config import PROB_MIN_PAIRS, FilterConfig, RuleConfig, ScoreConfig
     from bitextmine.errors import ConfigError, CorpusError
     from bitextmine.filtering.pipeline import filter_tsv
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.scoring import score_file
 
     path, _ = noisy_toy_tsv(tmp_path)  # 240 pairs
@@ -424,7 +424,7 @@ def test_prob_scoring_needs_english_and_a_language_the_stage_holds(toy_stage_dir
     from bitextmine.config import FilterConfig
     from bitextmine.errors import ConfigError
     from bitextmine.filtering.pipeline import filter_tsv
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     path, _ = noisy_toy_tsv(tmp_path, n=20)
     model = load_model(toy_stage_dir)
@@ -477,7 +477,7 @@ def test_an_export_carries_the_second_stage_and_mines_the_same_pairs(toy_stage_d
     from test_interop import need
 
     from bitextmine.interop.export import export_model
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     need("tokenizers")
@@ -514,7 +514,7 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
     from bitextmine.config import PipelineConfig
     from bitextmine.encoding.embed import SentenceEmbedder
     from bitextmine.mining.reference import line_keys, sample_by_keys
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     small = stage_of_100_lines(toy_stage_dir, tmp_path)
@@ -554,7 +554,7 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
 def test_a_run_above_max_lines_gives_the_same_pairs_with_its_sides_swapped(toy_stage_dir, tmp_path, how):
     """The reference samples are drawn by each side's own lines, not by which side is named first: the sides
     swapped, the same pairs with the same scores (sides of different sizes)."""
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     small = stage_of_100_lines(toy_stage_dir, tmp_path)
@@ -581,7 +581,7 @@ def test_a_work_directory_whose_samples_were_drawn_another_way_searches_again(to
     and the side's role): its run record lacks the way the samples are drawn, so a resume searches again
     rather than mixing two samples."""
     from bitextmine.config import PipelineConfig
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
     from bitextmine.pipeline.workdir import load_json, save_json
 
@@ -628,7 +628,7 @@ def test_a_run_above_max_lines_gives_the_same_pairs_whatever_the_order_of_its_li
     """The reference samples are drawn by the lines' texts: each side shuffled on its own and a few of its lines
     repeated at its top, the same pairs of texts with the same scores."""
     from bitextmine.config import PipelineConfig
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     small = stage_of_100_lines(toy_stage_dir, tmp_path)
@@ -688,7 +688,7 @@ def test_task_features_give_reference_margins_above_the_stage_max_lines(toy_stag
     from bitextmine.judge.train import task_features
     from bitextmine.mining.mine import candidates
     from bitextmine.mining.reference import line_keys, reference_margins, sample_by_keys
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     model = load_model(toy_stage_dir)
     stage, config = model.second_stage, MineConfig()
@@ -792,7 +792,7 @@ def test_the_expected_links_are_checked_on_load_and_a_format_4_stage_still_reads
     """Format 5 carries each piece's usual best link and gives the deficit features; format 4 has neither."""
     from bitextmine.judge.features import DEFICIT, FEATURES
     from bitextmine.judge.store import expected_file, trees_file
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     stage = load_model(toy_stage_dir).second_stage
     fx_exp, en_exp = stage.expected("de")
@@ -845,7 +845,7 @@ def test_the_expected_links_are_checked_on_load_and_a_format_4_stage_still_reads
 
 
 def test_a_run_smaller_than_the_stage_applies_from_mines_without_it(toy_stage_dir, tmp_path):
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     src, tgt, _ = sparse_toy_task(tmp_path, n=60, gold=10)
@@ -867,7 +867,7 @@ def test_a_run_smaller_than_the_stage_applies_from_mines_without_it(toy_stage_di
 
 def test_min_prob_given_where_the_stage_does_not_judge_is_a_config_error(toy_stage_dir, toy_model_dir, tmp_path):
     from bitextmine.errors import ConfigError
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     src, tgt, _ = sparse_toy_task(tmp_path, n=60, gold=10)
@@ -889,7 +889,7 @@ def test_min_prob_given_where_the_stage_does_not_judge_is_a_config_error(toy_sta
 
 
 def test_explain_prints_the_probability_that_min_prob_keeps_pairs_by(toy_stage_dir, tmp_path):
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.pipeline import mine_files
 
     src, tgt, _ = sparse_toy_task(tmp_path, n=60, gold=10)
@@ -916,7 +916,7 @@ def test_a_pair_repeated_among_the_pairs_judged_keeps_the_probability_and_margin
                                                                                           tmp_path):
     from bitextmine.config import FilterConfig, RuleConfig, ScoreConfig
     from bitextmine.filtering.pipeline import filter_tsv
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
     from bitextmine.scoring import score_file
 
     path, truth = noisy_toy_tsv(tmp_path)  # 240 distinct pairs
@@ -944,7 +944,7 @@ def test_a_pair_repeated_among_the_pairs_judged_keeps_the_probability_and_margin
 
 def test_a_side_below_the_stage_minimum_mines_without_it_however_large_the_other_side(toy_stage_dir):
     from bitextmine.mining.calibrated import Choice, within_second_stage
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     stage = load_model(toy_stage_dir).second_stage
     lang = sorted(stage.languages)[0]
@@ -960,7 +960,7 @@ def test_a_side_below_the_stage_minimum_mines_without_it_however_large_the_other
 def test_a_chunk_the_rules_leave_too_few_pairs_to_judge_rejects_them_as_unjudged(toy_stage_dir, tmp_path):
     from bitextmine.config import PROB_MIN_PAIRS, FilterConfig, RuleConfig
     from bitextmine.filtering.pipeline import filter_tsv
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     path, _ = noisy_toy_tsv(tmp_path)
     lines = open(path, encoding="utf-8").read().splitlines()

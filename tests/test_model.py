@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from bitextmine.errors import ModelFormatError
-from bitextmine.model import default_model_dir, load_model
+from bitextmine.loading import load_model
+from bitextmine.model import default_model_dir
 
 
 def own(model):

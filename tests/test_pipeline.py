@@ -388,7 +388,8 @@ def test_the_text_is_embedded_by_the_runs_own_model(tmp_path, sides, toy_model):
     """The encode stage loads the model from its directory: a model in memory only is refused (the bundled
     model would embed instead), and a directory saved again with other weights in the same process embeds with
     the new weights, as a fresh process would, not with the copy loaded before."""
-    from bitextmine.model import Model, load_model
+    from bitextmine.loading import load_model
+    from bitextmine.model import Model
 
     d, other = str(tmp_path / "m"), str(tmp_path / "other")
     dataclasses.replace(toy_model, config=dict(toy_model.config)).save(d)  # a copy: save moves what it saves

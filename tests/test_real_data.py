@@ -12,7 +12,7 @@ from bitextmine.evaluation.metrics import retrieval_accuracy, sts_pearson
 from bitextmine.evaluation.readers import read_stsbenchmark
 from bitextmine.mining.mine import mine_embeddings
 from bitextmine.pipeline import mine_files
-from bitextmine.model import load_model
+from bitextmine.loading import load_model
 from conftest import shared_path, write_lines
 from test_mining import reference_mine
 

@@ -1,30 +1,10 @@
-"""tools/sparse_tasks.py: mining tasks in which translations are rare, and their precision / recall / F1."""
-
-import os
-import sys
+"""bitextmine.evaluation.sparse_tasks (what tools/sparse_tasks.py runs): mining tasks in which translations are rare, and their precision / recall / F1."""
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
-
-from sparse_tasks import (
-    CONTAIN,
-    STOPWORDS,
-    PoolTooSmall,
-    Repeats,
-    Task,
-    best_f1,
-    build_context_task,
-    build_task,
-    clean_pool,
-    evaluate,
-    key,
-    largest_tasks,
-    prf,
-    tokens,
-    write_task,
-)
+from bitextmine.evaluation.sparse_tasks import best_f1, build_context_task, evaluate, largest_tasks, prf, write_task
+from bitextmine.judge.tasks import CONTAIN, STOPWORDS, PoolTooSmall, Repeats, Task, build_task, clean_pool, key, tokens
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 

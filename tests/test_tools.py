@@ -1,13 +1,9 @@
-"""The dev tools that build evaluation data: held-apart pairs and mining tasks of any size."""
-
-import os
-import sys
+"""What the dev tools build evaluation data with (bitextmine.evaluation): held-apart pairs, mining tasks of any
+size, and sides with planted translations."""
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
-
-from bitextmine.corpus import CorpusSpec  # noqa: E402
+from bitextmine.corpus import CorpusSpec
 
 
 def _write(path, lines):
@@ -16,14 +12,16 @@ def _write(path, lines):
 
 
 def test_hold_apart_draws_only_from_large_corpora_and_removes_the_pairs(tmp_path):
-    from train_default import hold_apart
+    from bitextmine.evaluation.devdata import hold_apart
 
     big = [CorpusSpec(src=_write(tmp_path / "big.en", [f"english {i}" for i in range(200)]),
                       tgt=_write(tmp_path / "big.de", [f"deutsch {i}" for i in range(200)]), group="de")]
     small = [CorpusSpec(src=_write(tmp_path / "small.en", [f"short {i}" for i in range(50)]),
                         tgt=_write(tmp_path / "small.de", [f"kurz {i}" for i in range(50)]), group="de")]
     (tmp_path / "tmp").mkdir()
-    out = hold_apart(big + small, 30, 0, str(tmp_path / "held"), str(tmp_path / "tmp"), min_corpus=100)
+    done = hold_apart(big + small, 30, 0, str(tmp_path / "held"), str(tmp_path / "tmp"), min_corpus=100)
+    out = done.specs
+    assert done.held == {"de": 30} and done.dropped == 30
     en = (tmp_path / "held" / "en-de.en").read_text(encoding="utf-8").splitlines()
     de = (tmp_path / "held" / "en-de.de").read_text(encoding="utf-8").splitlines()
     assert len(en) == 30 and all(e.startswith("english") for e in en)
@@ -36,7 +34,7 @@ def test_hold_apart_draws_only_from_large_corpora_and_removes_the_pairs(tmp_path
 
 
 def test_mining_task_gold_lines_and_distractors_without_known_translations():
-    from f1_by_size import build_task, key
+    from bitextmine.evaluation.holdout_tasks import build_task, key
 
     gold_fx, gold_en = [f"g{i}" for i in range(40)], [f"G{i}" for i in range(40)]
     pool = [(f"f{i}", f"E{i}") for i in range(400)] + [("f1", "E999")]  # f1 has two English partners
@@ -53,24 +51,10 @@ def test_mining_task_gold_lines_and_distractors_without_known_translations():
     assert not {e for f in chosen for e in partners.get(f, ())} & {key(x) for x in tgt}
 
 
-def test_weighted_logistic_fit_recovers_the_generating_coefficients():
-    from calibrate_combined import fit_logistic
-
-    rng = np.random.default_rng(0)
-    f = rng.normal(size=(20000, 3))
-    true = np.array([2.0, -1.0, 0.5, 0.3])
-    y = (rng.random(20000) < 1 / (1 + np.exp(-(f @ true[:3] + true[3])))).astype(float)
-    beta = fit_logistic(f, y, np.full(20000, 1 / 20000))
-    assert np.allclose(beta, true, atol=0.1)
-    doubled = fit_logistic(np.vstack([f, f[:100]]), np.concatenate([y, y[:100]]),
-                           np.concatenate([np.full(20000, 1.0), np.zeros(100)]))
-    assert np.allclose(doubled, beta, atol=1e-6)  # rows of weight 0 change nothing
-
-
 def test_bench_second_stage_sides_plant_translations_and_keep_the_other_lines_apart(tmp_path):
     import lzma
 
-    from bench_second_stage import line_orders, sides, write_pairs
+    from bitextmine.evaluation.planted import line_orders, sides, write_pairs
 
     # one pair a line: the former layout (one permutation, the planted lines first, then each side's own)
     fx, en = line_orders(100, 40, 4, 1, np.random.default_rng(1))

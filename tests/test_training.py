@@ -8,7 +8,8 @@ import torch
 from bitextmine.config import TokenizerConfig, TrainConfig
 from bitextmine.corpus import CorpusSpec
 from bitextmine.errors import ConfigError
-from bitextmine.model import load_model, piece_dropout
+from bitextmine.loading import load_model
+from bitextmine.model import piece_dropout
 from bitextmine.training import train
 from bitextmine.training.data import Side
 

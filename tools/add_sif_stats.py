@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.dirname(__file__))
+from bitextmine.config import TrainConfig
+from bitextmine.corpus import load_corpora
+from bitextmine.evaluation.devdata import corpora
+from bitextmine.loading import load_model
+from bitextmine.model import module_from_model
+from bitextmine.training.data import Side, split_dev, token_counts
+from bitextmine.training.loop import sif_component as _sif_component
 
-
-from bitextmine.config import TrainConfig  # noqa: E402
-from bitextmine.corpus import load_corpora  # noqa: E402
-from bitextmine.model import load_model, module_from_model  # noqa: E402
-from bitextmine.training.data import Side, split_dev, token_counts  # noqa: E402
-from bitextmine.training.loop import sif_component as _sif_component  # noqa: E402
-from train_default import DATA, corpora  # noqa: E402
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
 
 
 def main() -> None:

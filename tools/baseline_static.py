@@ -28,20 +28,16 @@ import json
 import os
 import random
 import subprocess
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.dirname(__file__))
+from bitextmine.config import TrainConfig
+from bitextmine.corpus import read_parallel
+from bitextmine.evaluation.devdata import LANGS, corpora
+from bitextmine.evaluation.readers import read_stsbenchmark
+from bitextmine.training.data import read_training_pairs
 
-from train_default import DATA, LANGS, corpora  # noqa: E402
-
-from bitextmine.config import TrainConfig  # noqa: E402
-from bitextmine.corpus import read_parallel  # noqa: E402
-from bitextmine.evaluation.readers import read_stsbenchmark  # noqa: E402
-from bitextmine.training.data import read_training_pairs  # noqa: E402
-
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
 MATRYOSHKA = [32, 64, 128, 256, 512, 768, 1024]
 
 

@@ -12,20 +12,15 @@ bitextmine/filtering/numbers.py (the multisets of digit strings must be equal), 
 from __future__ import annotations
 
 import argparse
-import glob
-import gzip
 import os
 import random
 import re
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-from bitextmine.filtering.numbers import numbers_agree  # noqa: E402
+from bitextmine.evaluation.devdata import LANGS, english_pairs
+from bitextmine.filtering.numbers import numbers_agree
 
 TRAIN = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "train")
-LANGS = ["de", "fr", "es", "cs", "ru", "zh", "tr", "ar"]
 _DIGITS = re.compile(r"\d+")
 
 
@@ -34,20 +29,10 @@ def previous(src: str, tgt: str) -> bool:
     return sorted(str(int(n)) for n in _DIGITS.findall(src)) == sorted(str(int(n)) for n in _DIGITS.findall(tgt))
 
 
-def read_pairs(lang: str) -> list[tuple[str, str]]:
-    pairs = []
-    for en in sorted(glob.glob(os.path.join(TRAIN, "*", f"en-{lang}.en.gz"))):
-        if "debian_iso_codes" in en:
-            continue
-        with gzip.open(en, "rt", encoding="utf-8") as f, \
-                gzip.open(en.replace(".en.gz", f".{lang}.gz"), "rt", encoding="utf-8") as g:
-            pairs += [(a.rstrip("\n"), b.rstrip("\n")) for a, b in zip(f, g)]
-    return pairs
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=20_000)
+    ap.add_argument("--train", default=TRAIN, help="the training corpora (../shared/data/train)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     print("| lang | good pairs with digits | previous: good rejected | previous: misaligned caught "
@@ -56,7 +41,7 @@ def main() -> None:
     total = [0] * 5
     for lang in LANGS:
         rng = random.Random(args.seed)
-        good = [p for p in rng.sample(read_pairs(lang), args.pairs) if _DIGITS.search(p[0] + p[1])]
+        good = [p for p in rng.sample(english_pairs(args.train, lang), args.pairs) if _DIGITS.search(p[0] + p[1])]
         foreign = [x for _, x in good]
         rng.shuffle(foreign)
         wrong = [(e, x) for (e, _), x in zip(good, foreign)]

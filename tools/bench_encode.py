@@ -20,12 +20,10 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-from bitextmine.config import EncodeConfig  # noqa: E402
-from bitextmine.corpus import read_lines  # noqa: E402
-from bitextmine.encoding import encode, encode_files  # noqa: E402
-from bitextmine.model import load_model  # noqa: E402
+from bitextmine.config import EncodeConfig
+from bitextmine.corpus import read_lines
+from bitextmine.encoding import encode, encode_files
+from bitextmine.loading import load_model
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "train")
 # ~1M real sentences in 9 languages: news, UI strings, documentation, everyday sentences

@@ -20,16 +20,13 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-from bitextmine.config import FilterConfig, RuleConfig  # noqa: E402
-from bitextmine.corpus import read_parallel  # noqa: E402
-from bitextmine.filtering.pipeline import filter_tsv  # noqa: E402
-from bitextmine.model import load_model  # noqa: E402
+from bitextmine.config import FilterConfig, RuleConfig
+from bitextmine.corpus import read_parallel
+from bitextmine.filtering.pipeline import filter_tsv
+from bitextmine.loading import load_model
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "train")
 

@@ -24,16 +24,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.dirname(__file__))
+from bitextmine.evaluation.devdata import LANGS, english_pairs
+from bitextmine.language import script_share
 
-from bench_digits import LANGS, read_pairs  # noqa: E402
-
-from bitextmine.language import script_share  # noqa: E402
-
+TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "train")
 LATIN = {"de", "fr", "es", "cs", "tr"}
 
 
@@ -123,8 +119,8 @@ def language_rules(**kw):
 
 def filter_rows(sets: dict) -> None:
     """`filter`'s own decision (bitextmine.filtering.rules.check_pair) with each --langid setting."""
-    from bitextmine.language import language_probs
     from bitextmine.filtering.rules import check_pair
+    from bitextmine.language import language_probs
 
     settings = [("probs", dict(langid="probs", langid_model=m)) for m in ("ensemble", "fasttext", "py3langid", "langdetect")]
     settings.append(("pair (previous default)", dict(langid="pair", min_script=0.5)))
@@ -148,11 +144,12 @@ def filter_rows(sets: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=2000)
+    ap.add_argument("--train", default=TRAIN, help="the training corpora (../shared/data/train)")
     ap.add_argument("--min-chars", type=int, nargs="*", default=[], help="also the first-guess rule at these lengths")
     ap.add_argument("--seed", type=int, default=1, help="0 drew the data the defaults were chosen on")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    sets = build({lang: read_pairs(lang) for lang in LANGS}, args.pairs, rng)
+    sets = build({lang: english_pairs(args.train, lang) for lang in LANGS}, args.pairs, rng)
     print("| filter --langid | identifier | good kept | wrong language rejected | swapped rejected | "
           "fewest good kept | sides/s (first pass, uncached) |")
     print("|---" * 7 + "|")

@@ -20,9 +20,7 @@ import re
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from bench_laser import GB, measure, ours_env  # noqa: E402
+from bench_laser import GB, measure, ours_env
 
 
 def prefix(path: str, n: int, out: str) -> int:

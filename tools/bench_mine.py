@@ -19,63 +19,14 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.dirname(__file__))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from bitextmine.bench import mining_inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def prepare(work: str, n: int) -> tuple[str, str]:
-    from bitextmine.config import EncodeConfig
-    from bitextmine.corpus import load_corpora
-    from bitextmine.encoding.pipeline import encode_files
-    from bitextmine.model import load_model
-    from train_default import DATA, corpora
-
-    src_npy, tgt_npy = os.path.join(work, f"src.{n}.npy"), os.path.join(work, f"tgt.{n}.npy")
-    if os.path.exists(src_npy) and os.path.exists(tgt_npy):
-        return src_npy, tgt_npy
-    en, xx, _ = load_corpora(corpora(os.path.join(DATA, "train"), tempfile.mkdtemp(dir=work)))
-    order = np.random.default_rng(0).permutation(len(en))
-    # distinct texts on each side (as `mine` embeds each distinct line once): duplicates would give
-    # exactly tied scores, which any two correct miners may break differently
-    src_rows, seen = [], set()
-    for i in order:
-        if xx[i] not in seen:
-            seen.add(xx[i])
-            src_rows.append(i)
-            if len(src_rows) == n:
-                break
-    start = int(np.flatnonzero(order == src_rows[n // 2])[0])  # targets start halfway through the sources
-    tgt_texts, seen_t = [], set()
-    for pos in range(start, start + len(order)):  # English sides, wrapping around
-        t = en[order[pos % len(order)]]
-        if t not in seen_t:
-            seen_t.add(t)
-            tgt_texts.append(t)
-            if len(tgt_texts) == n:
-                break
-    used = set(src_rows)
-    for i in order:  # too few distinct English sentences: fill with foreign sentences not on the source side
-        if len(tgt_texts) == n:
-            break
-        if i not in used and xx[i] not in seen_t and xx[i] not in seen:
-            seen_t.add(xx[i])
-            tgt_texts.append(xx[i])
-    if len(src_rows) < n or len(tgt_texts) < n:
-        raise SystemExit(f"fewer than {n} distinct sentences on a side; use a smaller --n")
-    model = load_model(None)
-    for path, texts in ((src_npy, [xx[i] for i in src_rows]), (tgt_npy, tgt_texts)):
-        txt = path[:-4] + ".txt"
-        with open(txt, "w", encoding="utf-8") as f:
-            f.writelines(t + "\n" for t in texts)
-        encode_files([txt], path, model, config=EncodeConfig(device="cpu"))
-    return src_npy, tgt_npy
+TRAIN = os.path.join(HERE, "..", "..", "shared", "data", "train")
 
 
 def run_ours(src: str, tgt: str, out: str, index: str, nprobe: int, recall_check: int) -> None:
@@ -112,6 +63,7 @@ def pairs_of(path: str) -> set[tuple[int, int]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--train", default=TRAIN, help="the training corpora (../shared/data/train)")
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--index", choices=["flat", "ivf"], default="flat")
     ap.add_argument("--nprobe", type=int, default=32)
@@ -123,7 +75,7 @@ def main() -> None:
         run_ours(*args.run_ours, args.index, args.nprobe, args.recall_check)
         return
     os.makedirs(args.work, exist_ok=True)
-    src, tgt = prepare(args.work, args.n)
+    src, tgt = mining_inputs(args.train, args.work, args.n)
     ours_out = os.path.join(args.work, f"ours.{args.n}.{args.index}.tsv")
     rows = []
     t, mem, msg = timed([sys.executable, __file__, "--work", args.work, "--index", args.index, "--nprobe",

@@ -28,7 +28,6 @@ DATA = os.path.join(ROOT, "..", "shared", "data", "train")
 
 def sentences(n: int) -> tuple[list[str], list[str]]:
     """n German and n English lines (aligned before rotation) from the training data's en-de files."""
-    sys.path.insert(0, ROOT)
     from bitextmine.corpus import read_parallel
 
     de, en = [], []

@@ -28,7 +28,6 @@ alone: it times.
 from __future__ import annotations
 
 import argparse
-import lzma
 import os
 import re
 import subprocess
@@ -36,79 +35,9 @@ import sys
 import tempfile
 import time
 
-import numpy as np
+from bitextmine.evaluation.planted import is_planted, raised, read_pairs, side_paths, sides, write_pairs
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, ".."))
-
-
-def language_pairs(lang: str, path: str = "") -> list[tuple[str, str]]:
-    """(foreign, English) pairs of ``lang``'s training corpora in ../shared/data/train, or of a file from
-    --write-pairs."""
-    if path:
-        with lzma.open(path, "rt", encoding="utf-8") as f:
-            return [tuple(line.rstrip("\n").split("\t")) for line in f]
-    from train_default import DATA, corpora, english_first
-
-    pairs = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for spec in corpora(os.path.join(DATA, "train"), tmp):
-            if spec.group_name() == lang:
-                a, b = spec.read()
-                pairs += [(y, x) if english_first(spec) else (x, y) for x, y in zip(a, b)]
-    return pairs
-
-
-def write_pairs(pairs: list[tuple[str, str]], path: str, most: int, seed: int) -> None:
-    """Up to ``most`` of ``pairs`` (a seeded sample, whitespace runs made one space), foreign TAB English, xz."""
-    keep = np.sort(np.random.default_rng(seed).permutation(len(pairs))[:most or len(pairs)])
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with lzma.open(path, "wt", encoding="utf-8") as f:
-        f.writelines(f"{' '.join(pairs[i][0].split())}\t{' '.join(pairs[i][1].split())}\n" for i in keep.tolist())
-
-
-def joined(pool: np.ndarray, count: int, join: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
-    """``count`` distinct tuples of ``join`` indices drawn from ``pool`` int (p,)."""
-    if len(pool) ** join < 2 * count:
-        raise SystemExit(f"{len(pool):,} pairs joined {join} at a time cannot give {count:,} distinct lines")
-    seen: dict = {}
-    while len(seen) < count:
-        for combo in map(tuple, pool[rng.integers(0, len(pool), (count - len(seen), join))].tolist()):
-            seen.setdefault(combo, None)
-    return list(seen)
-
-
-def line_orders(n_pairs: int, lines: int, g: int, join: int, rng: np.random.Generator) -> tuple[list, list]:
-    """(foreign side, English side): each line a tuple of ``join`` pair indices; line i < g of both sides the same
-    tuple (the planted translations), no pair in two lines' tuples of different sides otherwise."""
-    order = rng.permutation(n_pairs)
-    if join == 1:
-        if n_pairs < 2 * lines - g:
-            raise SystemExit(f"{n_pairs:,} pairs; {2 * lines - g:,} needed (or --join 2)")
-        fx = [(i,) for i in order[:lines].tolist()]
-        return fx, fx[:g] + [(i,) for i in order[lines:2 * lines - g].tolist()]
-    third = n_pairs // 3
-    planted = joined(order[:third], g, join, rng)
-    return (planted + joined(order[third:2 * third], lines - g, join, rng),
-            planted + joined(order[2 * third:3 * third], lines - g, join, rng))
-
-
-def sides(lang: str, lines: int, share: float, seed: int, folder: str, join: int = 1, pairs_file: str = ""
-          ) -> tuple[str, str]:
-    """Write the two sides (module docstring) to ``folder``; returns their paths."""
-    pairs = language_pairs(lang, pairs_file)
-    fx, en = line_orders(len(pairs), lines, int(share * lines), join, np.random.default_rng(seed))
-    paths = side_paths(folder, lang)
-    os.makedirs(folder, exist_ok=True)
-    for path, side, k in zip(paths, (fx, en), (0, 1)):
-        with lzma.open(path, "wt", encoding="utf-8") as f:
-            f.writelines(" ".join(" ".join(pairs[i][k].split()) for i in combo) + "\n" for combo in side)
-    return paths
-
-
-def side_paths(folder: str, lang: str) -> tuple[str, str]:
-    return os.path.join(folder, f"src.{lang}.xz"), os.path.join(folder, "tgt.en.xz")
+TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data", "train")
 
 
 def timed(cmd: list[str], planted: int) -> tuple[float, int, int, str]:
@@ -124,36 +53,10 @@ def timed(cmd: list[str], planted: int) -> tuple[float, int, int, str]:
     return seconds, len(rows), hits, run.stderr.strip().splitlines()[0] if run.stderr.strip() else ""
 
 
-def is_planted(src_ids: str, tgt_ids: str, planted: int) -> bool:
-    """Whether a printed pair (its ``--ids`` columns: every line number of the text on each side, "1,5") is a planted
-    translation: line i with line i, i <= planted. A text that repeats elsewhere on its side carries several line
-    numbers; comparing the columns as strings missed those (16.7 % of the planted pairs of the fr 200,000-line sides)."""
-    tgt = {int(t) for t in tgt_ids.split(",")}
-    return any(int(s) <= planted and int(s) in tgt for s in src_ids.split(","))
-
-
-def raised(model_dir: str | None, max_lines: int, tmp: str) -> str:
-    """A copy of the model (default: the bundled one) in ``tmp`` whose second stage applies up to ``max_lines``."""
-    import json
-    import shutil
-
-    from bitextmine.model import default_model_dir
-
-    out = os.path.join(tmp, "model")
-    shutil.copytree(model_dir or default_model_dir(), out)
-    path = os.path.join(out, "second_stage", "second_stage.json")
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
-    for lang in data["languages"].values():
-        lang["max_lines"] = max_lines
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lang", default="fr")
+    ap.add_argument("--train", default=TRAIN, help="the training corpora (../shared/data/train)")
     ap.add_argument("--lines", type=int, default=200_000)
     ap.add_argument("--share", type=float, default=0.05)
     ap.add_argument("--precision", nargs="+", default=["bf16", "fp32"])
@@ -175,9 +78,9 @@ def main() -> None:
     with open("/proc/cpuinfo") as f:
         flags = sorted(set(re.findall(r"\b(avx512_bf16|amx_bf16|avx2)\b", f.read())))
     if args.write_pairs:
-        write_pairs(language_pairs(args.lang), args.write_pairs, args.max_pairs, args.seed)
+        write_pairs(read_pairs(args.lang, args.train), args.write_pairs, args.max_pairs, args.seed)
         return
-    made = dict(join=args.join, pairs_file=args.pairs)
+    made = dict(join=args.join, pairs_file=args.pairs, train_dir=args.train)
     if args.write_sides:
         sides(args.lang, args.lines, args.share, args.seed, args.write_sides, **made)
         return

@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from bitextmine.config import TrainConfig
+from bitextmine.corpus import CorpusSpec, load_corpora
+from bitextmine.evaluation.devdata import corpora
+from bitextmine.model import default_model_dir
+from bitextmine.training.loop import train
 
-from bitextmine.config import TrainConfig  # noqa: E402
-from bitextmine.corpus import CorpusSpec, load_corpora  # noqa: E402
-from bitextmine.model import default_model_dir  # noqa: E402
-from bitextmine.training.loop import train  # noqa: E402
-from train_default import DATA, corpora  # noqa: E402
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
 
 
 def main() -> None:

@@ -26,15 +26,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, ".."))
+from bitextmine.evaluation.sparse_tasks import LANGS, build_context_task, draw_tasks, read_news, read_pairs
+from bitextmine.judge.tasks import PoolTooSmall, clean_pool
 
-from sparse_tasks import LANGS, PoolTooSmall, build_context_task, clean_pool, draw_tasks, read_news, read_pairs  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "shared", "data")
+HOLDOUT = os.path.join(HERE, "..", ".bench", "holdout")
 
 GRID = np.round(np.r_[0.002, 0.005, 0.01, 0.02, 0.03, 0.04, np.arange(0.05, 0.95, 0.025), np.arange(0.95, 0.996, 0.005)], 3)
 
@@ -74,23 +74,24 @@ def prf_at(c: dict, p: float) -> tuple[float, float, float]:
     return prec, rec, 2 * tp / (len(keep) + c["n_gold"]) if tp else 0.0
 
 
-def tasks_of(lang: str, shares, draws: int, seed: int, sizes=("1000", "max"), news_shares=(), news_size: int = 1500
-             ) -> list[tuple[str, float, str, object]]:
+def tasks_of(lang: str, shares, draws: int, seed: int, sizes=("1000", "max"), news_shares=(), news_size: int = 1500,
+             data: str = DATA, holdout: str = HOLDOUT) -> list[tuple[str, float, str, object]]:
     """(kind, share, size label, task) for each size label (sparse_tasks.draw_tasks: "max" is the largest the dev pool
     gives; a size above it takes its distractors from the training corpora too) and share, kind "pool"; and, where
     the language's held-apart pairs include news, the news tasks (sparse_tasks.build_context_task) of ``news_size``
-    lines at each of ``news_shares``, kind "news"; with sparse_tasks.build_all's seeds."""
-    pool, _ = clean_pool(read_pairs(lang))
+    lines at each of ``news_shares``, kind "news"; with sparse_tasks.build_all's seeds. ``data``: the shared data
+    (Tatoeba v1, the training corpora, the news test sets), ``holdout``: the pairs held apart from the model."""
+    pool, _ = clean_pool(read_pairs(lang, holdout, os.path.join(data, "dev", "tatoeba", "v1")))
     out = []
     for share in shares:
         seeds = [[seed, sum(map(ord, lang)), int(share * 1000), d] for d in range(draws)]
         for label in sizes:
             try:
-                _, drawn, _ = draw_tasks(pool, lang, label, share, seeds)
+                _, drawn, _ = draw_tasks(pool, lang, label, share, seeds, train_dir=os.path.join(data, "train"))
             except PoolTooSmall:
                 continue
             out += [("pool", share, label, t) for t in drawn]
-    articles = read_news(lang, pool) if news_shares else ([], [], [])
+    articles = read_news(lang, pool, os.path.join(data, "train", "wmt_newstest")) if news_shares else ([], [], [])
     for share in news_shares if articles[2] else ():
         for d in range(draws):
             try:
@@ -132,7 +133,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="store each language's chosen floor in the model")
     ap.add_argument("--json", default="", help="also write the cells here")
     args = ap.parse_args()
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     model = load_model(args.model)
     stage = model.second_stage

@@ -25,27 +25,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-from bitextmine.config import MineConfig  # noqa: E402
-from bitextmine.corpus import read_lines, read_parallel  # noqa: E402
-from bitextmine.encoding import encode  # noqa: E402
-from bitextmine.mining.calibrated import write_section  # noqa: E402
-from bitextmine.mining.mine import candidates as mine_candidates  # noqa: E402
-from bitextmine.mining.select import finish  # noqa: E402
-from bitextmine.mining.standout import moments_of, pair_standout  # noqa: E402
-from bitextmine.model import load_model  # noqa: E402
+from bitextmine.config import MineConfig
+from bitextmine.corpus import read_lines, read_parallel
+from bitextmine.encoding import encode
+from bitextmine.evaluation.threshold_grid import GRID, ZS, best, prf_table, settings
+from bitextmine.mining.calibrated import write_section
+from bitextmine.loading import load_model
 
 DEV = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "dev", "tatoeba", "v1")
 LANGS = ["deu", "fra", "spa", "ces", "rus", "cmn", "tur", "ara"]
 DRAWS = {30: 20, 100: 10, 300: 5, 1000: 3}
-GRID = np.round(np.arange(0.90, 2.01, 0.02), 2)  # margin thresholds
-ZS = np.array([0.0, 3.0, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0])  # standout floors (0: off)
-FLOORS = np.array([0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5])  # cosine floors (0: off)
 
 
 ISO = {"deu": "de", "fra": "fr", "spa": "es", "ces": "cs", "rus": "ru", "cmn": "zh", "tur": "tr", "ara": "ar"}
@@ -80,39 +72,6 @@ def draw(X, Y, P, size: int, keep: float, rng: np.random.Generator):
     return X[pick], tgt[perm], {(int(i), int(at[j])) for j, i in enumerate(np.flatnonzero(kept))}
 
 
-def candidates(x, y):
-    """mine's candidates of each row with its default search and margin, before any floor (f, b as
-    :func:`bitextmine.mining.mine.candidates` gives them), and their standout z as the function
-    :func:`bitextmine.mining.select.finish` takes (each candidate's z computed once)."""
-    f, b, _ = mine_candidates(x, y, MineConfig())
-    s, t, cos = (np.concatenate([u, v]) for u, v in zip((f[0], f[1], f[3]), (b[0], b[1], b[3])))
-    z = pair_standout(cos, s, t, lambda i: x[i], lambda i: y[i], moments_of(x), moments_of(y))
-    table = dict(zip(zip(s.tolist(), t.tolist()), z.tolist()))
-
-    def standout(src, tgt, _cos):
-        return np.array([table[p] for p in zip(src.tolist(), tgt.tolist())], np.float32)
-
-    return f, b, standout
-
-
-def prf_table(x, y, gold, floors: np.ndarray = FLOORS) -> np.ndarray:
-    """Precision, recall, F1 for every (cosine floor, standout floor, threshold): float
-    (len(floors), len(ZS), len(GRID), 3). The floors select before the 1:1 selection, as in `mine`; the
-    threshold can be applied after it (a candidate at or above it is only ever blocked by a better one)."""
-    f, b, standout = candidates(x, y)
-    out = np.zeros((len(floors), len(ZS), len(GRID), 3))
-    for a, fl in enumerate(floors):
-        for i, z0 in enumerate(ZS):
-            config = MineConfig(threshold=-np.inf, min_cosine=float(fl), min_z=float(z0))
-            s, t, score, *_ = finish(f, b, config, standout if z0 > 0 else None)
-            hit = np.array([(int(p), int(q)) in gold for p, q in zip(s, t)], bool)
-            sel = score[:, None] >= GRID[None, :]  # (pairs, thresholds)
-            tp, n = (sel & hit[:, None]).sum(0), sel.sum(0)
-            p, r = tp / np.maximum(1, n), tp / max(1, len(gold))
-            out[a, i] = np.stack([p, r, 2 * p * r / np.maximum(1e-9, p + r)], axis=1)
-    return out
-
-
 def show_grid(title: str, f1: np.ndarray) -> None:
     print(f"\n{title} (rows: --min-z; columns: --threshold)")
     cols = list(range(0, len(GRID), 5))
@@ -120,28 +79,6 @@ def show_grid(title: str, f1: np.ndarray) -> None:
     print("|---" * (len(cols) + 1) + "|")
     for i, z0 in enumerate(ZS):
         print(f"| {z0:g} | " + " | ".join(f"{f1[i, j]:.3f}" for j in cols) + " |")
-
-
-def plateau(f1: np.ndarray) -> np.ndarray:
-    """Each grid point's F1 averaged with its neighbours (one step along each axis, the edges repeated):
-    choosing its maximum prefers settings whose neighbours are as good, so that the choice does not hang on
-    one draw of the tasks or one sentence's score."""
-    padded = np.pad(f1, 1, mode="edge")
-    out = np.zeros_like(f1)
-    for shift in np.ndindex(*(3,) * f1.ndim):
-        out += padded[tuple(slice(d, d + n) for d, n in zip(shift, f1.shape))]
-    return out / 3 ** f1.ndim
-
-
-def best(f1: np.ndarray) -> tuple:
-    """The grid index of :func:`plateau`'s maximum."""
-    return tuple(int(i) for i in np.unravel_index(plateau(f1).argmax(), f1.shape))
-
-
-def settings(index: tuple) -> dict:
-    """{threshold, min_z, min_cosine} of a grid index (floor, z, threshold)."""
-    a, i, j = index
-    return {"threshold": float(GRID[j]), "min_z": float(ZS[i]), "min_cosine": float(FLOORS[a])}
 
 
 def flags(s: dict) -> str:

@@ -11,16 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-from bitextmine.corpus import read_parallel  # noqa: E402
-from bitextmine.encoding import encode  # noqa: E402
-from bitextmine.evaluation.metrics import retrieval_accuracy, sts_pearson  # noqa: E402
-from bitextmine.evaluation.readers import read_stsbenchmark  # noqa: E402
-from bitextmine.model import load_model  # noqa: E402
+from bitextmine.corpus import read_parallel
+from bitextmine.encoding import encode
+from bitextmine.evaluation.metrics import retrieval_accuracy, sts_pearson
+from bitextmine.evaluation.readers import read_stsbenchmark
+from bitextmine.loading import load_model
 
 DEV = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "dev")
 LANGS = ["deu", "fra", "spa", "ces", "rus", "cmn", "tur", "ara"]

@@ -27,92 +27,18 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import re
-import sys
 import tempfile
 import time
-import unicodedata
-from collections import defaultdict
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.dirname(__file__))
+from bitextmine.config import MineConfig
+from bitextmine.evaluation.devdata import LANGS, corpora
+from bitextmine.evaluation.holdout_tasks import build_task, language_pairs
+from bitextmine.loading import load_model
+from bitextmine.pipeline import mine_files
 
-from train_default import DATA, LANGS, corpora, english_first  # noqa: E402
-
-from bitextmine.config import MineConfig  # noqa: E402
-from bitextmine.corpus import read_parallel  # noqa: E402
-from bitextmine.model import load_model  # noqa: E402
-from bitextmine.pipeline import mine_files  # noqa: E402
-
-
-def key(text: str) -> str:
-    """What tells texts apart for the task: NFKC, case-folded, every run of punctuation, symbols (UI
-    accelerators such as & and _) and spaces made one space. The bundled model folds case, so texts that
-    differ only there are one text to it; a distractor equal to a gold text up to this key would be an
-    unlabelled translation."""
-    return " ".join(re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).casefold()).split())
-
-
-def language_pairs(specs, holdout: str, distractors: tuple[str, ...] = ()) -> dict[str, tuple]:
-    """Per language: (gold foreign, gold English, distractor pool of (foreign, English) pairs without any
-    held-apart text, English partners of each foreign text over all corpora: {key: {keys}}). The pool
-    comes from the corpora whose path holds one of ``distractors`` (empty: every corpus)."""
-    pool: dict[str, list] = defaultdict(list)
-    partners: dict[str, dict] = defaultdict(lambda: defaultdict(set))
-    for spec in specs:
-        src, tgt = spec.read()
-        en_first = english_first(spec)
-        lang = spec.group_name()
-        in_pool = not distractors or any(name in str(spec.src) for name in distractors)
-        for a, b in zip(src, tgt):
-            en, fx = (a.strip(), b.strip()) if en_first else (b.strip(), a.strip())
-            if en and fx:
-                if in_pool:
-                    pool[lang].append((fx, en))
-                partners[lang][key(fx)].add(key(en))
-    out = {}
-    for lang in pool:
-        fx, en = read_parallel(os.path.join(holdout, f"en-{lang}.{lang}"), os.path.join(holdout, f"en-{lang}.en"))
-        held = {key(t) for t in fx + en}
-        clean = [(f, e) for f, e in pool[lang] if key(f) not in held and key(e) not in held]
-        out[lang] = (fx, en, clean, partners[lang])
-    return out
-
-
-def build_task(lang_data: tuple, size: int, rng: np.random.Generator):
-    """(source lines, target lines, gold {(source line no., target line no.)}, G), line numbers from 1.
-    Lines on a side are distinct up to :func:`key`, and no English distractor is (up to the key) a known
-    partner of a foreign line of the task."""
-    gold_fx, gold_en, pool, partners = lang_data
-    g = min(size // 2, len(gold_fx))
-    pick = rng.choice(len(gold_fx), g, replace=False)
-    order = rng.permutation(len(pool))
-    half = len(order) // 2
-    used_fx, used_en = {key(gold_fx[i]) for i in pick}, {key(gold_en[i]) for i in pick}
-    fx = _distinct([pool[i][0] for i in order[:half]], size - g, used_fx)
-    forbidden = used_en | {e for f in used_fx for e in partners.get(f, ())}  # used_fx: now every foreign key
-    en = _distinct([pool[i][1] for i in order[half:]], size - g, forbidden)
-    src = [gold_fx[i] for i in pick] + fx
-    tgt = [gold_en[i] for i in pick] + en
-    ps, pt = rng.permutation(len(src)), rng.permutation(len(tgt))
-    at_s, at_t = np.argsort(ps), np.argsort(pt)
-    gold = {(int(at_s[i]) + 1, int(at_t[i]) + 1) for i in range(g)}
-    return [src[i] for i in ps], [tgt[i] for i in pt], gold, g
-
-
-def _distinct(lines: list[str], n: int, exclude: set[str]) -> list[str]:
-    """The first ``n`` lines whose :func:`key` is not in ``exclude`` (which grows by their keys)."""
-    out = []
-    for line in lines:
-        if len(out) == n:
-            break
-        k = key(line)
-        if k not in exclude:
-            exclude.add(k)
-            out.append(line)
-    return out
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
 
 
 def score_task(src: list[str], tgt: list[str], gold: set, g: int, model, config: MineConfig):
@@ -149,9 +75,8 @@ def oracle(src: list[str], tgt: list[str], gold: set, model) -> tuple:
     """The best (precision, recall, F1) of any --threshold, --min-z and --min-cosine of the calibration grid
     on this task (tools/calibrate_threshold.py, cosine floors up to 0.7), and those settings: the ceiling of
     what choosing these three can reach with the model; gold as :func:`build_task` gives it."""
-    from calibrate_threshold import GRID, ZS, prf_table
-
     from bitextmine.encoding import encode
+    from bitextmine.evaluation.threshold_grid import GRID, ZS, prf_table
 
     table = prf_table(encode(src, model), encode(tgt, model), {(s - 1, t - 1) for s, t in gold}, ORACLE_FLOORS)
     a, i, j = np.unravel_index(table[..., 2].argmax(), table.shape[:3])
@@ -162,6 +87,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None)
     ap.add_argument("--holdout", default=os.path.join(os.path.dirname(__file__), "..", ".bench", "holdout"))
+    ap.add_argument("--data", default=DATA, help="the shared data (its train/ folder)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[30, 300, 3000, 30000])
     ap.add_argument("--draws", type=int, default=5, help="draws per size up to 3,000 lines (one above)")
     ap.add_argument("--langs", nargs="+", default=list(LANGS))
@@ -189,7 +115,7 @@ def main() -> None:
 
         config = replace(config, second_stage=False)
     with tempfile.TemporaryDirectory() as tmp:
-        data = language_pairs(corpora(os.path.join(DATA, "train"), tmp), args.holdout, tuple(args.distractors))
+        data = language_pairs(corpora(os.path.join(args.data, "train"), tmp), args.holdout, tuple(args.distractors))
     print(f"model {model.fingerprint}; " + (" ".join(f"--{k.replace('_', '-')} {v:g}" for k, v in given.items())
                                            or "mine's defaults") + ", other settings default"
           + ("; no second stage" if args.no_second_stage else "")

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, ROOT)  # bitextmine where it is not installed, here and in the commands this runs
+# this checkout's bitextmine in the commands this runs
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (ROOT, os.environ.get("PYTHONPATH"))))
 
 ENCODERS = ("sp", "word", "trigram", "blstm-sp")
@@ -80,7 +80,7 @@ def _lines(path: str, n: int) -> list[str]:
 def check_encode(t: Table, device: str, texts: list[str]) -> None:
     from bitextmine.config import EncodeConfig
     from bitextmine.encoding import encode
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     model = load_model()
     ref = encode(texts, model, config=EncodeConfig(device="cpu", precision="fp32", threads=1))
@@ -128,7 +128,7 @@ def check_training(t: Table, device: str, data: str, tmp: str, steps: int, pairs
 def check_resume(t: Table, device: str, data: str, tmp: str, pairs: int) -> None:
     from bitextmine.config import EncodeConfig
     from bitextmine.encoding import encode
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     whole, cut = os.path.join(tmp, "whole"), os.path.join(tmp, "cut")
     _train(data, whole, device, "sp", "off", 0, pairs)
@@ -211,8 +211,7 @@ def _compare(t: Table, what: str, ref: dict, got: dict, tol: float) -> None:
 def check_stage(t: Table, device: str, data: str, tmp: str, n: int) -> None:
     """The second stage on the device vs the CPU in `mine`: the run's own margins, and reference margins through a
     copy of the model whose max_lines is below the sides' size."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from bench_second_stage import raised
+    from bitextmine.evaluation.planted import raised
 
     de, en = _lines(os.path.join(data, "train.de"), 2 * n), _lines(os.path.join(data, "train.en"), 2 * n)
     g = n // 10  # 10 % of the lines have their translation on the other side

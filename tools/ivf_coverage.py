@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from bitextmine.search.exact import knn_both  # noqa: E402
+from bitextmine.search.exact import knn_both
 
 
 def kmeans(data: torch.Tensor, nlist: int, iters: int = 10, seed: int = 0) -> torch.Tensor:

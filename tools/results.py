@@ -21,22 +21,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-sys.path.insert(0, os.path.dirname(__file__))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bitextmine.evaluation.runners import find_sts_files, run_sts, run_tatoeba  # noqa: E402
-from bitextmine.config import EncodeConfig, TokenizerConfig, TrainConfig  # noqa: E402
-from bitextmine.corpus import CorpusSpec, load_corpora, read_lines  # noqa: E402
-from bitextmine.encoding import encode  # noqa: E402
-from bitextmine.model import default_model_dir, load_model  # noqa: E402
-from bitextmine.training import train  # noqa: E402
-from train_default import corpora  # noqa: E402
+from bitextmine.config import EncodeConfig, TokenizerConfig, TrainConfig
+from bitextmine.corpus import CorpusSpec, load_corpora, read_lines
+from bitextmine.encoding import encode
+from bitextmine.evaluation.devdata import corpora
+from bitextmine.evaluation.runners import find_sts_files, run_sts, run_tatoeba
+from bitextmine.loading import load_model
+from bitextmine.model import default_model_dir
+from bitextmine.training import train
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 TATOEBA = ["deu", "fra", "spa", "ces", "rus", "cmn", "tur", "ara"]
@@ -144,7 +141,6 @@ def main() -> None:
         save()
         write_markdown(results, args, n_lines)
         return
-
 
     plan = []
     for enc in args.encoders.split(","):

@@ -15,122 +15,16 @@ shared data's dev/ folder intends; tools/eval_default.py measures the model afte
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from bitextmine.config import BATCH_ORDERS, LR_DECAYS, NEGATIVES, TokenizerConfig, TrainConfig
+from bitextmine.evaluation.devdata import LANGS, corpora, hold_apart
+from bitextmine.training.loop import train
 
-from bitextmine.config import BATCH_ORDERS, LR_DECAYS, NEGATIVES, TokenizerConfig, TrainConfig  # noqa: E402
-from bitextmine.corpus import CorpusSpec, read_lines, read_parallel  # noqa: E402
-from bitextmine.training.loop import train  # noqa: E402
-
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
-LANGS = {"de": "deu", "fr": "fra", "es": "spa", "cs": "ces", "ru": "rus", "zh": "cmn", "tr": "tur", "ar": "ara"}
-
-
-def without_tatoeba_eval(en: str, other: str, tmp: str) -> CorpusSpec:
-    """The Anki pairs whose English side does not occur in any Tatoeba test set (flag file beside them),
-    written to ``tmp`` so that the Tatoeba figures measure unseen sentences."""
-    flags = read_lines(en.replace(".en.gz", ".en_in_any_tatoeba_eval.gz"))
-    src, tgt = read_parallel(en, other)
-    keep = [i for i, f in enumerate(flags) if f.strip() == "0"]
-    name = os.path.basename(en).split(".")[0]
-    folder = os.path.join(tmp, "tatoeba_anki (without Tatoeba test English)")  # the model records this name
-    os.makedirs(folder, exist_ok=True)
-    paths = (os.path.join(folder, f"{name}.en"), os.path.join(folder, f"{name}.xx"))
-    for path, side in zip(paths, (src, tgt)):
-        with open(path, "w", encoding="utf-8") as f:
-            f.writelines(side[i] + "\n" for i in keep)
-    return CorpusSpec(src=paths[0], tgt=paths[1], group=name.split("-")[1])
-
-
-def corpora(train_dir: str, tmp: str) -> list[CorpusSpec]:
-    """Every aligned pair of files under train/ (English first, except MLQE-PE's ru-en), grouped by the
-    language that is not English."""
-    specs = []
-    for en in sorted(glob.glob(os.path.join(train_dir, "*", "en-*.en.gz"))):
-        lang = os.path.basename(en).split(".")[0].split("-")[1]
-        other = en.replace(".en.gz", f".{lang}.gz")
-        if os.path.exists(en.replace(".en.gz", ".en_in_any_tatoeba_eval.gz")):
-            specs.append(without_tatoeba_eval(en, other, tmp))
-        else:
-            specs.append(CorpusSpec(src=en, tgt=other))
-    for src in sorted(glob.glob(os.path.join(train_dir, "mlqe_pe", "*.src.gz"))):
-        pair = os.path.basename(src).split(".")[0].split("-")
-        specs.append(CorpusSpec(src=src, tgt=src.replace(".src.gz", ".pe.gz"), group=[x for x in pair if x != "en"][0]))
-    for en in sorted(glob.glob(os.path.join(train_dir, "multi30k", "*.en.gz"))):
-        for lang in ("de", "fr", "cs"):
-            other = en.replace(".en.gz", f".{lang}.gz")
-            if os.path.exists(other):
-                specs.append(CorpusSpec(src=en, tgt=other))
-    for en in sorted(glob.glob(os.path.join(train_dir, "turkish_parallel_corpora", "*.en.gz"))):
-        specs.append(CorpusSpec(src=en, tgt=en.replace(".en.gz", ".tr.gz")))
-    return specs
-
-
-def english_first(spec: CorpusSpec) -> bool:
-    """Whether the corpus's source side is English (its file name ends in .en or .en.gz)."""
-    return str(spec.src).removesuffix(".gz").endswith(".en")
-
-
-def hold_apart(specs: list[CorpusSpec], n: int, seed: int, out_dir: str, tmp: str,
-               min_corpus: int = 10_000) -> list[CorpusSpec]:
-    """Hold apart ``n`` random pairs per language (seeded) for mining tasks that the model never trained
-    on: written to ``out_dir``/en-XX.en and en-XX.XX, drawn from the corpora with English as source and
-    at least ``min_corpus`` pairs (a small corpus can be a language's only source of one kind of text:
-    Arabic's 7,298 Anki sentences), among pairs whose two texts occur nowhere else in the training data
-    (so each text has exactly one gold partner, and holding it apart removes nothing else). Returns the
-    specs rewritten to ``tmp`` without the held-apart pairs (and anything sharing a text with them)."""
-    import numpy as np
-
-    from collections import Counter
-
-    data = [(spec, *spec.read()) for spec in specs]
-    counts = Counter(t.strip() for _, src, tgt in data for side in (src, tgt) for t in side)
-    pools: dict[str, list] = {}
-    for spec, src, tgt in data:
-        if not english_first(spec) or len(src) < min_corpus:
-            continue
-        for a, b in zip(src, tgt):
-            a, b = a.strip(), b.strip()
-            if a and b and a != b and "\t" not in a + b and counts[a] == 1 and counts[b] == 1:
-                pools.setdefault(spec.group_name(), []).append((a, b))
-    held: set[str] = set()
-    os.makedirs(out_dir, exist_ok=True)
-    for group, pairs in sorted(pools.items()):
-        rng = np.random.default_rng([seed, 13, sum(map(ord, group))])
-        chosen = [pairs[i] for i in np.sort(rng.choice(len(pairs), min(n, len(pairs)), replace=False))]
-        kept = chosen
-        for side, k in (("en", 0), (group, 1)):
-            with open(os.path.join(out_dir, f"en-{group}.{side}"), "w", encoding="utf-8") as f:
-                f.writelines(p[k] + "\n" for p in kept)
-        held.update(t for p in kept for t in p)
-        print(f"held apart {len(kept)} {group} pairs in {out_dir}", flush=True)
-    out, dropped = [], 0
-    for i, (spec, src, tgt) in enumerate(data):
-        keep = [j for j, (a, b) in enumerate(zip(src, tgt)) if a.strip() not in held and b.strip() not in held]
-        dropped += len(src) - len(keep)
-        paths = tuple(kept_path(p, i, tmp) for p in (spec.src, spec.tgt))
-        for path, side in zip(paths, (src, tgt)):
-            with open(path, "w", encoding="utf-8") as f:
-                f.writelines(side[j] + "\n" for j in keep)
-        out.append(CorpusSpec(src=paths[0], tgt=paths[1], group=spec.group_name()))
-    print(f"dropped {dropped} training pairs sharing a text with a held-apart pair", flush=True)
-    return out
-
-
-def kept_path(path: str, i: int, tmp: str) -> str:
-    """Where corpus ``i``'s side ``path`` is rewritten without the held-apart pairs: tmp/i/FOLDER (held-apart
-    pairs removed)/NAME, so that the model's record of its corpora (folder and file name) still names it."""
-    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
-    name = os.path.basename(str(path)).removesuffix(".gz")
-    out = os.path.join(tmp, str(i), f"{folder} (held-apart pairs removed)")
-    os.makedirs(out, exist_ok=True)
-    return os.path.join(out, name)
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
 
 
 def main() -> None:
@@ -174,7 +68,11 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="bitextmine-default-")
     specs = corpora(os.path.join(args.data, "train"), tmp)
     if args.holdout:
-        specs = hold_apart(specs, args.holdout, args.seed, args.holdout_dir, tmp, args.holdout_min_corpus)
+        done = hold_apart(specs, args.holdout, args.seed, args.holdout_dir, tmp, args.holdout_min_corpus)
+        for group, n in done.held.items():
+            print(f"held apart {n} {group} pairs in {args.holdout_dir}", flush=True)
+        print(f"dropped {done.dropped} training pairs sharing a text with a held-apart pair", flush=True)
+        specs = done.specs
     if args.holdout_only:
         return
     tat = os.path.join(args.data, "dev", "tatoeba", "v1")

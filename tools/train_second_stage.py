@@ -4,7 +4,7 @@
 
 Per language: every training corpus of ../shared/data/train with English (tools/train_default.py's corpora),
 less each pair sharing a text with a pair held apart from the model's training (--holdout, compared as
-tools/f1_by_size.key compares), is one domain; :func:`bitextmine.judge.train.split_pairs` sets aside up to
+bitextmine.evaluation.holdout_tasks.key compares), is one domain; :func:`bitextmine.judge.train.split_pairs` sets aside up to
 8,000 pairs a corpus for the classifier's tasks, IBM model 1 is trained both ways on the rest (or read from
 ``--tables``, a folder of ibm1.en-XX.npz / ibm1.XX-en.npz made by an earlier run with --keep-tables, or the
 model's own second_stage folder with ``--ship-floor 0`` to keep its shipped tables as they are), pruned to
@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, ".."))
+from bitextmine.evaluation.devdata import LANGS, corpora, english_first
+from bitextmine.evaluation.holdout_tasks import key
 
-from f1_by_size import key  # noqa: E402
-from train_default import DATA, LANGS, corpora, english_first  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "shared", "data")
 
 
 def corpora_of(lang: str, holdout: str) -> dict[str, list]:
@@ -77,7 +75,8 @@ def main() -> None:
     from bitextmine.judge.store import SecondStage, load_second_stage, save_second_stage, table_file
     from bitextmine.judge.train import expected_of, fit, split_pairs, train_tables, training_set
     from bitextmine.lexicon import load_table, prune, save_table, vocabulary_fingerprint
-    from bitextmine.model import default_model_dir, load_model
+    from bitextmine.loading import load_model
+    from bitextmine.model import default_model_dir
 
     model = load_model(args.model)
     out = args.out or model.path or default_model_dir()

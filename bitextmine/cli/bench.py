@@ -31,7 +31,7 @@ def bench(corpus, model_dir, max_lines, stages, device, as_json, **search):
       bitextmine bench corpus.en --max-lines 200000 --device cpu
     """
     from ..bench import run_bench
-    from ..model import load_model
+    from ..loading import load_model
 
     report = run_bench(corpus, load_model(model_dir), device=device, max_lines=max_lines,
                        stages=stages or ("tokenize", "encode", "knn", "mine"),

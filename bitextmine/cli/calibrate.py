@@ -38,7 +38,7 @@ def calibrate(gold, src, tgt, scol, tcol, score, k, plot, seed, model_dir, sif, 
     from ..evaluation.calibration import calibrate as run, plot_calibration
     from ..corpus import read_parallel, read_tsv
     from ..errors import ConfigError
-    from ..model import load_model
+    from ..loading import load_model
 
     check_output(plot, "--plot")
     if gold and (src or tgt):

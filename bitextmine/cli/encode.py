@@ -63,7 +63,7 @@ def encode(inputs, output, model_dir, fp16, batch_size, threads, batch_tokens, p
     """
     from ..encoding import encode_chunked, encode_files
     from ..errors import ConfigError
-    from ..model import load_model
+    from ..loading import load_model
     from ..tabular import table_kind
 
     if output == "-":

@@ -57,7 +57,7 @@ def eval_sts(files, pairs, model_dir, emb1, emb2, sif, marked, device, as_json):
       bitextmine eval sts --pair stsb_multi_mt/stsb-en-test.csv stsb_multi_mt/stsb-de-test.csv
     """
     from ..evaluation.runners import run_sts
-    from ..model import load_model
+    from ..loading import load_model
 
     report = run_sts(files, pairs, model=load_model(model_dir), config=EncodeConfig(device=device, sif=sif),
                      emb=both_or_neither(emb1, emb2, "--emb1 and --emb2"), marked=marked)
@@ -89,7 +89,7 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
     from ..encoding.external import embeddings_need_model
     from ..evaluation.runners import run_tatoeba
     from ..errors import ConfigError
-    from ..model import load_model
+    from ..loading import load_model
 
     if folder and (src or tgt):
         raise ConfigError("give SRC TGT or --all DIR, not both")
@@ -134,7 +134,7 @@ def eval_bucc(src, tgt, gold, tune_on, oracle, threshold, model_dir, src_emb, tg
     """
     from ..encoding.external import embeddings_need_model
     from ..evaluation.runners import plot_bucc, run_bucc
-    from ..model import load_model
+    from ..loading import load_model
 
     check_output(plot, "--plot")
     emb = both_or_neither(src_emb, tgt_emb, "--src-emb and --tgt-emb")

@@ -28,7 +28,7 @@ def export(model_dir, out_dir, fmt, quiet):
       bitextmine export my-model my-m2v --format model2vec
     """
     from ..interop.export import export_model
-    from ..model import load_model
+    from ..loading import load_model
 
     import os
 

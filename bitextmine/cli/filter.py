@@ -77,7 +77,7 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
     from contextlib import nullcontext
 
     from ..filtering.pipeline import SCORE_USES, filter_tsv, stats_text, write_stats
-    from ..model import load_model
+    from ..loading import load_model
     from ..tabular import output_format, table_kind
 
     for path, option in ((output, "--output"), (rejects, "--rejects"), (stats_path, "--stats")):

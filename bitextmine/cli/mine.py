@@ -120,7 +120,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     """
     from ..mining import mine_files
     from ..mining.calibrated import KEYS
-    from ..model import load_model
+    from ..loading import load_model
     from ..tabular import output_format, table_kind
 
     check_output(output, "--output")

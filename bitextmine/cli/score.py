@@ -52,7 +52,7 @@ def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lin
       bitextmine score pairs.parquet --src-col de --tgt-col en --id-col id -o scored.tsv
     """
     from ..errors import ConfigError
-    from ..model import load_model
+    from ..loading import load_model
     from ..scoring import score_file
     from ..tabular import output_format
 

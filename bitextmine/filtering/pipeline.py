@@ -288,7 +288,7 @@ def filter_tsv(
                           "--rejects cannot be used with it (choose one)")
     check_rules(rules, src_lang, tgt_lang)
     if config.score != "none" and model is None:
-        from ..model import load_model
+        from ..loading import load_model
 
         model = load_model(None)
     if config.score == "prob":

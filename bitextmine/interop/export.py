@@ -25,7 +25,7 @@ is written beside ``out_dir`` and moved into place whole.
 model2vec removes its unknown token from every sentence before averaging, where bitextmine averages
 SentencePiece's ``<unk>`` piece in (one per run of characters outside the vocabulary). So the model2vec
 tokenizer.json turns each such run into one extra token (id vocab_size, the private-use character
-:data:`UNKNOWN_RUN`) whose row is the ``<unk>`` row: model2vec then averages the same rows.
+:data:`bitextmine.interop.hf_tokenizer.UNKNOWN_RUN`) whose row is the ``<unk>`` row: model2vec then averages the same rows.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import ConfigError, ModelFormatError
 from .card import card_body, front_matter
+from .hf_tokenizer import UNKNOWN_RUN
 from .spm_json import characters_without_own_piece, tokenizer_json_from_sentencepiece
 
 EXPORT_FORMATS = ("sentence-transformers", "model2vec")
@@ -46,7 +47,6 @@ ST_MODULES = [
     {"idx": 0, "name": "0", "path": "0_StaticEmbedding", "type": "sentence_transformers.models.StaticEmbedding"},
     {"idx": 1, "name": "1", "path": "1_Normalize", "type": "sentence_transformers.models.Normalize"},
 ]  # the module names every sentence-transformers release since 3.3 resolves (newer ones map them)
-UNKNOWN_RUN = "\uf8ff"  # a private-use character: no SentencePiece model here holds it (checked on export)
 M2V_UNK_NOTE = ("some characters occur in pieces but are no piece alone ({chars}); where one of them becomes <unk> "
                 "next to another unknown character, model2vec averages one more row than bitextmine")
 
@@ -112,13 +112,12 @@ def _seal(folder: str) -> None:
     (:func:`bitextmine.interop.load.export_seal`), which that read compares: a table or vocabulary changed after the
     export (fine-tuned in the other library and saved in place) no longer carries the source model's mining
     settings and second stage as if they were its own; saved again unchanged, it does."""
-    from ..model import load_model
-    from .load import export_seal
+    from .load import detect_format, export_seal, load_static_model
 
     path = os.path.join(folder, "bitextmine.json")
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
-    back = load_model(folder)
+    back = load_static_model(folder, detect_format(folder))
     data["export_fingerprint"] = export_seal(back.tokenizer, back.embeddings)
     _write_texts(folder, {"bitextmine.json": json.dumps(data, indent=2)})
 

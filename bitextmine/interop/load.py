@@ -25,6 +25,7 @@ import os
 import numpy as np
 
 from ..errors import ModelFormatError
+from .hf_tokenizer import JsonTokenizer, model2vec_unk_id
 
 ST_MODULES = "modules.json"
 ST_WEIGHTS = "model.safetensors"
@@ -76,7 +77,6 @@ def load_static_model(path: str, fmt: str | None = None):
 def load_sentence_transformers(path: str):
     """A sentence-transformers model made of one StaticEmbedding module (and optionally Normalize) as a
     bitextmine Model; another architecture raises ModelFormatError."""
-    from ..tokenizer import JsonTokenizer
 
     modules_path = os.path.join(path, ST_MODULES)
     modules = _json_or_none(modules_path)
@@ -116,7 +116,6 @@ def _refuse_default_prompt(path: str) -> None:
 
 def load_model2vec(path: str):
     """A model2vec model directory (config.json, model.safetensors, tokenizer.json) as a bitextmine Model."""
-    from ..tokenizer import JsonTokenizer
 
     cfg_path = os.path.join(path, M2V_CONFIG)
     cfg = _json_or_none(cfg_path)
@@ -155,15 +154,6 @@ def fold_model2vec(embeddings: np.ndarray, mapping: "np.ndarray | None", weights
             raise ModelFormatError(f"{name}: 'weights' of shape {weights.shape}; expected ({len(table)},)")
         table = table * weights[:, None]
     return np.ascontiguousarray(table)
-
-
-def model2vec_unk_id(tk) -> "int | None":
-    """The token model2vec removes from every sentence: the model's ``unk_token`` (WordPiece, BPE,
-    WordLevel) or the unigram model's ``unk_id``; None if it has none."""
-    model = tk.model
-    if hasattr(model, "unk_token"):
-        return None if model.unk_token is None else tk.token_to_id(model.unk_token)
-    return json.loads(tk.to_str())["model"].get("unk_id")
 
 
 def median_token_length(tk) -> int:

@@ -13,24 +13,18 @@ unknown characters become one ``<unk>`` piece in both (SentencePiece merges runs
 from __future__ import annotations
 
 from ..errors import MissingDependencyError, ModelFormatError
+from .hf_tokenizer import tokenizers_module
 
 SPACE = "\u2581"
 
 
-def tokenizers_module():
-    """The ``tokenizers`` package, or MissingDependencyError naming the pip command."""
-    try:
-        import tokenizers
-    except ImportError:
-        raise MissingDependencyError(
-            "the Hugging Face tokenizers package is needed to read or write tokenizer.json; "
-            "pip install 'bitextmine[interop]' (or pip install tokenizers)") from None
-    return tokenizers
-
-
 def parse_proto(proto: bytes):
-    """The SentencePiece ``ModelProto`` of serialized model bytes."""
-    from sentencepiece import sentencepiece_model_pb2 as pb
+    """The SentencePiece ``ModelProto`` of serialized model bytes (needs protobuf: the ``interop`` extra)."""
+    try:
+        from sentencepiece import sentencepiece_model_pb2 as pb
+    except ImportError as e:  # the generated module imports google.protobuf, which sentencepiece does not require
+        raise MissingDependencyError(f"reading a SentencePiece model's pieces needs protobuf ({e}): "
+                                     "pip install 'bitextmine[interop]' (or pip install protobuf)") from None
 
     m = pb.ModelProto()
     try:

@@ -51,7 +51,7 @@ def build_second_stage(model_dir: str, specs, config: SecondStageConfig = Second
     candidates, a logistic regression. ``progress(language, tasks done)``. Returns {language: {"pairs",
     "candidates", "translations"}}."""
     from ..lexicon import vocabulary_fingerprint
-    from ..model import load_model
+    from ..loading import load_model
 
     model = load_model(model_dir)
     if not hasattr(model.tokenizer, "proto"):

@@ -681,7 +681,7 @@ def _sources(embs: dict, econf: EmbeddingsConfig, model, encode_config: EncodeCo
     """Where each side's vectors come from (None: the encode stage; else open_embeddings' arguments), the
     signature's vectors field and the model (loaded only when a side is encoded or has a sidecar)."""
     from ..encoding import has_sidecar, vectors_fingerprint
-    from ..model import load_model
+    from ..loading import load_model
 
     sources = {side: None if embs[side] is None else
                {"path": os.path.abspath(embs[side]), "format": econf.format, "dim": econf.dim, "fp16": econf.fp16,

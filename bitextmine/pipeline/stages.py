@@ -81,7 +81,7 @@ def _model(path: str, fingerprint: str):
     """The model at ``path`` (loaded once per process), which must still be the run's (``fingerprint``): a
     directory saved again during a run would embed some chunks with other weights than the rest."""
     from ..errors import ConfigError
-    from ..model import load_model
+    from ..loading import load_model
 
     if (path, fingerprint) not in _MODELS:
         model = load_model(path)

@@ -96,7 +96,7 @@ def train(
     import torch
 
     from ..device import resolve_device
-    from ..model import load_model
+    from ..loading import load_model
 
     emit = progress or (lambda e: None)
     log = lambda m: emit({"event": "log", "message": m})  # noqa: E731
