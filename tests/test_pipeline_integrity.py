@@ -213,13 +213,14 @@ def test_the_lock_of_a_killed_run_does_not_block(files, toy_model):
 
 def test_workers_that_outlive_a_killed_run_do_not_hold_its_lock(files, toy_model):
     """A process forked while the lock is held (a worker) drops its copy of the lock: the run killed, the
-    directory is free at once though the worker still runs."""
+    directory is free at once though the worker still runs. The worker names itself once it runs (its copy is
+    closed before fork returns in it), so a slow start on a loaded machine cannot look like a held lock."""
     s, t, w = files
     os.makedirs(w)
     code = ("import os, sys, time; from bitextmine.pipeline.workdir import Lock; Lock(sys.argv[1]).acquire(); "
             "child = os.fork()\n"
-            "if child == 0:\n    time.sleep(60); os._exit(0)\n"
-            "print(child, flush=True); time.sleep(60)")
+            "if child == 0:\n    print(os.getpid(), flush=True); time.sleep(60); os._exit(0)\n"
+            "time.sleep(60)")
     p = subprocess.Popen([sys.executable, "-c", code, w], stdout=subprocess.PIPE, text=True,
                          env={**os.environ, "PYTHONPATH": os.getcwd()})
     child = int(p.stdout.readline())
