@@ -197,17 +197,33 @@ def test_help_lists_every_option_of_every_command_once_under_its_group():
                 for heading, params in cmd.sections(ctx)}
         assert sections == {h: terms for h, terms in want.items() if terms}, path
         terms = [t for ts in sections.values() for t in ts]
-        options = [p for p in cmd.get_params(ctx) if isinstance(p, click.Option)]
+        options = [p for p in cmd.get_params(ctx) if isinstance(p, click.Option) and not p.hidden]
         assert len(terms) == len(set(terms)) == len(options), path  # each option once
+
+
+def test_mine_names_the_rule_options_it_hides_and_filter_describes_each():
+    from bitextmine.cli.common import RULE_NAMES
+
+    rules_help = run("mine", "--help").output.split("\n  --rules ", 1)[1]
+    rules_help = " ".join(rules_help.split()).replace("- ", "-")  # joined where click wrapped a flag at its hyphen
+    filter_terms = [t.split()[0] for ts in _help_sections(run("filter", "--help").output).values() for t in ts]
+    for name in RULE_NAMES:
+        flag = "--" + name.replace("_", "-")
+        assert flag in rules_help, flag  # named in --rules' help
+        assert any(t == flag or t.startswith(flag + " ") or t.startswith(flag + "/") for t in filter_terms), flag
+    # accepted by mine all the same
+    r = run("mine", "X", "Y", "--min-words", "3")
+    assert r.output == "Error: --min-words: needs --rules (the rules apply to mined candidates only with it)\n"
 
 
 def test_mine_and_train_help_show_the_common_options_first_and_the_rest_in_named_groups():
     mine = _help_sections(run("mine", "--help").output)
-    assert list(mine) == ["Options", "Selection", "Languages", "Output", "Parquet and JSONL", "Embeddings", "Search",
-                          "Pipeline", "Rules"]
+    assert list(mine) == ["Options", "Selection", "Parquet and JSONL", "Embeddings", "Search", "Pipeline", "Rules"]
     assert [t.split()[0] for t in mine["Parquet and JSONL"]] == ["--column", "--src-col", "--tgt-col", "--id-col"]
-    assert len(mine["Options"]) <= 8 and "--threshold FLOAT" in mine["Options"]
-    assert "--rules" in mine["Rules"] and "--k INTEGER RANGE" in mine["Search"] and "--work-dir DIR" in mine["Pipeline"]
+    assert len(mine["Options"]) <= 9 and "--src-lang CODE" in mine["Options"] and "--ids" in mine["Options"]
+    assert "--threshold FLOAT" in mine["Selection"] and "--min-prob FLOAT RANGE" in mine["Selection"]
+    assert mine["Rules"] == ["--rules"] and "--k INTEGER RANGE" in mine["Search"] and "--work-dir DIR" in mine["Pipeline"]
+    assert len(run("mine", "--help").output.splitlines()) < 180  # was 272 with the rule options described
     train = _help_sections(run("train", "--help").output)
     assert list(train) == ["Options", "Data", "Model", "Recipe and loss", "Schedule", "Evaluation", "Second stage", "Run"]
     assert len(train["Options"]) <= 10 and "-o, --out DIR" in train["Options"]
@@ -388,6 +404,20 @@ def test_options_ignored_in_some_combinations_are_refused(tmp_path, toy_model_di
     assert r.exit_code == 1 and r.output.startswith("Error: " + message) and r.output.count("\n") == 1, r.output
     assert not os.path.exists(tmp_path / "m") and not os.path.exists(tmp_path / "o.npy")
 
+@pytest.mark.parametrize("args", [
+    ["mine", "MISSING", "EN", "--column", "text", "--index", "flat", "--nprobe", "32", "--pq-m", "0", "--dim", "0",
+     "--min-words", "1", "--no-digits", "--digits"],
+    ["encode", "MISSING", "-o", "OUT.npy", "--column", "text"],
+    ["calibrate", "--src", "MISSING", "--tgt", "EN", "--k", "4"],
+])
+def test_options_given_at_their_default_where_they_do_not_apply_are_accepted(tmp_path, args):
+    """A wrapper script that always passes an option at its default value is not refused for it (a value other
+    than the default still is: the test above); the run goes on to the next check, here the missing input."""
+    names = {"MISSING": str(tmp_path / "missing.txt"), "EN": "examples/en.txt", "OUT.npy": str(tmp_path / "o.npy")}
+    r = run(*[names.get(a, a) for a in args])
+    assert r.exit_code == 1 and r.output.startswith(f"Error: {tmp_path / 'missing.txt'}: no such file"), r.output
+
+
 def test_a_bench_stage_reports_its_own_peak_not_its_parents():
     """A program started by a large process keeps that process's peak in ru_maxrss; a stage's peak is its own."""
     held = np.ones(700 * 2**20 // 8)  # this process holds 700 MiB more when the child starts
@@ -460,13 +490,13 @@ def test_an_output_among_an_inputs_shards_or_on_standard_input_is_refused(tmp_pa
     assert open("p.tsv").read() == "Das Haus.\tThe house.\n"
 
 
-def test_options_given_at_their_default_that_the_input_leaves_unread_are_refused(tmp_path):
+def test_options_other_than_their_default_that_the_input_leaves_unread_are_refused(tmp_path):
     (tmp_path / "t.jsonl").write_text('{"de": "Das Haus.", "en": "The house."}\n', encoding="utf-8")
     ex = os.path.join(os.path.dirname(__file__), "..", "examples")
-    r = CliRunner().invoke(main, ["mine", os.path.join(ex, "de.txt"), os.path.join(ex, "en.txt"), "--column", "text"])
+    r = CliRunner().invoke(main, ["mine", os.path.join(ex, "de.txt"), os.path.join(ex, "en.txt"), "--column", "txt"])
     assert r.exit_code != 0 and "--column: needs a Parquet or JSONL input" in r.output
     table = ["filter", str(tmp_path / "t.jsonl"), "--src-col", "de", "--tgt-col", "en", "--score", "none"]
-    r = CliRunner().invoke(main, [*table, "--scol", "1"])
+    r = CliRunner().invoke(main, [*table, "--scol", "2"])
     assert r.exit_code != 0 and "--scol: needs a TSV input" in r.output
     # a check turned off asks nothing of a language: accepted without one
     r = CliRunner().invoke(main, [*table, "--langid", "off", "--no-script"])

@@ -462,7 +462,7 @@ def test_calibrate_on_toy_gold(tmp_path, toy_model_dir):
     # the suggested threshold is the F1-best cut over all scores
     from bitextmine.evaluation.calibration import calibrate
     from bitextmine.evaluation.metrics import evaluate_threshold
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     rep = calibrate(src, tgt, load_model(toy_model_dir))
     allv = np.concatenate(list(rep.scores.values()))
@@ -747,10 +747,15 @@ def test_the_identifier_knows_every_label_of_its_model():
     assert codes <= identifier_languages("ensemble")
 
 
-@pytest.mark.parametrize("score, given, says", [("cosine", ["--k", "4"], "--k: needs --score margin or prob"),
-                                                ("margin", ["--judge-lines", "5000"], "--judge-lines: needs --score prob")])
-def test_an_option_the_score_does_not_read_is_refused_even_at_its_default_value(tmp_path, score, given, says):
+@pytest.mark.parametrize("score, given, says", [("cosine", ["--k", "5"], "--k: needs --score margin or prob"),
+                                                ("margin", ["--judge-lines", "5001"], "--judge-lines: needs --score prob")])
+def test_an_option_the_score_does_not_read_is_refused_unless_at_its_default_value(tmp_path, score, given, says):
     p = tmp_path / "a.tsv"
     p.write_text("The house is by the lake.\tDas Haus steht am See.\n", encoding="utf-8")
     r = CliRunner().invoke(main, ["filter", str(p), "--score", score, *given])
     assert r.exit_code != 0 and says in r.output, r.output
+    from bitextmine.config import JUDGE_LINES
+
+    at_default = {"--k": "4", "--judge-lines": str(JUDGE_LINES)}[given[0]]
+    default = CliRunner().invoke(main, ["filter", str(p), "--score", score, given[0], at_default])
+    assert says not in default.output and default.exit_code == 0, default.output

@@ -100,10 +100,12 @@ def test_default_output_is_the_cosine_unchanged(tmp_path, toy_model_dir, toy_mod
     # options the cosine does not use are refused, not ignored
     unused = runner.invoke(main, ["score", path, "-k", "9", "--src-lang", "de", "--model", toy_model_dir, "-q"])
     assert unused.exit_code == 1 and unused.output == "Error: --k: needs --margin ratio, distance or prob\n"
-    for given, needs in ((["-k", "4"], "--k: needs --margin ratio"),  # the default's value, given: refused all the same
-                         (["--judge-lines", "5000", "--margin", "ratio"], "--judge-lines: needs --margin prob")):
+    for given, needs in ((["-k", "5"], "--k: needs --margin ratio"),
+                         (["--judge-lines", "5001", "--margin", "ratio"], "--judge-lines: needs --margin prob")):
         r = runner.invoke(main, ["score", path, *given, "--model", toy_model_dir, "-q"])
         assert r.exit_code == 1 and needs in r.output, r.output
+    at_default = runner.invoke(main, ["score", path, "-k", "4", "--model", toy_model_dir, "--device", "cpu", "-q"])
+    assert at_default.exit_code == 0 and at_default.output == want  # the default's value, given: changes nothing
     from bitextmine.errors import ConfigError
     from bitextmine.scoring import score_file
 
@@ -130,7 +132,7 @@ def test_margin_on_real_pairs(tmp_path):
     and the translations ahead of the replaced pairs."""
     from bitextmine.corpus import read_lines
     from bitextmine.encoding.pipeline import encode
-    from bitextmine.model import load_model
+    from bitextmine.loading import load_model
 
     de = read_lines(shared_path("dev", "tatoeba", "v1", "tatoeba.deu-eng.deu"))[:300]
     en = read_lines(shared_path("dev", "tatoeba", "v1", "tatoeba.deu-eng.eng"))[:300]

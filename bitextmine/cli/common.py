@@ -253,29 +253,39 @@ def refuse_unused_rule_options(rules: RuleConfig | dict, langs: tuple) -> None:
             refuse_unused(tuple(n for n, m in LANGID_MODE_OF.items() if m == modes), f"--langid {modes}")
 
 
-def rule_options(f):
-    """One option per RuleConfig field (--X/--no-X for switches), defaults and help from the dataclass."""
-    for fl in reversed(fields(RuleConfig)):
-        flag = "--" + fl.name.replace("_", "-")
-        help_ = fl.metadata.get("help", "")
-        if "choices" in fl.metadata:
-            f = click.option(flag, fl.name, type=click.Choice(fl.metadata["choices"]), default=fl.default,
-                             show_default=True, help=help_)(f)
-        elif isinstance(fl.default, bool):
-            f = click.option(f"{flag}/--no-{flag[2:]}", fl.name, default=fl.default, show_default=True, help=help_)(f)
-        else:
-            f = click.option(flag, fl.name, type=type(fl.default), default=fl.default, show_default=True, help=help_)(f)
-    return f
+def rule_options(f=None, *, hidden: bool = False):
+    """One option per RuleConfig field (--X/--no-X for switches), defaults and help from the dataclass. ``hidden``:
+    accepted but left out of the command's help (mine, whose help names filter's, where they are described)."""
+    def wrap(f):
+        for fl in reversed(fields(RuleConfig)):
+            flag = "--" + fl.name.replace("_", "-")
+            kw = dict(default=fl.default, show_default=True, help=fl.metadata.get("help", ""), hidden=hidden)
+            if "choices" in fl.metadata:
+                f = click.option(flag, fl.name, type=click.Choice(fl.metadata["choices"]), **kw)(f)
+            elif isinstance(fl.default, bool):
+                f = click.option(f"{flag}/--no-{flag[2:]}", fl.name, **kw)(f)
+            else:
+                f = click.option(flag, fl.name, type=type(fl.default), **kw)(f)
+        return f
+    return wrap(f) if f is not None else wrap
+
+
+def rule_flags() -> str:
+    """The rule options' flags, comma-separated (--empty/--no-empty, --min-words, ...), for a help text."""
+    return ", ".join("--" + fl.name.replace("_", "-") for fl in fields(RuleConfig))
 
 
 def refuse_unused(names, needs: str) -> None:
-    """ConfigError naming the options among ``names`` (parameter names) given on the command line, which only
-    ``needs`` (an option, said in the message) uses: accepted without it, they would be ignored without a word."""
+    """ConfigError naming the options among ``names`` (parameter names) given on the command line with a value
+    other than their default, which only ``needs`` (an option, said in the message) uses: accepted without it,
+    they would be ignored without a word. An option given at its default value changes nothing and is accepted,
+    so a wrapper script that always passes it keeps working."""
     from click.core import ParameterSource
 
     ctx = click.get_current_context()
     given = ["/".join(p.opts[-1:] + getattr(p, "secondary_opts", [])) for p in ctx.command.params
-             if p.name in names and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT)]
+             if p.name in names and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT)
+             and ctx.params.get(p.name) != p.get_default(ctx)]
     if given:
         raise ConfigError(f"{', '.join(given)}: {'needs' if len(given) == 1 else 'need'} {needs}")
 
@@ -297,9 +307,8 @@ def embedding_options(f):
     f = click.option("--dim", type=click.IntRange(0), default=Em.dim, show_default=True,
                      help="Values per embedding row: required with --emb-format raw; checked for npy when > 0.")(f)
     return click.option("--emb-format", type=click.Choice(EMB_FORMATS), default=Em.format, show_default=True,
-                        help="npy: a 2-D float16/float32 .npy from any encoder (no model needed unless it has the "
-                             "sidecar of 'bitextmine encode', whose model is checked) or an 'encode --chunk-lines' "
-                             "directory; raw: LASER's headerless float32 rows (needs --dim).")(f)
+                        help="npy: a 2-D float16/float32 .npy (or an 'encode --chunk-lines' directory); raw: "
+                             "LASER's headerless float32 rows (needs --dim).")(f)
 
 
 def refuse_unused_embedding_options(given: bool, kw: dict, files: str = "--src-emb or --tgt-emb") -> None:
@@ -336,18 +345,16 @@ def search_options(f):
     """--k, --margin, --mode and the index options (mine, bench and eval bucc): the MineConfig fields in
     SEARCH_FIELDS, which :func:`search_from` collects."""
     f = click.option("--shard-rows", type=click.IntRange(0), default=M.shard_rows, show_default=True,
-                     help="Search the other side in shards of N rows, one in memory at a time, merging each query's "
-                          "neighbours over the shards (global neighbour means: scores do not depend on N). 0 = automatic "
-                          "(exact search: 32 MiB of rows on a CPU, what fits on a GPU; otherwise the whole side).")(f)
+                     help="Search the other side in shards of N rows, one in memory at a time (scores do not depend "
+                          "on N); 0 = automatic (exact search: 32 MiB of rows on a CPU, what fits on a GPU).")(f)
     f = click.option("--precision", type=click.Choice(PRECISIONS), default=M.precision, show_default=True,
-                     help="Exact search: bf16 similarity tiles, candidates rescored in float32 and certified (the "
-                          "result of float32 search, faster), or fp32 throughout; auto = bf16 on GPUs and CPUs "
-                          "with native bf16 (AVX512-BF16, AMX).")(f)
+                     help="Exact search: bf16 tiles with candidates rescored and certified in float32 (the same "
+                          "result, faster), or fp32; auto = bf16 where the GPU or CPU has native bf16.")(f)
     f = click.option("--recall-check", type=click.IntRange(0), default=M.recall_check, show_default=True,
                      help="Compare this many sampled queries with exact search and report recall@k (approximate indexes).")(f)
     f = click.option("--pq-m", type=click.IntRange(0), default=M.pq_m, show_default=True,
-                     help="IVF-PQ sub-quantizers, a divisor of the embedding dimension (0 = the largest divisor up to "
-                          "dim / 4 on a CPU; on a FAISS GPU the largest it accepts: 1-4, 8, 12, 16, 20, 24, 28, 32, 40, 48).")(f)
+                     help="IVF-PQ sub-quantizers, a divisor of the dimension (0 = the largest up to dim / 4; on a "
+                          "FAISS GPU, the largest it accepts).")(f)
     f = click.option("--train-sample", type=click.IntRange(0), default=M.train_sample, show_default=True,
                      help="Rows sampled to train the IVF quantizer (0 = 64 per cell).")(f)
     f = click.option("--nprobe", type=click.IntRange(1), default=M.nprobe, show_default=True,
@@ -355,9 +362,8 @@ def search_options(f):
     f = click.option("--nlist", type=click.IntRange(0), default=M.nlist, show_default=True,
                      help="IVF cells (0 = 4 x sqrt(rows)).")(f)
     f = click.option("--index", type=click.Choice(INDEXES), default=M.index, show_default=True,
-                     help=f"flat = exact; ivf / ivfpq = approximate FAISS indexes (ivf on a CUDA device without FAISS GPUs: "
-                          f"the same IVF-Flat with torch alone); auto = flat up to "
-                          f"{M.auto_flat_max:,} rows on the searched side, ivf above.")(f)
+                     help=f"flat = exact; ivf / ivfpq = approximate (FAISS; IVF-Flat in torch on a GPU without FAISS "
+                          f"GPU); auto = flat up to {M.auto_flat_max:,} rows searched, ivf above.")(f)
     f = click.option("--mode", type=click.Choice(MODES), default=M.mode, show_default=True, help="Retrieval mode.")(f)
     f = click.option("--margin", type=click.Choice(MARGINS), default=M.margin, show_default=True, help="Margin score.")(f)
     return click.option("--k", type=click.IntRange(1), default=M.k, show_default=True,

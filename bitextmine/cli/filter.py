@@ -92,7 +92,7 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
     if score == "none":
         refuse_unused(("model_dir", "sif", "score_column"), "a --score (margin, cosine or prob)")
     for names, needs in ((("k",), "--score margin or prob"), (("judge_lines",), "--score prob")):
-        refuse_unused([n for n in names if n not in SCORE_USES[score]], needs)  # given, even at its default value
+        refuse_unused([n for n in names if n not in SCORE_USES[score]], needs)  # given at another value than its default
     refuse_unused_rule_options(rule_kw, (src_lang, tgt_lang))
     rules = rules_from(rule_kw)
     columns = columns_from(rule_kw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-COL_MAX = 30  # click's widest first column
+COL_MAX = 26  # the widest first column (click: 30)
 
 
 class GroupedCommand(click.Command):

@@ -11,16 +11,16 @@ from ..config import ENGINES, EncodeConfig, MineConfig, PipelineConfig
 from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output,
                      check_not_inputs, check_output, column_options, columns_from, device_option, embedding_options, embeddings_from,
                      info, lang_options, marked_option, model_option, progress_bar, quiet_option, refuse_unused,
-                     refuse_unused_embedding_options, refuse_unused_rule_options, rule_options, rules_from,
+                     refuse_unused_embedding_options, refuse_unused_rule_options, rule_flags, rule_options, rules_from,
                      search_from, search_options, sif_option)
 from .help import GroupedCommand
 
 M = MineConfig
 PIPELINE_NAMES = ("work_dir", "resume", "chunk_lines", "engine", "ray_address")
+# "Options" (what most runs set) are those no group names: -o, --model, --src-lang/--tgt-lang, --ids, --explain,
+# --device, -q; the rule options are accepted but hidden (filter's help describes them; --rules names them)
 OPTION_GROUPS = (
-    ("Selection", ("min_z", "min_cosine", "per_language")),
-    ("Languages", LANG_NAMES),
-    ("Output", ("ids", "explain")),
+    ("Selection", ("threshold", "min_z", "min_cosine", "per_language", "second_stage", "min_prob")),
     ("Parquet and JSONL", COLUMN_NAMES),
     ("Embeddings", ("src_emb", "tgt_emb", *EMBEDDING_NAMES, "sif", "marked")),
     ("Search", (*SEARCH_FIELDS, "block_size")),
@@ -53,8 +53,7 @@ def _pipeline_options(f):
               "Parquet with typed columns)  [default: stdout]")
 @model_option
 @click.option("--src-emb", default=None, metavar="FILE", help="Embeddings of every line of SRC: 'bitextmine encode' "
-              "output, or any encoder's (.npy, or LASER's raw format with --emb-format raw --dim N); no model is "
-              "loaded for files without a sidecar.")
+              "output or any encoder's (no model is loaded for files without encode's sidecar).")
 @click.option("--tgt-emb", default=None, metavar="FILE", help="Embeddings of every line of TGT.")
 @embedding_options
 @search_options
@@ -62,39 +61,31 @@ def _pipeline_options(f):
               help="Keep pairs scoring at least this (the default applies where --per-language finds no calibration).")
 @click.option("--min-cosine", type=float, default=M.min_cosine, show_default=True, help="Keep pairs with at least this cosine.")
 @click.option("--min-z", type=float, default=M.min_z, show_default=True,
-              help="Keep pairs whose cosine stands out by at least this many standard deviations from each sentence's "
-              "cosines with the other side's other lines (mean of both sentences; does not grow on small inputs as "
-              "margins do; 0: off, LASER's margin mining).")
+              help="Keep pairs whose cosine stands out by this many standard deviations from both sentences' "
+              "cosines with the other side's lines (0: off, LASER's margin mining).")
 @click.option("--per-language/--no-per-language", default=M.per_language, show_default=True,
-              help="Use the model's --threshold, --min-z and --min-cosine calibrated for the two sides' languages when "
-              "it has them (the bundled model: each of its languages with English); the languages come from "
-              f"--src-lang/--tgt-lang or are detected on each side's first {M.detect_lines} lines. Each of the "
-              "three options given replaces its calibrated value (the others stay calibrated). The run's summary "
-              "names the settings used.")
+              help="Use the model's --threshold, --min-z and --min-cosine calibrated for the sides' languages "
+              f"(declared, or detected on each side's first {M.detect_lines} lines); one of those options given "
+              "replaces its calibrated value. The run's summary names the settings used.")
 @click.option("--second-stage/--no-second-stage", default=M.second_stage, show_default=True,
-              help="Where the model has a second stage for the sides' languages (English and one of its languages, "
-              "known as for --per-language), judge each candidate by a classifier over its margin, cosine, z, "
-              "length ratio and IBM model 1 scores, and keep pairs whose probability of translation reaches "
-              "--min-prob; its own margin floor (1.0) sets where candidates are judged from, and --threshold, --min-z "
-              "and --min-cosine still apply.")
+              help="Where the model has a second stage for the sides' languages, judge each candidate with it "
+              "and keep those that reach --min-prob (docs/second-stage.md); the floors above still apply.")
 @click.option("--min-prob", type=click.FloatRange(0, 1), default=M.min_prob,
               show_default=f"calibrated per language; {M.min_prob:g} where none is",
-              help="With the second stage: the probability of translation a pair needs (default: the value the "
-              "model's second stage was calibrated with for the languages).")
+              help="With the second stage: the score a pair needs.")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
-@click.option("--explain", is_flag=True, help="Append the ids, then the cosine, both neighbour means, the direction "
-              "that proposed the pair (fwd, bwd or both), its z (see --min-z) and the second stage's probability "
-              "of translation (see --min-prob; nan where the stage did not judge).")
+@click.option("--explain", is_flag=True, help="Append the ids, the cosine, both neighbour means, the direction that "
+              "proposed the pair (fwd, bwd, both), its z and the second stage's score (nan: not judged).")
 @column_options("column", "src_col", "tgt_col", "id_col")
 @click.option("--block-size", type=click.IntRange(1), default=M.block_size, show_default=True, help="Query rows per k-NN block.")
 @_pipeline_options
 @sif_option
 @marked_option(("src", "tgt"))
 @click.option("--rules", "use_rules", is_flag=True,
-              help="Drop candidates that break a rule of 'bitextmine filter' (set with the same options).")
-@lang_options("used by --per-language (instead of detecting the language) and, with --rules, by the "
-               "script and language-identifier rules.")
-@rule_options
+              help="Drop candidates that break a rule of 'bitextmine filter', set with its options (described in "
+              "'bitextmine filter --help'): " + rule_flags() + ".")
+@lang_options("used by --per-language and --rules instead of detecting it.")
+@rule_options(hidden=True)
 @device_option(M.device)
 @functools.partial(quiet_option, help="No progress bar or summary on stderr; the line naming the settings used stays when "
                                      "per-language settings were looked for.")
@@ -102,20 +93,15 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
          min_prob, ids, explain,
          block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, work_dir, resume, chunk_lines, engine,
          ray_address, **kw):
-    """Mine translation pairs between two text files (one sentence per line).
+    """Mine translation pairs between two text files (one sentence per line), or Parquet/JSONL inputs (.parquet,
+    .jsonl[.gz], a folder or glob of shards; see --column).
 
-    Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best score first. Exact search runs in
-    stages through a work directory (--work-dir: resumable), in this process or on Ray (--engine ray).
-
-    SRC and TGT may be Parquet or JSONL (.parquet, .jsonl[.gz], a folder or glob of shards): their
-    --column (or --src-col/--tgt-col) is mined, Parquet read by row group in place; --id-col puts the
-    ids of the rows in the ids columns. -o NAME.parquet writes Parquet: score, src, tgt, and with
-    --ids src_lines/tgt_lines (and src_ids/tgt_ids with --id-col).
+    Output: score<TAB>src<TAB>tgt[<TAB>src_ids<TAB>tgt_ids], best first; -o NAME.parquet writes Parquet. A run
+    goes in resumable stages through a work directory, here or on Ray. Reference: docs/mining.md.
 
     \b
     Example:
       bitextmine mine examples/de.txt examples/en.txt --ids
-      bitextmine mine a.txt b.txt --src-emb a.raw --tgt-emb b.raw --emb-format raw --dim 1024 --work-dir w
       bitextmine mine 'de/*.parquet' 'en/*.parquet' --column text --id-col id -o pairs.parquet
     """
     from ..mining import mine_files
@@ -125,7 +111,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
 
     check_output(output, "--output")
     check_not_inputs({"--output": output}, (src, tgt, src_emb, tgt_emb))
-    if not any(table_kind(p) for p in (src, tgt)):  # given, even at its default: a text file has no columns
+    if not any(table_kind(p) for p in (src, tgt)):  # a text file has no columns
         refuse_unused(("column",), "a Parquet or JSONL input (a text file has no columns)")
     columns = columns_from(kw)
     fmt = output_format(output)

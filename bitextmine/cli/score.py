@@ -58,7 +58,7 @@ def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lin
 
     check_output(output, "--output")
     check_not_inputs({"--output": output}, (file,))
-    # given on the command line, even at its default value, an option the margin does not read is refused
+    # given on the command line at another value than its default, an option the margin does not read is refused
     from ..scoring import MARGIN_USES
 
     for names, needs in ((("k",), "--margin ratio, distance or prob"),
