@@ -59,7 +59,8 @@ def train_sentencepiece(sentences: Sequence[str], config: TokenizerConfig = Toke
         model_type=config.model_type,
         normalization_rule_name=config.normalization,
         character_coverage=config.character_coverage,
-        input_sentence_size=len(sentences),
+        # every sentence given (0: no cap; SentencePiece refuses a cap of 1 to 100, i.e. a corpus that small)
+        input_sentence_size=len(sentences) if len(sentences) > 100 else 0,
         shuffle_input_sentence=False,  # the sample is already shuffled with our seed
         hard_vocab_limit=False,  # small corpora get a smaller vocabulary instead of an error
         num_threads=usable_cores(),

@@ -453,3 +453,13 @@ def test_train_cli_passes_the_tokenizer_options_to_sentencepiece(tmp_path, small
     chars = sorted(set("".join(open(small_files[0], encoding="utf-8").read().split())))
     assert all(0 not in list(tok.encode_lists([c])[0]) for c in chars)  # every character has a piece
     assert list(tok.encode_lists(["HAUS"])[0]) == list(tok.encode_lists(["haus"])[0])
+
+
+def test_sentencepiece_trains_on_a_corpus_of_a_few_lines():
+    """SentencePiece refuses an input cap of 1 to 100 sentences: a corpus that small trains with no cap (it was a
+    traceback from its C++ trainer)."""
+    from bitextmine.tokenizer import Tokenizer, train_sentencepiece
+
+    sentences = toy_corpus(30, seed=4)[0]
+    tok = Tokenizer(train_sentencepiece(sentences, TokenizerConfig(vocab_size=200)))
+    assert tok.vocab_size > 10 and all(len(ids) for ids in tok.encode_lists(sentences[:3]))
