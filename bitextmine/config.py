@@ -196,7 +196,7 @@ class EmbeddingsConfig:
 PAIR_CHUNK_LINES = 20_000
 # filter --score prob and score --margin prob: pairs per block the second stage judges together (a pair's margin
 # among its block's other pairs); within the sizes the stage was trained on, and its search costs a quarter of
-# a 20,000-line chunk's per pair (docs/benchmarks.md, "The filter's search")
+# a 20,000-line chunk's per pair (docs/benchmarks.md, "Filtering noisy parallel data")
 JUDGE_LINES = 5_000
 PROB_MIN_PAIRS = 10  # --score prob / --margin prob: fewer pairs given together are not judged (k = 4 neighbours among
 # a handful of lines make every margin near 1; from 10 pairs up its decisions match larger blocks': docs/benchmarks.md)
@@ -304,7 +304,7 @@ DEVICES = ("auto", "cpu", "cuda")
 
 # Training recipes: the fields each one sets on top of the dataclass defaults (train --recipe). "paper"
 # is Wieting et al. 2019 as written (the defaults themselves). "inbatch" is the recipe of the bundled model
-# (docs/benchmarks.md, "The in-batch recipe" and the sections after it): the in-batch softmax of
+# (docs/tried.md, "The encoder"; docs/benchmarks.md, "The bundled model"): the in-batch softmax of
 # sentence-transformers' MultipleNegativesRankingLoss over mini-batches of 2,048 pairs plus the hardest
 # negative of a mega-batch of 4 mini-batches, with the paper's hinge loss over those negatives beside it
 # (hinge_weight), a high learning rate for vectors that start large (its ratio to their spread is what
@@ -359,9 +359,9 @@ class LexiconConfig:
 
     iters: int = 5  # EM iterations: GIZA++'s default for model 1 (Och & Ney 2003)
     null: bool = True  # a NULL source token that can explain any target token (Brown et al. 1993)
-    floor: float = 1e-4  # entries below it pruned after training: 5x fewer than none, same separation (docs/benchmarks.md)
+    floor: float = 1e-4  # entries below it pruned after training: 5x fewer than none, same separation (docs/tried.md)
     max_len: int = 128  # training skips pairs with a longer side (GIZA++ skips > 100 words): bounds the l x m cost
-    min_prob: float = 1e-6  # scoring's floor per target token (unseen, pruned): separates better than 1e-4 or 1e-3 (benchmarks.md)
+    min_prob: float = 1e-6  # scoring's floor per target token (unseen, pruned): separates better than 1e-4 or 1e-3 (docs/tried.md)
     batch: int = 1 << 22  # co-occurrences per batch in training and scoring: bounds the memory of one step
 
 

@@ -12,7 +12,7 @@ from bitextmine.model import default_model_dir
 
 
 def own(model):
-    """A copy of the session's model to save: Model.save moves the model it saves to its new directory."""
+    """A copy of the toy model shared by the test run to save: Model.save moves the model it saves to its new directory."""
     return replace(model, config=dict(model.config))
 
 

@@ -271,7 +271,7 @@ per-dataset STS scores (a copy is `docs/results.json`). Seeds are fixed; the qua
   German and Spanish pieces get their own (the papers' language prefix); evaluated with the foreign
   side `--marked` (Tatoeba's non-English file, xSTS's second sentence).
 - **default**: the bundled model (`bitextmine/models/default`), trained differently (all 8 language
-  pairs, 2M pairs, 32k vocabulary, 8 epochs; see docs/benchmarks.md): a reference, not a like-for-like
+  pairs, 2M pairs, 32k vocabulary, 8 epochs; see docs/tried.md): a reference, not a like-for-like
   row. Its SIF statistics were added afterwards by `tools/add_sif_stats.py` (token counts over its
   own training data).
 

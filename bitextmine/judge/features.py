@@ -10,7 +10,7 @@
   llr_en     much the other line explains beyond how common its pieces are; raw IBM1 rewards sentences
              of common pieces, this ratio does not. (Normalising by the scores of each line's k nearest
              candidates instead, as the margin does, measured no better on the sparse dev tasks and costs
-             2k + 1 scorings a pair: docs/benchmarks.md.)
+             2k + 1 scorings a pair: docs/tried.md.)
   cover_fx   the share of the foreign line's pieces whose best link to an English piece (max t(f|e)) reaches
   strong_fx  0.05, and 0.2, and the mean log of those best links (:func:`bitextmine.lexicon.best_links`): a
   best_fx    same-topic sentence explains its topic's pieces and leaves the rest unexplained

@@ -44,7 +44,7 @@ def adjust_to_prior(p: np.ndarray, prior: float, iters: int = 1, tol: float = 1e
     ``iters`` 1 (the default) takes one step: the set's prior is the mean of p. Run to convergence, EM finds
     the maximum-likelihood prior, which collapses toward 0 when positives are rare and the classifier is
     confident about the negatives (on the sparse dev tasks at 1 % translations, Russian F1 12 against 67 with
-    one step: docs/benchmarks.md)."""
+    one step: docs/tried.md, "The second stage")."""
     p = np.clip(np.asarray(p, np.float64), 1e-12, 1 - 1e-12)
     if len(p) == 0:
         return p, prior
