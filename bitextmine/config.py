@@ -7,7 +7,7 @@ parallel translations") and Wieting et al. 2021 ("Paraphrastic representations a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 LANGID_MODELS = ("ensemble", "fasttext", "py3langid", "langdetect")  # filter --langid-model
 SPM_NORMALIZATIONS = ("nmt_nfkc", "nmt_nfkc_cf", "nfkc", "nfkc_cf", "identity")  # train --spm-normalization
@@ -108,40 +108,53 @@ class EncodeConfig:
 
 
 @dataclass(frozen=True)
+class Floors:
+    """The selection settings of a run whose model holds none calibrated for its languages (or with
+    per_language off), for the MineConfig fields left None."""
+
+    # Chosen with min_z for the bundled model by tools/calibrate_threshold.py on dev data over every language
+    # (docs/mining.md, "The default threshold")
+    threshold: float = 1.18
+    min_cosine: float = 0.0  # off, as in margin mining in the literature
+    min_z: float = 4.5  # unlike a margin it does not grow on small inputs; 0 = off (LASER's margin mining)
+    min_prob: float = 0.5  # the second stage's floor where its calibration gives none
+
+
+FLOOR_KEYS = ("threshold", "min_z", "min_cosine", "min_prob")  # the MineConfig fields None leaves to the model
+
+
+@dataclass(frozen=True)
 class MineConfig:
     k: int = 4  # LASER: k = 4 nearest neighbours in each direction
     margin: str = "ratio"  # LASER: ratio margin works best (ratio | distance | absolute)
     mode: str = "max"  # LASER: "max" retrieval, best pairs first, each sentence used once
-    # Calibrated with min_z for the bundled model by tools/calibrate_threshold.py on dev data (README, "The default
-    # threshold"); for language pairs without settings of their own (per_language below)
-    threshold: float = 1.18
-    # Optional floor on the cosine (off by default, as in margin mining in the literature).
-    min_cosine: float = 0.0
-    # A pair must also stand out: z, the mean over its two sentences of how many standard deviations its cosine
-    # lies above the sentence's cosines with every other line of the other side (bitextmine/mining/standout.py).
-    # Unlike a margin it does not grow on small inputs. Chosen with the threshold by tools/calibrate_threshold.py
-    # (README, "The default threshold"). 0 = off (LASER's margin mining).
-    min_z: float = 4.5
+    # The selection settings. None (the default) means: the value the model holds calibrated for the sides'
+    # languages (per_language below; bitextmine/mining/calibrated.py), else the global default in Floors; a
+    # number is used as given. mine's options set them the same way (an option not given is None).
+    threshold: float | None = None  # keep pairs scoring at least this margin
+    min_cosine: float | None = None  # keep pairs with at least this cosine
+    # keep pairs that stand out: z, the mean over its two sentences of how many standard deviations its cosine
+    # lies above the sentence's cosines with every other line of the other side (bitextmine/mining/standout.py)
+    min_z: float | None = None
     # The second stage (bitextmine/judge/): where the model has one for the sides' languages (English and one of
-    # its languages, known as for per_language), each candidate gets a probability of translation from its margin,
-    # cosine, z, length ratio and IBM model 1 scores, and pairs below min_prob are dropped (besides the floors
-    # above); its min_prob calibrated for the language replaces this one unless given.
+    # its languages, known as for per_language), each candidate gets a score from its margin, cosine, z, length
+    # ratio and IBM model 1 scores, and pairs below min_prob are dropped (besides the floors above).
     second_stage: bool = True
-    min_prob: float = 0.5
+    min_prob: float | None = None
     # ... from this many distinct lines a side: below, the share of translations its probabilities adjust to is
     # guessed from a few dozen candidates, and the floors alone measured as well (dense dev tasks of 30 lines: the
     # stage lost a translation in fr and cs, gained one in de, tr and ar; from 300 lines it gains: benchmarks.md)
     second_stage_min_lines: int = 100
-    # set by the second stage: candidates are kept from this margin up (those below threshold only to estimate
-    # the share of translations the probabilities adjust to); None: from threshold up
-    judged_floor: float | None = None
-    # Use the model's threshold, min_z and min_cosine calibrated for the two sides' languages when it has
-    # them (bitextmine/mining/calibrated.py); the languages are given (src_lang/tgt_lang) or detected on
-    # the first detect_lines lines of each side. The values above apply to other language pairs.
+    # Use the model's threshold, min_z, min_cosine and min_prob calibrated for the two sides' languages when it
+    # has them, for those of them left None; the languages are given (src_lang/tgt_lang) or detected on the
+    # first detect_lines lines of each side. Off: Floors' values for those left None.
     per_language: bool = True
-    # Those of threshold, min_z and min_cosine that per_language leaves as set here (mine: the options given)
-    pinned: tuple[str, ...] = ()
     detect_lines: int = 200
+    # A declared language (src_lang/tgt_lang) is checked against the side's text: refused when at least this
+    # share of its first detect_lines lines read as one other language (the identifiers confuse close languages
+    # on some lines; a wrong declaration reads as another language on most of them)
+    lang_check_share: float = 0.8
+    trust_langs: bool = False  # take the declared languages without reading the text (a checked run's escape)
     block_size: int = 8192  # query rows per k-NN block (exact search: rows streamed per block); bounds memory
     device: str = "auto"  # auto | cpu | cuda
     index: str = "auto"  # auto | flat | ivf | ivfpq: exact search, or approximate (FAISS IVF) for large sides
@@ -163,6 +176,17 @@ class MineConfig:
     # float32 search), or fp32 throughout; auto: bf16 on GPUs and CPUs with native bf16 dot products
     precision: str = "auto"
     candidates: int = 16  # exact search: candidates kept per row before rescoring (more: fewer rows searched again)
+
+    def given(self) -> tuple[str, ...]:
+        """The selection settings (FLOOR_KEYS) set to a number, which no calibration replaces."""
+        return tuple(k for k in FLOOR_KEYS if getattr(self, k) is not None)
+
+    def resolved(self, values: dict | None = None) -> "MineConfig":
+        """This config with each selection setting left None taken from ``values`` ({field: number}, e.g. a
+        model's calibration), else from :class:`Floors`; those set to a number stay."""
+        values, fallback = values or {}, Floors()
+        return replace(self, **{k: float(values.get(k, getattr(fallback, k))) for k in FLOOR_KEYS
+                                if getattr(self, k) is None})
 
 
 ENGINES = ("local", "ray")  # the staged run: in this process, or as Ray tasks
@@ -277,6 +301,12 @@ class FilterConfig:
     # of translation within the chunk (needs --src-lang/--tgt-lang: English and a language it holds) | none
     score: str = "cosine"
     min_score: float | None = None  # keep lines scoring at least this; None = keep all, append the score
+    # Misaligned pairs: where the model knows both declared languages (its "languages"), a pair whose ratio
+    # margin within the chunk (its cosine over the mean cosine of each side's k nearest lines of the other side)
+    # is below this is rejected as misaligned, whatever the score. A translation's margin is about 1 or above,
+    # a shuffled pair's far below. Chosen on held-out pairs (Tatoeba v1, manuals) with a fifth of them shuffled:
+    # docs/filtering.md. 0 = off.
+    min_aligned: float = 0.75
     chunk_lines: int = PAIR_CHUNK_LINES  # lines per chunk: memory bound, unit of parallel work, margin neighbourhood
     k: int = MineConfig.k  # margin: neighbours of each side among the other side of the chunk
     judge_lines: int = JUDGE_LINES  # prob: pairs judged together (at most the stage's max_lines), within a chunk

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from bitextmine.cli import main
-from bitextmine.config import MineConfig
-from bitextmine.errors import ModelFormatError
+from bitextmine.config import Floors, MineConfig
+from bitextmine.errors import ConfigError, ModelFormatError
 from bitextmine.language import side_language
 from bitextmine.mining.calibrated import apply, settings_for, write_section
 from bitextmine.pipeline import mine_files
@@ -35,16 +35,27 @@ def test_settings_for_a_language_with_english_in_either_order():
 def test_apply_only_when_per_language_is_on():
     config, applied = apply(MineConfig(), SECTION, "en", "de")
     assert applied and (config.threshold, config.min_z, config.min_cosine) == (1.3, 3.0, 0.35)
-    assert config.k == MineConfig.k  # the rest is kept
-    assert apply(MineConfig(per_language=False), SECTION, "en", "de") == (MineConfig(per_language=False), False)
-    assert apply(MineConfig(), SECTION, "en", "fr") == (MineConfig(), False)
+    assert config.k == MineConfig.k and config.min_prob == Floors().min_prob  # the rest is kept or the default
+    off = MineConfig(per_language=False)
+    assert apply(off, SECTION, "en", "de") == (off.resolved(), False)
+    assert apply(MineConfig(), SECTION, "en", "fr") == (MineConfig().resolved(), False)
 
 
-def test_apply_keeps_the_pinned_fields():
-    config, applied = apply(MineConfig(threshold=2.0, pinned=("threshold",)), SECTION, "en", "de")
+def test_apply_keeps_the_settings_given():
+    config, applied = apply(MineConfig(threshold=2.0), SECTION, "en", "de")
     assert applied and (config.threshold, config.min_z, config.min_cosine) == (2.0, 3.0, 0.35)
-    everything = MineConfig(pinned=("threshold", "min_z", "min_cosine"))
+    everything = MineConfig(threshold=1.18, min_z=4.5, min_cosine=0.0, min_prob=0.5)
     assert apply(everything, SECTION, "en", "de") == (everything, False)
+
+
+def test_the_python_api_mines_with_the_settings_it_is_given(calibrated_dir):
+    """A MineConfig with numbers is mined with those numbers, calibration or not; None takes the calibration."""
+    given = MineConfig(threshold=1.5, min_z=0, min_cosine=0)
+    rows, stats = _mine(calibrated_dir, config=given)
+    assert "|threshold:1.5|min-cosine:0|min-z:0" in stats.signature and stats.info["calibrated_for"] is None
+    assert stats.info["settings"].startswith("settings given: threshold 1.5, min-z 0, min-cosine 0")
+    rows, stats = _mine(calibrated_dir, config=MineConfig(min_z=0))  # the threshold and cosine stay calibrated
+    assert "|threshold:1e+09|" in stats.signature and "|min-z:0" in stats.signature
 
 
 def _blocking_model(toy_model_dir, out: str, languages: list[str], lang: str) -> str:
@@ -139,13 +150,29 @@ def test_mine_applies_the_calibration_of_the_detected_languages(calibrated_dir, 
     low = MineConfig(threshold=0.0, min_z=0.0)  # the toy model knows no German: keep every candidate
     plain, plain_stats = _mine(toy_model_dir, config=low)
     assert plain and "calibrated" not in plain_stats.signature  # no section: the settings given
-    rows, stats = _mine(calibrated_dir, config=low)
+    rows, stats = _mine(calibrated_dir)  # the settings left to the model: its calibration (threshold 1e9)
     assert rows == [] and stats.info["calibrated_for"] == ("de", "en")
     assert "|threshold:1e+09|" in stats.signature and stats.signature.endswith("|calibrated:de-en")
     rows, stats = _mine(calibrated_dir, config=MineConfig(threshold=0.0, min_z=0.0, per_language=False))
     assert rows == plain and stats.info["calibrated_for"] is None
-    rows, stats = _mine(calibrated_dir, config=low, src_lang="fr")  # a pair the model has no settings for
+    # a pair the model has no settings for (German taken as French on purpose)
+    rows, stats = _mine(calibrated_dir, config=replace(low, trust_langs=True), src_lang="fr")
     assert rows == plain and stats.info["calibrated_for"] is None
+
+
+def test_a_declared_language_the_text_contradicts_is_refused_unless_insisted_on(calibrated_dir):
+    de, en = os.path.join(EXAMPLES, "de.txt"), os.path.join(EXAMPLES, "en.txt")
+    with pytest.raises(ConfigError, match=r"^--src-lang fr: .*de\.txt reads as de, not fr, on most of its first "
+                                          r"lines; declare --src-lang de, or give --trust-lang to mine it as fr$"):
+        _mine(calibrated_dir, src_lang="fr")
+    with pytest.raises(ConfigError, match=r"^--tgt-lang de: .*en\.txt reads as en, not de"):
+        _mine(calibrated_dir, src_lang="de", tgt_lang="de")
+    rows, stats = _mine(calibrated_dir, src_lang="de", tgt_lang="en")  # declared right: taken
+    assert stats.info["calibrated_for"] == ("de", "en")
+    r = CliRunner().invoke(main, ["mine", de, en, "--model", calibrated_dir, "--src-lang", "fr", "-q"])
+    assert r.exit_code == 1 and r.output.startswith("Error: --src-lang fr: ") and r.output.count("\n") == 1
+    r = CliRunner().invoke(main, ["mine", de, en, "--model", calibrated_dir, "--src-lang", "fr", "--trust-lang", "-q"])
+    assert r.exit_code == 0 and "source fr (given)" in r.output
 
 
 def test_the_settings_used_are_said_in_one_line(calibrated_dir):
@@ -155,8 +182,8 @@ def test_the_settings_used_are_said_in_one_line(calibrated_dir):
     rows, stats = _mine(calibrated_dir, src_lang="de", tgt_lang="en")
     assert stats.info["settings"].endswith("languages: source de (given); target en (given)")
     rows, stats = _mine(calibrated_dir, config=MineConfig(per_language=False))
-    assert stats.info["settings"].startswith(f"global defaults: threshold {MineConfig.threshold:g}, "
-                                             f"min-z {MineConfig.min_z:g}, min-cosine {MineConfig.min_cosine:g}, "
+    assert stats.info["settings"].startswith(f"global defaults: threshold {Floors().threshold:g}, "
+                                             f"min-z {Floors().min_z:g}, min-cosine {Floors().min_cosine:g}, "
                                              "not per language: per-language settings off")
 
 
@@ -202,11 +229,10 @@ def test_another_margin_with_the_default_threshold_is_a_config_error(calibrated_
     for margin in ("distance", "absolute"):
         with pytest.raises(ConfigError, match=f"--margin {margin} with the default threshold .* give --threshold"):
             _mine(calibrated_dir, config=MineConfig(margin=margin))
-    rows, _ = _mine(calibrated_dir, config=MineConfig(margin="distance", threshold=MineConfig.threshold,
-                                                       pinned=("threshold",), min_z=0.0))
+    rows, _ = _mine(calibrated_dir, config=MineConfig(margin="distance", threshold=Floors().threshold, min_z=0.0))
     assert rows == []  # given on purpose: taken as given
     with pytest.raises(ConfigError, match="--min-prob with --no-second-stage"):
-        _mine(calibrated_dir, config=MineConfig(second_stage=False, min_prob=0.9, pinned=("min_prob",)))
+        _mine(calibrated_dir, config=MineConfig(second_stage=False, min_prob=0.9))
 
 
 def test_a_language_code_no_check_knows_is_a_config_error(calibrated_dir):
@@ -232,7 +258,7 @@ def test_cli_options_given_replace_only_their_own_calibrated_value(calibrated_di
     for extra in (["--threshold", "0", "--min-z", "0", "--min-cosine", "0"], ["--no-per-language"]):
         r = CliRunner().invoke(main, args + extra)
         assert r.exit_code == 0 and "calibrated" not in r.stderr, extra
-    assert f"|threshold:{MineConfig.threshold:g}|" in r.stderr  # --no-per-language: the global default
+    assert f"|threshold:{Floors().threshold:g}|" in r.stderr  # --no-per-language: the global default
 
 
 def test_plateau_prefers_a_broad_top_to_a_lone_peak():
@@ -251,7 +277,7 @@ class _Stage:
 
 
 @pytest.mark.parametrize("config, off", [
-    (MineConfig(threshold=1.2, min_z=4, min_cosine=0.4, pinned=("threshold", "min_z", "min_cosine")),
+    (MineConfig(threshold=1.2, min_z=4, min_cosine=0.4),
      "threshold, min-z and min-cosine all given"),
     (MineConfig(per_language=False), "per-language settings off"),
 ])
@@ -268,11 +294,10 @@ def test_the_second_stage_applies_when_the_floors_are_given_or_not_per_language(
 
     choice = with_second_stage(choose(config, {"de-en": {}}, (None, None), detect), _Stage())
     assert asked == [0, 1] and choice.languages == ("de", "en") and choice.judged == "de"
-    assert choice.config.min_prob == 0.6 and choice.config.judged_floor == 1.05
+    assert choice.config.min_prob == 0.6 and choice.judged_floor == 1.05
     assert f"second stage: min-prob 0.6, not per language: {off}; languages: source de (detected)" in \
         choice.describe()
-    given = with_second_stage(choose(replace(config, min_prob=0.9, pinned=config.pinned + ("min_prob",)), None,
-                                     (None, None), detect), _Stage())
+    given = with_second_stage(choose(replace(config, min_prob=0.9), None, (None, None), detect), _Stage())
     assert given.judged == "de" and given.config.min_prob == 0.9
     off_stage = with_second_stage(choose(replace(config, second_stage=False), None, (None, None), detect), _Stage())
     assert off_stage.judged is None and off_stage.languages == (None, None)  # nothing detected for nothing

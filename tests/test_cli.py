@@ -220,7 +220,7 @@ def test_mine_and_train_help_show_the_common_options_first_and_the_rest_in_named
     mine = _help_sections(run("mine", "--help").output)
     assert list(mine) == ["Options", "Selection", "Parquet and JSONL", "Embeddings", "Search", "Pipeline", "Rules"]
     assert [t.split()[0] for t in mine["Parquet and JSONL"]] == ["--column", "--src-col", "--tgt-col", "--id-col"]
-    assert len(mine["Options"]) <= 9 and "--src-lang CODE" in mine["Options"] and "--ids" in mine["Options"]
+    assert len(mine["Options"]) <= 10 and "--src-lang CODE" in mine["Options"] and "--ids" in mine["Options"]
     assert "--threshold FLOAT" in mine["Selection"] and "--min-prob FLOAT RANGE" in mine["Selection"]
     assert mine["Rules"] == ["--rules"] and "--k INTEGER RANGE" in mine["Search"] and "--work-dir DIR" in mine["Pipeline"]
     assert len(run("mine", "--help").output.splitlines()) < 180  # was 272 with the rule options described

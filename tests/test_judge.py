@@ -271,7 +271,7 @@ def test_mine_with_the_second_stage_names_it_and_keeps_the_translations(toy_stag
     # min-prob given keeps its value; 1.0 keeps nothing
     none = io.StringIO()
     mine_files(src, tgt, none, model=model, ids=True, src_lang="de", tgt_lang="en",
-               config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=1.0, pinned=("min_prob",)))
+               config=MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=1.0))
     assert none.getvalue() == ""
 
 
@@ -520,7 +520,7 @@ def test_a_run_larger_than_the_stage_was_calibrated_on_judges_margins_against_sa
     small = stage_of_100_lines(toy_stage_dir, tmp_path)
     src, tgt, truth = sparse_toy_task(tmp_path)  # 300 distinct lines a side
     model = load_model(small)
-    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",),
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0,
                             index="ivf" if how == "ivf" else "auto", nlist=8)
     pipeline = PipelineConfig(chunk_lines=70 if how == "cells" else PipelineConfig.chunk_lines,
                               work_dir=str(tmp_path / "w"))
@@ -563,7 +563,7 @@ def test_a_run_above_max_lines_gives_the_same_pairs_with_its_sides_swapped(toy_s
     with open(tgt, "w", encoding="utf-8") as f:  # 240 target lines against 300 source lines
         f.write("\n".join(lines[:240]) + "\n")
     model = load_model(small)
-    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",),
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0,
                             index="ivf" if how == "ivf" else "auto", nlist=8)
     one, two = io.StringIO(), io.StringIO()
     stats = mine_files(src, tgt, one, model=model, config=floors_off, ids=True, src_lang="de", tgt_lang="en")
@@ -588,7 +588,7 @@ def test_a_work_directory_whose_samples_were_drawn_another_way_searches_again(to
     small = stage_of_100_lines(toy_stage_dir, tmp_path)
     src, tgt, _ = sparse_toy_task(tmp_path)
     model, work = load_model(small), str(tmp_path / "w")
-    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",))
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0)
     want = io.StringIO()
     mine_files(src, tgt, want, model=model, config=floors_off, ids=True, src_lang="de", tgt_lang="en",
                pipeline=PipelineConfig(work_dir=work))
@@ -634,7 +634,7 @@ def test_a_run_above_max_lines_gives_the_same_pairs_whatever_the_order_of_its_li
     small = stage_of_100_lines(toy_stage_dir, tmp_path)
     src, tgt, _ = sparse_toy_task(tmp_path)
     model = load_model(small)
-    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0, pinned=("min_prob",),
+    floors_off = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0,
                             index="ivf" if how == "ivf" else "auto", nlist=8)
     pipeline = PipelineConfig(chunk_lines=70 if how == "cells" else PipelineConfig.chunk_lines)
     rng = np.random.default_rng(4)
@@ -872,7 +872,7 @@ def test_min_prob_given_where_the_stage_does_not_judge_is_a_config_error(toy_sta
 
     src, tgt, _ = sparse_toy_task(tmp_path, n=60, gold=10)
     model = load_model(toy_stage_dir)
-    floors = dict(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.5, pinned=("min_prob",))
+    floors = dict(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.5)
     cases = [(model, MineConfig(**floors, second_stage_min_lines=100), {"src_lang": "de", "tgt_lang": "en"},
               "60 distinct lines on a side, below the 100"),
              (model, MineConfig(**floors), {"src_lang": "de", "tgt_lang": "fr"}, "judges pairs of English"),
@@ -897,8 +897,7 @@ def test_explain_prints_the_probability_that_min_prob_keeps_pairs_by(toy_stage_d
 
     def rows(min_prob: float) -> list[list[str]]:
         out = io.StringIO()
-        config = MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage_min_lines=10, min_prob=min_prob,
-                            pinned=("min_prob",))
+        config = MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage_min_lines=10, min_prob=min_prob)
         mine_files(src, tgt, out, model=model, config=config, explain=True, src_lang="de", tgt_lang="en")
         return [r.split("\t") for r in out.getvalue().splitlines()]
 

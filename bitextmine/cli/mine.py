@@ -5,9 +5,8 @@ from __future__ import annotations
 import functools
 
 import click
-from click.core import ParameterSource
 
-from ..config import ENGINES, EncodeConfig, MineConfig, PipelineConfig
+from ..config import ENGINES, EncodeConfig, Floors, MineConfig, PipelineConfig
 from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output,
                      check_not_inputs, check_output, column_options, columns_from, device_option, embedding_options, embeddings_from,
                      info, lang_options, marked_option, model_option, progress_bar, quiet_option, refuse_unused,
@@ -16,6 +15,12 @@ from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEAR
 from .help import GroupedCommand
 
 M = MineConfig
+F = Floors()
+
+
+def _calibrated(value: float) -> str:
+    """The help's default of a selection setting that the model's calibration sets (MineConfig: None)."""
+    return f"calibrated per language; {value:g} where none is"
 PIPELINE_NAMES = ("work_dir", "resume", "chunk_lines", "engine", "ray_address")
 # "Options" (what most runs set) are those no group names: -o, --model, --src-lang/--tgt-lang, --ids, --explain,
 # --device, -q; the rule options are accepted but hidden (filter's help describes them; --rules names them)
@@ -57,10 +62,11 @@ def _pipeline_options(f):
 @click.option("--tgt-emb", default=None, metavar="FILE", help="Embeddings of every line of TGT.")
 @embedding_options
 @search_options
-@click.option("--threshold", type=float, default=M.threshold, show_default=True,
-              help="Keep pairs scoring at least this (the default applies where --per-language finds no calibration).")
-@click.option("--min-cosine", type=float, default=M.min_cosine, show_default=True, help="Keep pairs with at least this cosine.")
-@click.option("--min-z", type=float, default=M.min_z, show_default=True,
+@click.option("--threshold", type=float, default=None, show_default=_calibrated(F.threshold),
+              help="Keep pairs scoring at least this margin.")
+@click.option("--min-cosine", type=float, default=None, show_default=_calibrated(F.min_cosine),
+              help="Keep pairs with at least this cosine.")
+@click.option("--min-z", type=float, default=None, show_default=_calibrated(F.min_z),
               help="Keep pairs whose cosine stands out by this many standard deviations from both sentences' "
               "cosines with the other side's lines (0: off, LASER's margin mining).")
 @click.option("--per-language/--no-per-language", default=M.per_language, show_default=True,
@@ -70,8 +76,7 @@ def _pipeline_options(f):
 @click.option("--second-stage/--no-second-stage", default=M.second_stage, show_default=True,
               help="Where the model has a second stage for the sides' languages, judge each candidate with it "
               "and keep those that reach --min-prob (docs/second-stage.md); the floors above still apply.")
-@click.option("--min-prob", type=click.FloatRange(0, 1), default=M.min_prob,
-              show_default=f"calibrated per language; {M.min_prob:g} where none is",
+@click.option("--min-prob", type=click.FloatRange(0, 1), default=None, show_default=_calibrated(F.min_prob),
               help="With the second stage: the score a pair needs.")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--explain", is_flag=True, help="Append the ids, the cosine, both neighbour means, the direction that "
@@ -84,14 +89,17 @@ def _pipeline_options(f):
 @click.option("--rules", "use_rules", is_flag=True,
               help="Drop candidates that break a rule of 'bitextmine filter', set with its options (described in "
               "'bitextmine filter --help'): " + rule_flags() + ".")
-@lang_options("used by --per-language and --rules instead of detecting it.")
+@lang_options("used by --per-language and --rules instead of detecting it; refused when the text reads as "
+              "another language.")
+@click.option("--trust-lang", "trust_langs", is_flag=True, default=M.trust_langs,
+              help="Take --src-lang/--tgt-lang as given, without checking them against the text.")
 @rule_options(hidden=True)
 @device_option(M.device)
 @functools.partial(quiet_option, help="No progress bar or summary on stderr; the line naming the settings used stays when "
                                      "per-language settings were looked for.")
 def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, per_language, second_stage,
          min_prob, ids, explain,
-         block_size, sif, marked, use_rules, src_lang, tgt_lang, device, quiet, work_dir, resume, chunk_lines, engine,
+         block_size, sif, marked, use_rules, src_lang, tgt_lang, trust_langs, device, quiet, work_dir, resume, chunk_lines, engine,
          ray_address, **kw):
     """Mine translation pairs between two text files (one sentence per line), or Parquet/JSONL inputs (.parquet,
     .jsonl[.gz], a folder or glob of shards; see --column).
@@ -105,7 +113,6 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
       bitextmine mine 'de/*.parquet' 'en/*.parquet' --column text --id-col id -o pairs.parquet
     """
     from ..mining import mine_files
-    from ..mining.calibrated import KEYS
     from ..loading import load_model
     from ..tabular import output_format, table_kind
 
@@ -122,11 +129,9 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     refuse_unused_embedding_options(bool(src_emb or tgt_emb), kw)
     rules = rules_from(kw)
     embeddings = embeddings_from(kw)
-    ctx = click.get_current_context()
-    # --per-language replaces the KEYS options; those given keep their values, even a default's
-    given = tuple(p for p in (*KEYS, "min_prob") if ctx.get_parameter_source(p) != ParameterSource.DEFAULT)
     config = MineConfig(**search_from(kw), threshold=threshold, min_cosine=min_cosine, min_z=min_z,
-                        per_language=per_language, second_stage=second_stage, min_prob=min_prob, pinned=given,
+                        per_language=per_language, second_stage=second_stage, min_prob=min_prob,
+                        trust_langs=trust_langs,
                         block_size=block_size, device=device)
     pipeline = PipelineConfig(work_dir=work_dir or "", resume=resume, chunk_lines=chunk_lines, engine=engine,
                               ray_address=ray_address or "")

@@ -197,7 +197,7 @@ def evaluate(folder: str, task: Task, model, oracles: bool = True, second_stage:
                          second_stage=False)  # the margin alone
     pairs, scores, _ = mined(folder, model, everything)
     margin_only = best_f1(scores, np.array([q in task.gold for q in pairs], bool), len(task.gold))
-    floors = replace(MineConfig(), threshold=-1e9, pinned=("threshold",))
+    floors = replace(MineConfig(), threshold=-1e9)
     pairs, scores, _ = mined(folder, model, floors)
     with_floors = best_f1(scores, np.array([q in task.gold for q in pairs], bool), len(task.gold))
     return dict(out, oracle_margin=margin_only, oracle_floors=with_floors)

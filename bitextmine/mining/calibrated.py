@@ -13,8 +13,8 @@ config.json, the settings chosen for each of its languages with English on dev d
 best guess for a sample of lines: :func:`bitextmine.language.side_language`), one of them is English
 and the model holds settings for the other, and the vectors are the model's plain embeddings (the
 settings were chosen on them: not with SIF weighting, a marked side, or another encoder's embeddings),
-a threshold, standout floor or cosine floor the user sets keeps its value (``MineConfig.pinned``).
-Otherwise the global defaults apply.
+for the settings the caller left None; a number set in the MineConfig is used as given. Otherwise the global
+defaults apply (:class:`bitextmine.config.Floors`).
 :class:`Choice` says which settings a run used and why, in one line.
 """
 
@@ -25,8 +25,8 @@ import os
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
-from ..config import MineConfig
-from ..errors import ModelFormatError
+from ..config import Floors, MineConfig
+from ..errors import ConfigError, ModelFormatError
 
 SECTION_VERSION = 1
 KEYS = ("threshold", "min_z", "min_cosine")  # the MineConfig fields a calibration sets
@@ -58,12 +58,12 @@ def settings_for(section: dict | None, src_lang: str | None, tgt_lang: str | Non
 
 
 def apply(config: MineConfig, section: dict | None, src_lang: str | None, tgt_lang: str | None) -> tuple[MineConfig, bool]:
-    """(``config`` with the calibrated settings for the languages, whether any applied): only when
-    ``config.per_language`` is on and :func:`settings_for` finds them; the fields in ``config.pinned`` keep
-    their values."""
+    """(``config`` resolved: its settings left None from the calibrated ones for the languages, the rest from
+    :class:`bitextmine.config.Floors`; whether any calibrated setting applied). Calibrated settings apply only
+    when ``config.per_language`` is on and :func:`settings_for` finds them; a setting given keeps its value."""
     found = settings_for(section, src_lang, tgt_lang) if config.per_language else None
-    found = {k: v for k, v in (found or {}).items() if k not in config.pinned}
-    return (replace(config, **found), True) if found else (config, False)
+    found = {k: v for k, v in (found or {}).items() if getattr(config, k) is None}
+    return config.resolved(found), bool(found)
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Choice:
     or "not looked for"), why the calibration applies or not (``reason``), and whether per-language settings
     were looked for at all (``looked``: False when turned off, all three given, or the model has none)."""
 
-    config: MineConfig
+    config: MineConfig  # resolved: every selection setting a number
     calibrated: bool
     languages: tuple[str | None, str | None]
     found: tuple[str, str]
@@ -83,11 +83,15 @@ class Choice:
     not_judged: str = ""  # why a second stage the model has for the languages was not applied ("": it was, or none)
     reference_lines: int = 0  # > 0: the stage gets margins as sides of this many lines give them (mining/reference.py)
     side_lines: int = 0  # with reference_lines: the run's larger side, distinct lines
+    given: tuple[str, ...] = ()  # the selection settings the caller set (MineConfig.given), kept as set
+    # with the second stage: candidates are kept from this margin up (those below the threshold only to estimate
+    # the share of translations its scores adjust to); None: from the threshold up
+    judged_floor: float | None = None
 
     def describe(self) -> str:
         """One line: the settings, which they are (calibrated for a pair, the global defaults, or given) and
         why, and the sides' languages."""
-        c, d = self.config, MineConfig()
+        c, d = self.config, Floors()
         values = f"threshold {c.threshold:g}, min-z {c.min_z:g}, min-cosine {c.min_cosine:g}"
         sides = "; ".join(f"{side} {lang or '?'} ({how})" for side, lang, how in
                           zip(("source", "target"), self.languages, self.found) if lang or how == "not detected")
@@ -116,27 +120,39 @@ def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, st
     only when the settings could apply). ``plain``: whether the vectors are the model's plain embeddings,
     on which the section was calibrated; else ``why_not_plain`` is the reason given."""
     found = tuple("given" if lang else "not looked for" for lang in langs)
+    given, plain_config = config.given(), config.resolved()
     if not plain:
-        return Choice(config, False, langs, found, f"{why_not_plain}; the per-language settings were chosen "
-                      "on the model's plain embeddings")
+        return Choice(plain_config, False, langs, found, f"{why_not_plain}; the per-language settings were "
+                      "chosen on the model's plain embeddings", given=given)
     # the second stage is its own switch: without per-language floors it still needs the sides' languages
     stage = config.second_stage
     off = ("per-language settings off" if not config.per_language else
-           "threshold, min-z and min-cosine all given" if set(KEYS) <= set(config.pinned) else
+           "threshold, min-z and min-cosine all given" if set(KEYS) <= set(given) else
            "the model carries no per-language settings" if not section else "")
     if off:
         known, found = _sides(langs, detect) if stage else (langs, found)
-        return Choice(config, False, known, found, off, False)
+        return Choice(plain_config, False, known, found, off, False, given=given)
     other = other_margin(config)
     if other:
         known, found = _sides(langs, detect) if stage else (langs, found)
-        return Choice(config, False, known, found, f"{other}; the per-language settings were chosen with the "
-                      f"default {MineConfig.margin} margin over {MineConfig.k} neighbours")
+        return Choice(plain_config, False, known, found, f"{other}; the per-language settings were chosen with "
+                      f"the default {MineConfig.margin} margin over {MineConfig.k} neighbours", given=given)
     known, found = _sides(langs, detect)
     reason = _why_not(section, *known)
     if reason:
-        return Choice(config, False, known, found, reason)
-    return Choice(apply(config, section, *known)[0], True, known, found, "")
+        return Choice(plain_config, False, known, found, reason, given=given)
+    return Choice(apply(config, section, *known)[0], True, known, found, "", given=given)
+
+
+def check_declared(langs: tuple[str | None, str | None], detect: Detect, paths: tuple[str, str]) -> None:
+    """ConfigError when a declared language (``langs``: src, tgt) is contradicted by its side's text: ``detect``
+    (side -> the one language most of its first lines read as, or None when none does) names another one.
+    A side that cannot be read twice (standard input) detects None and passes."""
+    for side, (option, lang) in enumerate(zip(("--src-lang", "--tgt-lang"), langs)):
+        seen = detect(side) if lang else None
+        if seen and seen != lang:
+            raise ConfigError(f"{option} {lang}: {paths[side]} reads as {seen}, not {lang}, on most of its first "
+                              f"lines; declare {option} {seen}, or give --trust-lang to mine it as {lang}")
 
 
 def _sides(langs: tuple[str | None, str | None], detect: Detect) -> tuple[tuple, tuple[str, str]]:
@@ -157,8 +173,8 @@ def with_second_stage(choice: Choice, stage) -> Choice:
     """``choice`` with the second stage (a :class:`bitextmine.judge.SecondStage`, or None) of the sides'
     languages when config.second_stage is on, both languages are known, one is English and the stage holds the
     other (for the model's plain embeddings only, on which it was trained: the caller's to check): its min_prob
-    replaces config's unless given (config.pinned), and its margin floor is where candidates are judged from
-    (config.judged_floor); the threshold, min_z and min_cosine stay as chosen."""
+    replaces config's unless given (choice.given), and its margin floor is where candidates are judged from
+    (choice.judged_floor); the threshold, min_z and min_cosine stay as chosen."""
     c, (src, tgt) = choice.config, choice.languages
     if not c.second_stage or stage is None:
         return choice
@@ -174,8 +190,8 @@ def with_second_stage(choice: Choice, stage) -> Choice:
         return replace(choice, not_judged=f"{margin}; it was trained on the default {MineConfig.margin} margin "
                                           f"over {MineConfig.k} neighbours")
     found = stage.languages[other]
-    min_prob = c.min_prob if "min_prob" in c.pinned else float(found["min_prob"])
-    return replace(choice, config=replace(c, min_prob=min_prob, judged_floor=float(found["floor"])), judged=other)
+    min_prob = c.min_prob if "min_prob" in choice.given else float(found["min_prob"])
+    return replace(choice, config=replace(c, min_prob=min_prob), judged_floor=float(found["floor"]), judged=other)
 
 
 def within_second_stage(choice: Choice, stage, rows: tuple[int, int], min_lines: int) -> Choice:
@@ -188,7 +204,7 @@ def within_second_stage(choice: Choice, stage, rows: tuple[int, int], min_lines:
     (:mod:`bitextmine.mining.reference`)."""
     if min(rows) < min_lines:  # whatever the other side's size
         why = f"{min(rows):,} distinct lines on a side, below the {min_lines:,} it applies from"
-        return replace(choice, judged=None, not_judged=why)
+        return replace(choice, judged=None, judged_floor=None, not_judged=why)
     limit = stage.reference_lines(choice.judged, rows)
     return replace(choice, reference_lines=limit, side_lines=max(rows)) if limit else choice
 

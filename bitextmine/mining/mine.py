@@ -48,11 +48,13 @@ def mine_embeddings(x: np.ndarray, y: np.ndarray, *, config: MineConfig = MineCo
     Returns Pairs (indices into x and y) with score >= config.threshold, cosine >= config.min_cosine and
     standout z >= config.min_z (:mod:`bitextmine.mining.standout`), sorted by score descending. The floors
     apply to each row's candidate before config.mode selects among them (:func:`bitextmine.mining.select.finish`).
-    These three are config's as given: ``config.per_language`` is not applied here (the rows carry no
-    language). :func:`bitextmine.pipeline.run.mine_files` picks a model's per-language settings first
+    These three are config's as given, those left None the global defaults (:class:`bitextmine.config.Floors`):
+    ``config.per_language`` is not applied here (the rows carry no language).
+    :func:`bitextmine.pipeline.run.mine_files` picks a model's per-language settings first
     (:func:`bitextmine.mining.calibrated.choose`); pass its ``choose(...).config`` to get the same pairs.
     The second stage (:mod:`bitextmine.judge`) reads the lines' texts, so only ``mine_files`` applies it.
     """
+    config = config.resolved()
     if config.mode not in MODES:
         raise ConfigError(f"mode {config.mode!r}: expected one of {', '.join(MODES)}")
     if config.k < 1:

@@ -35,8 +35,10 @@ def finish(f: tuple, b: tuple, config: MineConfig, standout: Standout | None = N
     gives bool (p,), whether a pair may be chosen (filter's rules): those it refuses are dropped after the
     floors and before the mode, so in mode max a refused pair does not take its sentences. Returns (src, tgt,
     score, cos, origin int8: 0 forward, 1 backward, z float32: NaN without ``standout``, prob float32: NaN
-    without ``judge``), sorted by score descending, ties by source, then target row.
+    without ``judge``), sorted by score descending, ties by source, then target row. Settings left None take
+    the global defaults (:meth:`bitextmine.config.MineConfig.resolved`).
     """
+    config = config.resolved()
     if judge is not None:
         f, b = _judged_then_floors(f, b, config, standout, judge)
     else:

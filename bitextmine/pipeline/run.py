@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -11,7 +12,7 @@ from typing import Callable, TextIO
 import numpy as np
 
 from .. import __version__
-from ..config import ColumnsConfig, EmbeddingsConfig, EncodeConfig, MineConfig, PipelineConfig
+from ..config import FLOOR_KEYS, ColumnsConfig, EmbeddingsConfig, EncodeConfig, Floors, MineConfig, PipelineConfig
 from ..errors import ConfigError
 from ..mining.reference import SAMPLE_DRAW
 from . import dedup, stages
@@ -72,11 +73,13 @@ class _Run:
         return self.engine.map(fn, todo, gpu=gpu, done=done)
 
 
-def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: dict) -> dict:
+def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: dict, judged_floor) -> dict:
     from ..device import torch_search
 
     keep = {k: v for k, v in asdict(config).items()
-            if k not in ("device", "block_size", "precision", "recall_check", "per_language", "pinned", "detect_lines")}
+            if k not in ("device", "block_size", "precision", "recall_check", "per_language", "detect_lines",
+                         "lang_check_share", "trust_langs")}
+    keep["judged_floor"] = judged_floor  # the second stage's margin floor (where candidates are kept from)
     # IVF by torch (a CUDA device without FAISS GPUs) finds other neighbours than FAISS: recorded, so that a
     # resume with the other backend searches again rather than mixing their files
     torch_ivf = config.index in ("auto", "ivf") and torch_search(config.device)
@@ -144,7 +147,8 @@ def _encode(run: _Run, sources: dict, model, encode_configs: dict) -> None:
                                                encode_configs[side])) for c in range(len(plan["chunks"]))], gpu=True)
 
 
-def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict, reference: int = 0) -> None:
+def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict, reference: int = 0,
+            judged_floor: float | None = None) -> None:
     """k-NN both ways, each direction searched once: exact cells (:func:`stages.knn_cell`, one pass for both
     directions when both search a flat side) for directions searching a flat side, IVF shards for the others
     (``kinds``: the index of each searched side); then reduce and margins per chunk. ``reference`` > 0 with
@@ -192,7 +196,7 @@ def _search(run: _Run, sources: dict, config: MineConfig, kinds: dict, reference
     if config.recall_check:
         run.recall = [_recall(run, side, sources, config) for side in SIDES]
     # candidates below the threshold are kept only for the second stage's estimate of the share of translations
-    kept_from = config.threshold if config.judged_floor is None else min(config.threshold, config.judged_floor)
+    kept_from = config.threshold if judged_floor is None else min(config.threshold, judged_floor)
     for side in SIDES:
         run.stage("margins", stages.margins_chunk,
                   [(stages.cand_file(side, c), (w, side, c, off, config.margin, kept_from)) for c in live[side]])
@@ -525,7 +529,7 @@ def mine_files(
         config = choice.config
         calibrated_for = choice.languages if choice.calibrated else None
         inputs = {} if temp else _inputs({"src": src_path, "tgt": tgt_path, "src_emb": src_emb, "tgt_emb": tgt_emb})
-        settings = _settings(config, pipeline, vectors, sources)
+        settings = _settings(config, pipeline, vectors, sources, choice.judged_floor)
         if model is not None and any(sources[s] is None for s in SIDES):  # the encode stage embeds a side
             settings["table"] = _table(encode_config, model, pipeline)
         if tables:  # another column is another input
@@ -545,13 +549,13 @@ def mine_files(
                                          config.second_stage_min_lines)
             _check_min_prob(choice, not_plain, model)
             if choice.reference_lines:  # every row's candidate is kept: the stage's floor applies to reference margins
-                config = replace(config, judged_floor=-float("inf"))
+                choice = replace(choice, judged_floor=-float("inf"))
         kinds = {s: resolve_index(config.index, n_rows[s], config.auto_flat_max) for s in SIDES}
         _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
         written, rejected = 0, {}
         write = _write_parquet if output_format == "parquet" else _write
         if n_rows["src"] and n_rows["tgt"]:
-            _search(run, sources, config, kinds, choice.reference_lines)
+            _search(run, sources, config, kinds, choice.reference_lines, choice.judged_floor)
             judge = _judge(run, model, choice, encode_config.threads) if choice.judged else None
             screen = None if rules is None else _screen(run, rules, (src_lang, tgt_lang), rejected)
             pairs = _select(run, config, sources, explain, judge, choice.reference_lines, screen)
@@ -599,24 +603,28 @@ def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:
 
 
 def _check_mine_options(config: MineConfig) -> None:
-    """ConfigError for options that would print nothing or ignore one without a word: a min_prob given
-    (config.pinned) with the second stage off, and a margin other than the default one with the default
-    threshold, which is that margin's (a distance or absolute score never reaches it)."""
+    """ConfigError for options that would print nothing or ignore one without a word: a min_prob given with
+    the second stage off, and a margin other than the default one with no threshold given: the default
+    threshold is that margin's (a distance or absolute score never reaches it)."""
     d = MineConfig()
-    if not config.second_stage and "min_prob" in config.pinned:
+    for name in FLOOR_KEYS:
+        value = getattr(config, name)
+        if value is not None and not math.isfinite(value):
+            raise ConfigError(f"--{name.replace('_', '-')} {value}: expected a finite number")
+    if not config.second_stage and config.min_prob is not None:
         raise ConfigError("--min-prob with --no-second-stage: the probability is the second stage's; drop one of "
                           "them")
-    if config.margin != d.margin and config.threshold == d.threshold and "threshold" not in config.pinned:
-        raise ConfigError(f"--margin {config.margin} with the default threshold {d.threshold:g}, a {d.margin} "
+    if config.margin != d.margin and config.threshold is None:
+        raise ConfigError(f"--margin {config.margin} with the default threshold {Floors().threshold:g}, a {d.margin} "
                           f"margin's (as are the model's calibrated thresholds): give --threshold for {config.margin} "
                           "scores")
 
 
 def _check_min_prob(choice, not_plain: str, model) -> None:
-    """ConfigError when --min-prob was given (config.pinned) and the run's second stage does not judge its pairs
+    """ConfigError when --min-prob was given (choice.given) and the run's second stage does not judge its pairs
     (``choice``: a :class:`bitextmine.mining.calibrated.Choice`), naming why: the floor would be ignored."""
     config = choice.config
-    if choice.judged or "min_prob" not in config.pinned:
+    if choice.judged or "min_prob" not in choice.given:
         return
     why = (f"{not_plain}, and it was trained on the model's plain embeddings" if not_plain else choice.not_judged or
            (f"the model {model.path or 'in use'} has no second stage" if model is None or model.second_stage is None
@@ -656,11 +664,14 @@ def _per_language(config: MineConfig, model, paths: tuple[str, str], langs: tupl
     from ..mining import calibrated
     from ..tabular import iter_texts
 
-    def detect(side: int) -> str | None:
+    def detect(side: int, min_share: float = 0.6) -> str | None:
         if read_once(paths[side]):  # standard input or a pipe: its first lines are not read twice
             return None
-        return side_language(calibrated.first_lines(iter_texts(paths[side], columns[side]), config.detect_lines))[0]
+        lines = calibrated.first_lines(iter_texts(paths[side], columns[side]), config.detect_lines)
+        return side_language(lines, min_share)[0]
 
+    if not config.trust_langs:
+        calibrated.check_declared(langs, lambda side: detect(side, config.lang_check_share), paths)
     section = model.mining if model is not None else None
     return calibrated.choose(config, section, langs, detect, plain=not not_plain, why_not_plain=not_plain)
 
