@@ -20,7 +20,8 @@ FORMATS = ("sentence-transformers", "model2vec")  # bitextmine.interop.export.EX
 def export(model_dir, out_dir, fmt, quiet):
     """Write MODEL (a model directory, or 'default' for the bundled model) to the new directory DIR as a
     sentence-transformers or model2vec model that loads offline in that library and gives the vectors of
-    'bitextmine encode'. DIR gets a README.md model card. Needs the tokenizers package.
+    'bitextmine encode'. DIR gets a README.md model card. Needs the interop extra (tokenizers, protobuf:
+    pip install 'bitextmine[interop]').
 
     \b
     Examples:

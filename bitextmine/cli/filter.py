@@ -13,7 +13,7 @@ from .help import GroupedCommand
 F = FilterConfig
 OPTION_GROUPS = (
     ("Input", ("scol", "tcol", "src_col", "tgt_col", "id_col")),
-    ("Scoring", ("score_column", "k", "judge_lines", "sif")),
+    ("Scoring", ("min_aligned", "score_column", "k", "judge_lines", "sif")),
     ("Parallel work", ("chunk_lines", "workers")),
     ("Rules", RULE_NAMES),
 )
@@ -34,13 +34,16 @@ OPTION_GROUPS = (
               help="cosine of the two sides; margin = ratio margin against the k nearest neighbours of each side among "
                    "the other side's sentences in the same chunk that pass the rules (bigger chunks: denser "
                    "neighbourhoods, margins closer to whole-corpus mining; scores depend on --chunk-lines and the "
-                   "rules); prob = the model's second stage, the "
-                   "probability of translation from margin, cosine, z, length ratio and IBM model 1 scores within the "
+                   "rules); prob = the model's second stage's score (0-1, not a calibrated probability) within the "
                    "chunk, as 'mine --min-prob' judges (needs --src-lang/--tgt-lang: English and a language the "
                    "model's second stage holds); none = rules only.")
 @click.option("--min-score", type=float, default=None,
               help="Keep lines scoring at least this (written unchanged). Without it every line passing the rules is "
                    "kept with its score appended as a last column.")
+@click.option("--min-aligned", type=click.FloatRange(0), default=F.min_aligned, show_default=True,
+              help="Where the model knows both --src-lang and --tgt-lang: reject as misaligned a pair whose ratio "
+                   "margin within its chunk is below this (a shuffled pair's is far below 1), whatever --score "
+                   "(but none); 0 = off.")
 @click.option("--score-column/--no-score-column", default=None,
               help="Append the score column  [default: only without --min-score]")
 @click.option("--k", type=click.IntRange(1), default=F.k, show_default=True, help="Neighbours for --score margin.")
@@ -56,7 +59,8 @@ OPTION_GROUPS = (
 @model_option
 @sif_option
 @quiet_option
-def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, min_score, score_column, k, chunk_lines,
+def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, min_score, min_aligned, score_column, k,
+               chunk_lines,
                judge_lines, workers, src_lang, tgt_lang, model_dir, sif, quiet, **rule_kw):
     """Filter a noisy parallel TSV (stdin or INPUT; .gz/.xz/.zst read transparently).
 
@@ -96,7 +100,8 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
     refuse_unused_rule_options(rule_kw, (src_lang, tgt_lang))
     rules = rules_from(rule_kw)
     columns = columns_from(rule_kw)
-    config = FilterConfig(score=score, min_score=min_score, chunk_lines=chunk_lines, judge_lines=judge_lines, k=k,
+    config = FilterConfig(score=score, min_score=min_score, min_aligned=min_aligned, chunk_lines=chunk_lines,
+                          judge_lines=judge_lines, k=k,
                           workers=workers, scol=scol, tcol=tcol)
     model = load_model(model_dir) if score != "none" else None
     bar = progress_bar(quiet, unit="line", desc="filter")
@@ -117,4 +122,7 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
         except OSError as e:
             raise cannot_write(stats_path, e) from None
     top = ", ".join(f"{k} {v}" for k, v in sorted(stats.reasons.items(), key=lambda kv: -kv[1]))
-    info(quiet, f"{stats.lines_in} lines in, {stats.kept} kept, {stats.rejected} rejected" + (f" ({top})" if top else ""))
+    check = (f"; misaligned: margin below {stats.min_aligned:g} within a chunk" if stats.min_aligned is not None else
+             "; no misaligned check (it needs --src-lang and --tgt-lang that the model knows)" if score != "none" else "")
+    info(quiet, f"{stats.lines_in} lines in, {stats.kept} kept, {stats.rejected} rejected" + (f" ({top})" if top else "")
+         + check)

@@ -45,6 +45,7 @@ class FilterStats:
     reasons: dict[str, int] = field(default_factory=dict)
     score: str = "cosine"
     min_score: float | None = None
+    min_aligned: float | None = None  # the misaligned check's margin floor, None where it did not apply
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -129,7 +130,8 @@ def _worker_init(model, rules: RuleConfig, config: FilterConfig, src_lang, tgt_l
 
         embedder = SentenceEmbedder(model, sif=sif, device="cpu")
     judged = judged_language(model, src_lang, tgt_lang) if config.score == "prob" else None
-    _W.update(model=model, rules=rules, config=config, langs=(src_lang, tgt_lang), embedder=embedder, judged=judged)
+    _W.update(model=model, rules=rules, config=config, langs=(src_lang, tgt_lang), embedder=embedder, judged=judged,
+              aligned=checks_alignment(model, config, src_lang, tgt_lang))
 
 
 def _check_chunk(chunk: _Chunk) -> _Checked:
@@ -167,36 +169,47 @@ def _check_chunk(chunk: _Chunk) -> _Checked:
         texts = []
     if texts and _W["embedder"] is not None:
         rows = np.array([i for i, _, _ in texts])
-        sc = _score([s for _, s, _ in texts], [t for _, _, t in texts])
+        sc, aligned = _score([s for _, s, _ in texts], [t for _, _, t in texts])
         scores[rows] = sc
-        if config.min_score is not None:
-            for i, v in zip(rows.tolist(), sc.tolist()):
-                if not v >= config.min_score:
-                    reasons[i] = "low-score"
-                    keys[i] = None
+        for i, v, a in zip(rows.tolist(), sc.tolist(), aligned.tolist()):
+            why = "misaligned" if not a else (
+                "low-score" if config.min_score is not None and not v >= config.min_score else None)
+            if why:
+                reasons[i], keys[i] = why, None
     return _Checked(reasons, scores, keys)
+
+
+def checks_alignment(model, config: FilterConfig, src_lang: str | None, tgt_lang: str | None) -> bool:
+    """Whether misaligned pairs are rejected (config.min_aligned): a score is computed (a model is loaded),
+    and the model knows both declared languages (its config's "languages")."""
+    known = set(model.config.get("languages") or ()) if model is not None else set()
+    return bool(config.min_aligned > 0 and config.score != "none" and src_lang and tgt_lang and
+                src_lang != tgt_lang and {src_lang, tgt_lang} <= known)
 
 
 SCORE_USES = {"cosine": (), "none": (), "margin": ("k",), "prob": ("k", "judge_lines")}  # FilterConfig's per score
 
 
-def _score(src: list[str], tgt: list[str]) -> np.ndarray:
-    """Cosine, or ratio margin within these pairs (among each side's distinct lines), of each pair: float32
-    (n,)."""
+def _score(src: list[str], tgt: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(the score of each pair: cosine, ratio margin within these pairs (among each side's distinct lines) or
+    the second stage's, float32 (n,); whether each is aligned, bool (n,): its ratio margin reaches
+    config.min_aligned where the alignment is checked, else True)."""
     model, embedder, config = _W["model"], _W["embedder"], _W["config"]
     src_pieces, tgt_pieces = model.tokenizer.encode(src, threads=1), model.tokenizer.encode(tgt, threads=1)
     x, y = embedder(*src_pieces), embedder(*tgt_pieces)
     cos = (x * y).sum(1)
-    if config.score == "cosine":
-        return cos
+    margin = None
+    if config.score == "margin" or _W["aligned"]:
+        from ..mining.margin import distinct_neighbour_means, margin_scores
+
+        margin = margin_scores(cos, *distinct_neighbour_means(x, y, src, tgt, config.k), "ratio")
+    aligned = margin >= config.min_aligned if _W["aligned"] else np.ones(len(cos), bool)
     if config.score == "prob":
         from ..judge.aligned import aligned_probability
 
         return aligned_probability(x, y, src_pieces, tgt_pieces, (src, tgt), model.second_stage, _W["judged"],
-                                   _W["langs"][0] == PIVOT, config.k, config.judge_lines)
-    from ..mining.margin import distinct_neighbour_means, margin_scores
-
-    return margin_scores(cos, *distinct_neighbour_means(x, y, src, tgt, config.k), "ratio")
+                                   _W["langs"][0] == PIVOT, config.k, config.judge_lines), aligned
+    return (cos if config.score == "cosine" else margin), aligned
 
 
 BINARY_MIN_LINES = 8  # an input is refused as binary when at least this many of its first 1,000 lines,
@@ -301,11 +314,12 @@ def filter_tsv(
     name = "<stdin>" if input_path == "-" else input_path
     table, names, config = _table_input(input_path, columns, config)
     need = max(config.scol, config.tcol)
-    stats = FilterStats(score=config.score, min_score=config.min_score)
+    aligned = checks_alignment(model, config, src_lang, tgt_lang)
+    stats = FilterStats(score=config.score, min_score=config.min_score, min_aligned=config.min_aligned if aligned else None)
     dedup = Deduplicator(rules)
     read = _read_table_chunks(input_path, config.chunk_lines, table) if table else \
         _read_chunks(input_path, config.chunk_lines, name)
-    if config.score in ("margin", "prob"):  # a neighbourhood of a few last lines: joined to the chunk before
+    if config.score in ("margin", "prob") or aligned:  # a neighbourhood of a few last lines: joined to the one before
         read = joined_tail(read, config.chunk_lines // 2)
 
     def chunks() -> Iterator[_Chunk]:

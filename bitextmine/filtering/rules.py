@@ -19,7 +19,7 @@ REASONS = (
     "invalid-utf8", "nul-byte", "missing-column", "column-count",  # damage to the line itself
     "empty", "too-short", "too-long", "length-ratio", "identical", "digits", "urls", "repeats",
     "src-script", "tgt-script", "src-lang", "tgt-lang",
-    "low-score", "unjudged", "duplicate-pair", "duplicate-src", "duplicate-tgt",
+    "misaligned", "low-score", "unjudged", "duplicate-pair", "duplicate-src", "duplicate-tgt",
 )
 
 _NUMBER = re.compile(r"\d+")
