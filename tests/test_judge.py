@@ -996,3 +996,43 @@ def test_the_tables_never_see_a_text_of_the_tasks_pairs():
     assert lexicon and not any(key(a) in seen or key(b) in seen for a, b in lexicon)
     assert all(a and b for a, b in lexicon)
     assert split_pairs(corpora, 60, 1) == (lexicon, tasks)  # seeded
+
+
+def test_where_the_stage_drops_what_the_floors_print_in_a_dense_run_the_floors_pairs_are_printed(toy_stage_dir,
+                                                                                              tmp_path):
+    """The fail safe on the real path: a stage that keeps nothing (min_prob 1) of a dense task, with the share
+    it estimates above fail_safe_share, gives way to the floors' pairs, the same as --no-second-stage; with
+    fail_safe_keep 0 it never does."""
+    from bitextmine.loading import load_model
+    from bitextmine.pipeline import mine_files
+
+    src, tgt, _ = sparse_toy_task(tmp_path, n=60, gold=30)
+    model = load_model(toy_stage_dir)
+    base = dict(threshold=1.0, min_z=0, min_cosine=0, second_stage_min_lines=10, min_prob=1.0)
+
+    def run(**kw) -> tuple[str, object]:
+        out = io.StringIO()
+        stats = mine_files(src, tgt, out, model=model, config=MineConfig(**{**base, **kw}), src_lang="de",
+                           tgt_lang="en")
+        return out.getvalue(), stats
+
+    floors, _ = run(second_stage=False, min_prob=None)
+    safe, stats = run(fail_safe_share=0.0)
+    assert floors and safe == floors and "second-stage" not in stats.signature
+    assert "second stage not applied: it kept 0 of the" in stats.info["settings"] and "(fail safe)" in stats.info["settings"]
+    strict, stats = run(fail_safe_share=0.0, fail_safe_keep=0.0)
+    assert strict == "" and "second-stage:de" in stats.signature
+
+
+@pytest.mark.parametrize("kept, floors, share, fires", [
+    (70, 100, 0.3, True),   # dense, the stage drops 30 %
+    (80, 100, 0.3, False),  # drops 20 %: kept
+    (10, 100, 0.1, False),  # sparse by its own estimate: the stage's call
+    (10, 100, None, False),  # nothing judged
+])
+def test_fail_safe_decides_on_the_share_and_what_the_stage_keeps(kept, floors, share, fires):
+    from bitextmine.mining.calibrated import Choice, fail_safe
+
+    choice = Choice(MineConfig().resolved(), True, ("de", "en"), ("given", "given"), "", judged="de", judged_floor=1.0)
+    got = fail_safe(choice, kept, floors, share)
+    assert (got.judged is None and bool(got.fell_back)) == fires and (got is choice) != fires

@@ -28,6 +28,7 @@ class Judge:
                  chunk_pairs: int = CHUNK_PAIRS):
         self.stage, self.lang, self.swap = stage, lang, src_is_english
         self.pieces, self.workers, self.chunk_pairs = pieces, workers, chunk_pairs
+        self.share: float | None = None  # after a call: the mean score of those judged, before the prior step
 
     @property
     def floor(self) -> float:
@@ -76,6 +77,7 @@ class Judge:
         ok = np.asarray(score) >= self.floor
         if ok.any():
             p = self.probability(*(np.asarray(a)[ok] for a in (s, t, score, cos, z)))
+            self.share = float(p.mean())
             out[ok] = self.stage.adjust(self.lang, p)
         return out
 

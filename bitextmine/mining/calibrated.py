@@ -80,6 +80,7 @@ class Choice:
     reason: str
     looked: bool = True
     judged: str | None = None  # the language (with English) whose second stage judges the candidates, or None
+    fell_back: str = ""  # why the floors' pairs were printed instead of the stage's (:func:`fail_safe`), or ""
     not_judged: str = ""  # why a second stage the model has for the languages was not applied ("": it was, or none)
     reference_lines: int = 0  # > 0: the stage gets margins as sides of this many lines give them (mining/reference.py)
     side_lines: int = 0  # with reference_lines: the run's larger side, distinct lines
@@ -100,6 +101,7 @@ class Choice:
             f", margins against samples of {self.reference_lines:,} lines a side (a side has {self.side_lines:,} "
             "distinct lines, more than the stage was calibrated on)")
         judged = f"; second stage: min-prob {c.min_prob:g}{sampled}" if self.judged else (
+            f"; second stage not applied: {self.fell_back}" if self.fell_back else
             f"; second stage not applied: {self.not_judged}" if self.not_judged else "")
         if self.calibrated:
             return f"settings calibrated for {self.languages[0]}-{self.languages[1]}: {values}{judged}{sides}"
@@ -192,6 +194,19 @@ def with_second_stage(choice: Choice, stage) -> Choice:
     found = stage.languages[other]
     min_prob = c.min_prob if "min_prob" in choice.given else float(found["min_prob"])
     return replace(choice, config=replace(c, min_prob=min_prob), judged_floor=float(found["floor"]), judged=other)
+
+
+def fail_safe(choice: Choice, kept: int, floors_kept: int, share: float | None) -> Choice:
+    """``choice`` without its second stage, saying why (``fell_back``), when the stage is out of its depth: its
+    own estimate of the share of translations among the candidates it judged (``share``: their mean score
+    before its prior step) reaches config.fail_safe_share, and it keeps (``kept`` pairs) fewer than
+    config.fail_safe_keep of the ``floors_kept`` pairs the floors alone print. Else ``choice`` as it is."""
+    c = choice.config
+    if share is None or share < c.fail_safe_share or kept >= c.fail_safe_keep * floors_kept:
+        return choice
+    why = (f"it kept {kept:,} of the {floors_kept:,} pairs the floors print where it puts the share of translations "
+           f"at {share:.0%}, so the floors' pairs are printed (fail safe)")
+    return replace(choice, judged=None, judged_floor=None, fell_back=why)
 
 
 def within_second_stage(choice: Choice, stage, rows: tuple[int, int], min_lines: int) -> Choice:

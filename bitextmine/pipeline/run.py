@@ -246,6 +246,20 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
     return s, t, sc, cos, mean_s, mean_t, direction, z, prob
 
 
+def _fail_safe(run: _Run, config: MineConfig, sources: dict, explain: bool, judge, choice, pairs: tuple,
+               rejected: dict, rules: tuple | None) -> tuple:
+    """(pairs, choice, rejected): the second stage's pairs, or where it is out of its depth
+    (:func:`bitextmine.mining.calibrated.fail_safe`) those of the floors alone, as --no-second-stage selects
+    them (the run's own margins; the rules' counts of that selection)."""
+    from ..mining.calibrated import fail_safe
+
+    counts: dict = {}
+    screen = None if rules is None else _screen(run, rules[0], rules[1], counts)
+    floors = _select(run, config, sources, explain, None, 0, screen)
+    safe = fail_safe(choice, len(pairs[0]), len(floors[0]), judge.share)
+    return (floors, safe, counts) if safe.fell_back else (pairs, choice, rejected)
+
+
 def _screen(run: _Run, rules, langs: tuple, rejected: dict):
     """The rules as :func:`bitextmine.mining.select.finish`'s screen: bool (p,) of the distinct candidate pairs
     (src, tgt row ids) that pass :func:`bitextmine.filtering.rules.check_pair`; each refused pair is counted in
@@ -559,6 +573,9 @@ def mine_files(
             judge = _judge(run, model, choice, encode_config.threads) if choice.judged else None
             screen = None if rules is None else _screen(run, rules, (src_lang, tgt_lang), rejected)
             pairs = _select(run, config, sources, explain, judge, choice.reference_lines, screen)
+            if judge is not None:
+                pairs, choice, rejected = _fail_safe(run, config, sources, explain, judge, choice, pairs, rejected,
+                                                     None if rules is None else (rules, (src_lang, tgt_lang)))
             src, tgt = _texts(run, "src", pairs[0], ids or explain), _texts(run, "tgt", pairs[1], ids or explain)
             written = write(out, pairs, src, tgt, ids, explain)
         elif output_format == "parquet":  # no pairs: a table with its columns and no rows
