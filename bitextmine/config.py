@@ -56,6 +56,9 @@ class TrainConfig:
     epochs: int = 10  # paper: 10 epochs
     seed: int = 1  # seeds data order, dropout and initialisation
     dev_pairs: int = 1000  # held-apart training pairs for dev retrieval accuracy (never trained on)
+    # with two languages recorded (train --lang XX --lang YY): choose the model's mining settings for that pair on
+    # its held-apart dev pairs after training (bitextmine/evaluation/mining_calibration.py)
+    calibrate: bool = True
     eval_every: int = 0  # also evaluate every N mini-batches (0 = only after each epoch)
     checkpoint_every: int = 1000  # save a resumable checkpoint every N mini-batches (0 = epoch ends only)
     max_steps: int = 0  # stop after N mini-batches (0 = run all epochs); resumable with --resume

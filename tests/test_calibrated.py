@@ -78,14 +78,24 @@ def calibrated_dir(tmp_path, toy_model_dir):
 
 def test_write_section_round_trips_and_keeps_the_fingerprint(calibrated_dir, toy_model_dir):
     model = load_model(calibrated_dir)
-    assert model.mining["languages"]["de"] == {"threshold": 1e9, "min_z": 0.0, "min_cosine": 0.0}
+    assert model.mining["version"] == 2
+    assert model.mining["languages"]["de-en"] == {"threshold": 1e9, "min_z": 0.0, "min_cosine": 0.0}
     assert model.mining["chosen_on"] == "a test"
     assert model.fingerprint == load_model(toy_model_dir).fingerprint
 
 
-@pytest.mark.parametrize("section, says", [({"version": 2, "languages": {}}, "version 2"),
+@pytest.mark.parametrize("section, says", [({"version": 3, "languages": {}}, "version 3"),
                                            ({"version": 1}, "no \"languages\""),
-                                           ({"version": 1, "languages": {"de": {"threshold": "x"}}}, "'de'")])
+                                           ({"version": 1, "languages": {"de": {"threshold": "x"}}}, "'de'"),
+                                           ({"version": 2, "languages": {"en-de": {"threshold": 1, "min_z": 0,
+                                                                                   "min_cosine": 0}}}, "sorted"),
+                                           ({"version": 2, "languages": {"de-en": {"threshold": float("nan"),
+                                                                                   "min_z": 0, "min_cosine": 0}}},
+                                            "finite"),
+                                           ({"version": 2, "languages": {"de-en": {"threshold": 1, "min_z": 0,
+                                                                                   "min_cosine": 0,
+                                                                                   "measured": [{"lines": 30}]}}},
+                                            "measured")])
 def test_a_bad_mining_section_is_refused_on_load(calibrated_dir, section, says):
     path = os.path.join(calibrated_dir, "config.json")
     cfg = json.load(open(path))
@@ -136,7 +146,7 @@ def test_portuguese_gets_the_global_defaults_not_spanish_settings(spanish_dir, t
     assert out.getvalue() and stats.info["calibrated_for"] is None
     said = stats.info["settings"]
     assert said.startswith("settings given: threshold 0, min-z 0, min-cosine 0, not per language: the model holds "
-                           "no settings for pt (it holds es)") and "source pt (detected); target en (detected)" in said
+                           "no settings for pt-en (it holds en-es)") and "source pt (detected); target en (detected)" in said
 
 
 def _mine(model_dir, **kw):

@@ -11,6 +11,7 @@ import click
 from .. import __version__
 from .bench import bench
 from .calibrate import calibrate
+from .calibrate_mining import calibrate_mining
 from .common import CONTEXT, Group
 from .encode import encode
 from .eval import eval_group
@@ -33,7 +34,7 @@ def main() -> None:
     """
 
 
-for command in (train, encode, mine, score, filter_cmd, calibrate, bench, eval_group, export):
+for command in (train, encode, mine, score, filter_cmd, calibrate, calibrate_mining, bench, eval_group, export):
     main.add_command(command)
 
 __all__ = ["main"]

@@ -22,7 +22,7 @@ def _by_recipe(name: str, tokenizer: bool = False) -> str:
 
 
 OPTION_GROUPS = (
-    ("Data", ("scol", "tcol", "clean", "paraphrase", "sts_pairs", "sts_min_score", "languages")),
+    ("Data", ("scol", "tcol", "clean", "paraphrase", "sts_pairs", "sts_min_score", "languages", "calibrate")),
     ("Model", ("encoder", "vocab_size", "spm_model", "spm_sample", "spm_normalization", "character_coverage", "dim",
                "untrained", "separate_vocab", "init_from", "reg_to_init", "fp32")),
     ("Recipe and loss", ("loss", "negatives", "margin", "hinge_weight", "scale", "sampling_temperature", "dropout",
@@ -124,7 +124,11 @@ SECOND_STAGE_ONLY = {"src", "tgt", "tsv", "scol", "tcol", "out", "seed", "quiet"
 @click.option("--checkpoint-every", type=click.IntRange(0), default=T.checkpoint_every, show_default=True, help="Checkpoint every N mini-batches.")
 @click.option("--max-steps", type=click.IntRange(0), default=T.max_steps, show_default=True, help="Stop after N mini-batches (0 = all epochs); continue later with --resume.")
 @click.option("--resume", is_flag=True, help="Continue from OUT/checkpoint.")
-@click.option("--lang", "languages", multiple=True, metavar="CODE", help="Language code recorded in the model (repeatable).")
+@click.option("--lang", "languages", multiple=True, metavar="CODE", help="Language code recorded in the model (repeatable); "
+              "with two, the model's mining settings for that pair are calibrated on the held-apart pairs.")
+@click.option("--calibrate/--no-calibrate", default=T.calibrate, show_default=True,
+              help="With two --lang codes: choose the mining settings 'mine' applies to that pair on the held-apart "
+                   "dev pairs (as 'bitextmine calibrate-mining').")
 @click.option("--fp32", is_flag=True, help="Store embeddings as float32 instead of float16.")
 @click.option("--seed", type=int, default=T.seed, show_default=True)
 @click.option("--threads", type=click.IntRange(0), default=T.threads, show_default=True, help="Torch CPU threads (0 = default).")
@@ -144,7 +148,7 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
           paraphrase, separate_vocab, shuffle_words, init_from, reg_to_init, sts_pairs, sts_min_score, clean, epochs, batch_size, loss,
           margin, hinge_weight, scale, sampling_temperature,
           dropout, lr, init_scale, warmup, lr_decay, megabatch_start, megabatch_max, megabatch_every, batch_order, dev_pairs, dev_tatoeba, dev_sts, eval_every,
-          checkpoint_every, max_steps, resume, languages, fp32, seed, threads, amp, second_stage, second_stage_only,
+          checkpoint_every, max_steps, resume, languages, calibrate, fp32, seed, threads, amp, second_stage, second_stage_only,
           device, quiet):
     """Train an encoder on parallel corpora (or paraphrase pairs, or STS pairs).
 
@@ -183,7 +187,7 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
         sampling_temperature=sampling_temperature, batch_size=batch_size, megabatch_start=megabatch_start,
         megabatch_max=megabatch_max, megabatch_every=megabatch_every, batch_order=batch_order, dropout=dropout, lr=lr, init_scale=init_scale,
         warmup=warmup, lr_decay=lr_decay, epochs=epochs, seed=seed, dev_pairs=dev_pairs, eval_every=eval_every,
-        checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads, amp=amp,
+        checkpoint_every=checkpoint_every, max_steps=max_steps, device=device, threads=threads, amp=amp, calibrate=calibrate,
         fp16=not fp32, vocab_size=vocab_size, token_vocab_size=vocab_size, sample_sentences=spm_sample,
         normalization=spm_normalization, character_coverage=character_coverage)
     _refuse_unused_settings(config, bool(sts_pairs), bool(dev_tatoeba or dev_sts))

@@ -28,33 +28,69 @@ from typing import Callable, Iterable
 from ..config import Floors, MineConfig
 from ..errors import ConfigError, ModelFormatError
 
-SECTION_VERSION = 1
+# 1: "languages" keyed by the language paired with English; 2: keyed by the pair ("de-en", codes sorted), each
+# entry with what its settings measured on the dev pairs they were chosen on ("measured", optional)
+SECTION_VERSION = 2
 KEYS = ("threshold", "min_z", "min_cosine")  # the MineConfig fields a calibration sets
 PIVOT = "en"
+MEASURED = ("lines", "share", "precision", "recall", "f1")  # the numbers of each "measured" entry
+
+
+def pair_key(a: str, b: str) -> str:
+    """The key of a language pair in a version-2 section: the two codes sorted, joined by '-'."""
+    return "-".join(sorted((a, b)))
+
+
+def entries(section: dict | None) -> dict:
+    """{pair key: settings} of a section of either version (version 1's languages paired with English)."""
+    if not section:
+        return {}
+    langs = section["languages"]
+    return dict(langs) if section.get("version") == 2 else {pair_key(k, PIVOT): v for k, v in langs.items()}
 
 
 def check_section(section: dict, where: str) -> None:
-    """ModelFormatError naming ``where`` unless ``section`` is a version-1 "mining" section whose languages
-    each give a number for every key of :data:`KEYS`."""
-    if not isinstance(section, dict) or section.get("version") != SECTION_VERSION:
-        found = section.get("version") if isinstance(section, dict) else section
-        raise ModelFormatError(f"{where}: \"mining\" version {found!r}; this bitextmine reads version {SECTION_VERSION}")
+    """ModelFormatError naming ``where`` unless ``section`` is a "mining" section of a version this reads whose
+    entries each give a finite number for every key of :data:`KEYS` (version 2: keyed by a pair of codes, and
+    each "measured" entry numbers for :data:`MEASURED`)."""
+    import math
+
+    version = section.get("version") if isinstance(section, dict) else section
+    if version not in (1, SECTION_VERSION):
+        raise ModelFormatError(f"{where}: \"mining\" version {version!r}; this bitextmine reads versions 1 and "
+                               f"{SECTION_VERSION}")
     langs = section.get("languages")
     if not isinstance(langs, dict):
         raise ModelFormatError(f"{where}: \"mining\" has no \"languages\" object")
-    for lang, s in langs.items():
-        if not isinstance(s, dict) or any(not isinstance(s.get(k), (int, float)) for k in KEYS):
-            raise ModelFormatError(f"{where}: \"mining\" language {lang!r}: expected numbers for {', '.join(KEYS)}")
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
+    for key, s in langs.items():
+        if version == 2 and (not isinstance(key, str) or key.count("-") != 1 or key != pair_key(*key.split("-"))):
+            raise ModelFormatError(f"{where}: \"mining\" key {key!r}: expected a pair of codes, sorted (\"de-en\")")
+        if not isinstance(s, dict) or any(not number(s.get(k)) for k in KEYS):
+            raise ModelFormatError(f"{where}: \"mining\" language {key!r}: expected finite numbers for "
+                                   f"{', '.join(KEYS)}")
+        measured = s.get("measured", [])
+        if not isinstance(measured, list) or any(not isinstance(m, dict) or not all(number(m.get(k)) for k in MEASURED)
+                                                 for m in measured):
+            raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"measured\" must be a list of objects with "
+                                   f"numbers for {', '.join(MEASURED)}")
 
 
 def settings_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> dict | None:
     """The calibrated {threshold, min_z, min_cosine} for a pair of languages (ISO 639-1, either order), or
-    None: no section, a language unknown, neither English, or a language the section does not hold."""
-    if not section or not src_lang or not tgt_lang or PIVOT not in (src_lang, tgt_lang) or src_lang == tgt_lang:
+    None: no section, a language unknown, or a pair the section does not hold."""
+    if not section or not src_lang or not tgt_lang or src_lang == tgt_lang:
         return None
-    other = tgt_lang if src_lang == PIVOT else src_lang
-    found = section["languages"].get(other)
+    found = entries(section).get(pair_key(src_lang, tgt_lang))
     return {k: float(found[k]) for k in KEYS} if found else None
+
+
+def measured_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> list[dict]:
+    """What the pair's calibrated settings measured on their dev pairs ([{lines, share, precision, recall,
+    f1}], :data:`MEASURED`), or []."""
+    if not section or not src_lang or not tgt_lang:
+        return []
+    return list(entries(section).get(pair_key(src_lang, tgt_lang), {}).get("measured", []))
 
 
 def apply(config: MineConfig, section: dict | None, src_lang: str | None, tgt_lang: str | None) -> tuple[MineConfig, bool]:
@@ -81,6 +117,7 @@ class Choice:
     looked: bool = True
     judged: str | None = None  # the language (with English) whose second stage judges the candidates, or None
     fell_back: str = ""  # why the floors' pairs were printed instead of the stage's (:func:`fail_safe`), or ""
+    measured: tuple = ()  # calibrated: what the settings measured on their dev pairs (:func:`measured_for`)
     not_judged: str = ""  # why a second stage the model has for the languages was not applied ("": it was, or none)
     reference_lines: int = 0  # > 0: the stage gets margins as sides of this many lines give them (mining/reference.py)
     side_lines: int = 0  # with reference_lines: the run's larger side, distinct lines
@@ -104,10 +141,22 @@ class Choice:
             f"; second stage not applied: {self.fell_back}" if self.fell_back else
             f"; second stage not applied: {self.not_judged}" if self.not_judged else "")
         if self.calibrated:
-            return f"settings calibrated for {self.languages[0]}-{self.languages[1]}: {values}{judged}{sides}"
+            return (f"settings calibrated for {self.languages[0]}-{self.languages[1]}: {values}{judged}"
+                    f"{_expected(self.measured)}{sides}")
         which = "global defaults" if (c.threshold, c.min_z, c.min_cosine) == (d.threshold, d.min_z, d.min_cosine) \
             else "settings given"
         return f"{which}: {values}{judged}, not per language: {self.reason}{sides}"
+
+
+def _expected(measured: tuple) -> str:
+    """What calibrated settings measured on their dev pairs, as the settings line says it ("" when unknown)."""
+    if not measured:
+        return ""
+    span = lambda k: f"{min(m[k] for m in measured):.2f}-{max(m[k] for m in measured):.2f}"  # noqa: E731
+    lines = f"{min(m['lines'] for m in measured):,}-{max(m['lines'] for m in measured):,}"
+    shares = sorted({f"{m['share']:.0%}" for m in measured})
+    return (f"; on its dev pairs ({lines} lines, {'/'.join(shares)} translated): precision {span('precision')}, "
+            f"recall {span('recall')}")
 
 
 Detect = Callable[[int], "str | None"]  # side 0 (source) or 1 (target) -> its detected language, or None
@@ -143,7 +192,8 @@ def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, st
     reason = _why_not(section, *known)
     if reason:
         return Choice(plain_config, False, known, found, reason, given=given)
-    return Choice(apply(config, section, *known)[0], True, known, found, "", given=given)
+    return Choice(apply(config, section, *known)[0], True, known, found, "", given=given,
+                  measured=tuple(measured_for(section, *known)) if not given else ())
 
 
 def check_declared(langs: tuple[str | None, str | None], detect: Detect, paths: tuple[str, str]) -> None:
@@ -230,22 +280,30 @@ def _why_not(section: dict, src: str | None, tgt: str | None) -> str:
         return "the language of the " + ("source" if not src else "target") + " side is not known"
     if src == tgt:
         return f"both sides are {src}"
-    if PIVOT not in (src, tgt):
+    held = entries(section)
+    if pair_key(src, tgt) in held:
+        return ""
+    if section.get("version") == 1 and PIVOT not in (src, tgt):
         return f"the settings are for a language with {PIVOT}; this pair is {src}-{tgt}"
-    other = tgt if src == PIVOT else src
-    if other not in section["languages"]:
+    if section.get("version") == 1:
+        other = tgt if src == PIVOT else src
         return f"the model holds no settings for {other} (it holds {', '.join(sorted(section['languages']))})"
-    return ""
+    return f"the model holds no settings for {src}-{tgt} (it holds {', '.join(sorted(held))})"
 
 
 def write_section(model_dir: str, languages: dict[str, dict], chosen_on: str) -> None:
-    """Store ``languages`` ({ISO 639-1: {threshold, min_z, min_cosine}}) as the "mining" section of
-    ``model_dir``/config.json (the model's weights and fingerprint unchanged); replaced atomically."""
+    """Store ``languages`` ({pair key "de-en", or a code meaning that language with English: {threshold, min_z,
+    min_cosine[, measured]}}) in the "mining" section of ``model_dir``/config.json, beside the pairs it already
+    holds (the model's weights and fingerprint unchanged); written as version 2, replaced atomically."""
     path = os.path.join(model_dir, "config.json")
     with open(path, encoding="utf-8") as f:
         config = json.load(f)
+    new = {(k if "-" in k else pair_key(k, PIVOT)): v for k, v in languages.items()}
+    held = {**entries(config.get("mining")), **new}
     section = {"version": SECTION_VERSION, "chosen_on": chosen_on,
-               "languages": {lang: {k: float(s[k]) for k in KEYS} for lang, s in sorted(languages.items())}}
+               "languages": {key: {**{k: float(s[k]) for k in KEYS},
+                                   **({"measured": s["measured"]} if s.get("measured") else {})}
+                             for key, s in sorted(held.items())}}
     check_section(section, path)
     config["mining"] = section
     tmp = path + ".tmp"

@@ -134,6 +134,8 @@ def train(
         _save_model(run, out_dir, stopped_early, info, log)
     if not stopped_early and os.path.isdir(ckpt_dir):
         shutil.rmtree(ckpt_dir)
+    if config.calibrate and not stopped_early:
+        _calibrate(out_dir, languages, dev_src, dev_tgt, config.seed, log)
     if second_stage is not None and not stopped_early:
         from ..judge.build import build_second_stage
 
@@ -144,6 +146,32 @@ def train(
     best = run.state["best_score"]
     return TrainResult(out_dir, run.state["step"], time.time() - t0, rate,
                        best if np.isfinite(best) else float("nan"), run.state["history"])
+
+
+def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int, log) -> None:
+    """The saved model's mining settings for its one language pair, chosen on the held-apart dev pairs
+    (:func:`bitextmine.evaluation.mining_calibration.calibrate_mining`), when two languages are recorded and
+    there are enough dev pairs; else a log line saying why not."""
+    from ..evaluation.mining_calibration import MIN_PAIRS, calibrate_pair, distinct_pairs
+    from ..encoding import encode
+    from ..loading import load_model
+    from ..mining.calibrated import pair_key, write_section
+
+    langs = sorted(set(languages))
+    if len(langs) != 2:
+        log("mining settings not calibrated: record the model's two languages (--lang XX --lang YY) to calibrate "
+            "them on the held-apart pairs")
+        return
+    src, tgt = distinct_pairs(dev_src, dev_tgt)
+    if len(src) < MIN_PAIRS:
+        log(f"mining settings not calibrated: {len(src)} distinct dev pairs, fewer than {MIN_PAIRS} (--dev-pairs)")
+        return
+    model = load_model(out_dir)
+    c = calibrate_pair(encode(src, model), encode(tgt, model), seed=seed)
+    write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {len(src)} held-apart pairs, seed {seed}")
+    s = c.settings
+    log(f"mining settings for {pair_key(*langs)} on {len(src)} held-apart pairs: threshold {s['threshold']:g}, "
+        f"min-z {s['min_z']:g}, min-cosine {s['min_cosine']:g} (mean F1 {c.f1:.3f}; global defaults {c.global_f1:.3f})")
 
 
 def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> TrainConfig:

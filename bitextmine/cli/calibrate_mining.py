@@ -1,0 +1,43 @@
+"""``bitextmine calibrate-mining``: a model's mining settings for language pairs, chosen on dev pairs
+(:func:`bitextmine.evaluation.mining_calibration.calibrate_mining`)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import model_option, quiet_option
+from .help import GroupedCommand
+
+
+@click.command(name="calibrate-mining", cls=GroupedCommand)
+@model_option
+@click.option("--pair", "pairs", nargs=4, multiple=True, required=True, metavar="LANG LANG FILE FILE",
+              help="Two ISO 639-1 codes and two line-aligned files of dev pairs in those languages, never trained "
+                   "on (repeatable; at least 45 pairs, 1,500 for the largest tasks).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the tasks' draws.")
+@click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
+@quiet_option
+def calibrate_mining(model_dir, pairs, seed, dry_run, quiet):
+    """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
+    pair, on dev pairs of that pair, and store them with what they measured in the model directory
+    (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
+    pairs. Tasks: 30 to 1,000 source lines, half with their translation on the other side.
+
+    \b
+    Example:
+      bitextmine calibrate-mining --model my-model --pair de en dev.de dev.en
+    """
+    from ..evaluation.mining_calibration import calibrate_mining as run
+    from ..loading import load_model
+
+    model = load_model(model_dir)
+    got = run(model, pairs, seed=seed, write=not dry_run)
+    for key, c in got.items():
+        s = c.settings
+        click.echo(f"{key}: --threshold {s['threshold']:g} --min-z {s['min_z']:g} --min-cosine {s['min_cosine']:g} "
+                   f"(mean F1 {c.f1:.3f}; global defaults {c.global_f1:.3f}; {c.pairs} dev pairs)")
+        for m in c.measured:
+            click.echo(f"  {m['lines']:>5} lines, {m['share']:.0%} translated: precision {m['precision']:.3f}, "
+                       f"recall {m['recall']:.3f}, F1 {m['f1']:.3f}")
+    if not quiet:
+        click.echo("not stored (--dry-run)" if dry_run else f"stored in {model.path}/config.json", err=True)
