@@ -137,7 +137,7 @@ def test_readme_python_example_runs(capsys):
 def test_bench_reports_every_stage(tmp_path, toy_model_dir):
     import json as _json
 
-    from conftest import toy_corpus
+    from conftest import toy_corpus, write_lines
 
     src, tgt = toy_corpus(300, seed=41)
     f = tmp_path / "corpus.txt"
@@ -503,3 +503,90 @@ def test_options_other_than_their_default_that_the_input_leaves_unread_are_refus
     assert r.exit_code == 0 and "1 kept" in r.output
     r = CliRunner().invoke(main, [*table, "--langid", "full"])
     assert r.exit_code != 0 and "--langid: needs --src-lang or --tgt-lang" in r.output
+
+
+@pytest.mark.parametrize("args, option", [
+    (["mine", "A", "B", "--threshold", "nan"], "--threshold"),
+    (["mine", "A", "B", "--min-prob", "nan"], "--min-prob"),
+    (["mine", "A", "B", "--min-z", "inf"], "--min-z"),
+    (["filter", "A", "--min-score", "nan"], "--min-score"),
+    (["filter", "A", "--max-ratio", "nan"], "--max-ratio"),
+    (["train", "--src", "A", "--tgt", "B", "--out", "O", "--lr", "nan"], "--lr"),
+])
+def test_numeric_options_refuse_nan_and_infinities(args, option):
+    r = run(*args)
+    assert r.exit_code == 2 and f"Invalid value for '{option}'" in r.output and "is not a finite number" in r.output
+
+
+def test_both_sides_from_standard_input_is_refused():
+    r = run("mine", "-", "-", input="a\nb\n")
+    assert r.exit_code == 1 and r.output == ("Error: SRC and TGT are both standard input ('-'): one stream cannot give "
+                                             "both sides; give at least one of them as a file\n")
+
+
+def test_a_work_dir_that_is_a_file_is_a_one_line_error(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("x")
+    r = run("mine", "examples/de.txt", "examples/en.txt", "--work-dir", str(f))
+    assert r.exit_code == 1 and r.output == f"Error: --work-dir {f}: not a directory; expected a directory (new or of " \
+                                            "an earlier run)\n"
+
+
+def test_what_the_system_refuses_is_one_line_naming_the_file(monkeypatch, tmp_path):
+    """Disk full (ENOSPC) wherever it strikes: the file and the system's reason, no traceback."""
+    import errno
+
+    import bitextmine.mining as mining
+
+    def full(*a, **kw):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "w" / "emb.npy"))
+
+    monkeypatch.setattr(mining, "mine_files", full)
+    r = run("mine", "examples/de.txt", "examples/en.txt", "-q")
+    assert r.exit_code == 1 and r.output == f"Error: {tmp_path / 'w' / 'emb.npy'}: No space left on device\n"
+
+
+def test_ids_a_tsv_cannot_carry_are_refused_before_any_row_is_written(tmp_path):
+    src = tmp_path / "de.jsonl"
+    src.write_text('{"id": "a\\tb", "text": "Das Haus ist groß."}\n{"id": "c", "text": "Der Hund schläft."}\n')
+    tgt = tmp_path / "en.jsonl"
+    tgt.write_text('{"id": "x", "text": "The house is big."}\n{"id": "y", "text": "The dog sleeps."}\n')
+    r = run("mine", str(src), str(tgt), "--id-col", "id", "--threshold", "0", "--min-z", "0", "-q")
+    assert r.exit_code == 1 and r.output.startswith("Error: --id-col: the id 'a\\tb' holds a tab") and \
+        r.output.count("\n") == 1
+
+
+@pytest.mark.slow  # subprocesses that load the bundled model
+def test_output_is_utf8_under_the_c_locale():
+    env = {**os.environ, "LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONIOENCODING": ""}
+    p = subprocess.run([sys.executable, "-m", "bitextmine", "mine", "examples/de.txt", "examples/en.txt", "-q"],
+                       capture_output=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "Das Passwort muss mindestens zwölf Zeichen lang sein." in p.stdout.decode("utf-8")
+
+
+@pytest.mark.slow
+def test_sigterm_ends_a_run_with_one_line_and_leaves_nothing_behind(tmp_path):
+    """Stopped while it encodes: exit 143 with one line, its temporary work directory and partial output gone."""
+    import signal
+    import time
+
+    from conftest import toy_corpus, write_lines
+
+    s, t = toy_corpus(60000, seed=3)
+    a, b = write_lines(tmp_path / "a.txt", s), write_lines(tmp_path / "b.txt", t)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out.tsv"
+    p = subprocess.Popen([sys.executable, "-m", "bitextmine", "mine", a, b, "-o", str(out), "-q"],
+                         env={**os.environ, "TMPDIR": str(tmp)}, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp.glob("bitextmine-*")) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    assert p.poll() is None, "the run ended before its work directory could be seen"
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 143 and err.strip().splitlines()[-1] == "Error: terminated", err
+    assert not list(tmp.glob("bitextmine-*")) and not out.exists() and not (tmp_path / "out.tsv.partial").exists()

@@ -21,13 +21,44 @@ from .help import GroupedCommand
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+def _finite(rv, fail) -> float:
+    import math
+
+    if rv is not None and not math.isfinite(rv):
+        fail(f"{rv!r} is not a finite number.")
+    return rv
+
+
+class FiniteFloat(click.types.FloatParamType):
+    """A float option's type that refuses nan and infinities (each would turn a floor off, or every line away)."""
+
+    def convert(self, value, param, ctx):
+        return _finite(super().convert(value, param, ctx), lambda m: self.fail(m, param, ctx))
+
+
+class FiniteRange(click.FloatRange):
+    """click.FloatRange that refuses nan (which every comparison lets through) and infinities."""
+
+    def convert(self, value, param, ctx):
+        return _finite(super().convert(value, param, ctx), lambda m: self.fail(m, param, ctx))
+
+
+FINITE = FiniteFloat()
+
+
 class Group(click.Group):
-    """A command group that shows the package's errors as one ``Error: ...`` line (exit 1), stops quietly
-    when the reader of its output goes away and says "interrupted" on Ctrl-C (exit 130)."""
+    """A command group that shows the package's errors as one ``Error: ...`` line (exit 1), as it does a
+    file the system refuses (disk full, a read-only or missing folder: the file and the system's reason) and
+    an input nested too deeply to read; stops quietly when the reader of its output goes away, says
+    "interrupted" on Ctrl-C (exit 130) and "terminated" on SIGTERM (exit 143), after the run's clean-up (its
+    partial outputs and temporary work directory removed). Standard output and error are UTF-8 whatever the
+    locale: the texts are."""
 
     command_class = GroupedCommand
 
     def invoke(self, ctx):
+        _utf8_streams()
+        _terminate_as_interrupt()
         try:
             return super().invoke(ctx)
         except BitextmineError as e:
@@ -37,9 +68,50 @@ class Group(click.Group):
             # the reader of our output went away (e.g. `| head`): stop quietly, as Unix tools do
             sys.stderr.close()
             sys.exit(0)
+        except _Terminated:
+            click.echo("Error: terminated", err=True)
+            sys.exit(143)
         except KeyboardInterrupt:
             click.echo("Error: interrupted", err=True)
             sys.exit(130)
+        except OSError as e:  # what the system refused, with the file it names
+            click.echo(f"Error: {os_error_text(e)}", err=True)
+            sys.exit(1)
+        except RecursionError:
+            click.echo("Error: an input holds a value nested too deeply to read (JSON nested hundreds of levels "
+                       "deep); expected one flat record per line", err=True)
+            sys.exit(1)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is, so that its clean-up runs as on Ctrl-C."""
+
+
+def _terminate_as_interrupt() -> None:
+    import signal
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+        raise _Terminated()
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (an embedding application): its own handler stays
+        pass
+
+
+def _utf8_streams() -> None:
+    """Standard output and error write UTF-8 (under LANG=C they would be ASCII and fail on the first accent)."""
+    for stream in (sys.stdout, sys.stderr):
+        if (getattr(stream, "encoding", "utf-8") or "").lower().replace("-", "") != "utf8" and \
+                hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="strict" if stream is sys.stdout else "backslashreplace")
+
+
+def os_error_text(e: OSError) -> str:
+    """One line for an error of the system: the file(s) it names and its reason."""
+    names = " -> ".join(str(n) for n in (e.filename, e.filename2) if n)
+    return f"{names + ': ' if names else ''}{e.strerror or e}"
 
 
 def progress_bar(quiet: bool, **kw):
@@ -265,7 +337,8 @@ def rule_options(f=None, *, hidden: bool = False):
             elif isinstance(fl.default, bool):
                 f = click.option(f"{flag}/--no-{flag[2:]}", fl.name, **kw)(f)
             else:
-                f = click.option(flag, fl.name, type=type(fl.default), **kw)(f)
+                kind = FINITE if isinstance(fl.default, float) else type(fl.default)
+                f = click.option(flag, fl.name, type=kind, **kw)(f)
         return f
     return wrap(f) if f is not None else wrap
 

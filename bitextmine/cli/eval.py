@@ -7,7 +7,7 @@ import click
 from ..config import EncodeConfig, MineConfig
 from .common import (CONTEXT, EMBEDDING_NAMES, SEARCH_FIELDS, Group, both_or_neither, check_output, device_option,
                      embedding_options, embeddings_from, json_option, marked_option, model_option, progress_bar,
-                     refuse_unused_embedding_options, search_from, search_options, show_report, sif_option)
+                     refuse_unused_embedding_options, search_from, search_options, show_report, sif_option, FINITE)
 
 E = EncodeConfig
 
@@ -110,7 +110,7 @@ def eval_tatoeba(src, tgt, folder, languages, model_dir, src_emb, tgt_emb, sif, 
 @click.option("--tune-on", nargs=3, default=None, metavar="SRC TGT GOLD",
               help="Choose the threshold that maximises F1 on this set (the official protocol).")
 @click.option("--oracle", is_flag=True, help="Tune the threshold on the evaluated set itself (reported as ORACLE).")
-@click.option("--threshold", type=float, default=None, help="Use this margin threshold.")
+@click.option("--threshold", type=FINITE, default=None, help="Use this margin threshold.")
 @model_option
 @click.option("--src-emb", default=None, metavar="FILE",
               help="Precomputed embeddings of SRC's sentences (any encoder; --emb-format).")

@@ -7,7 +7,7 @@ import click
 from ..config import SCORES, FilterConfig
 from .common import (RULE_NAMES, atomic_output, cannot_write, check_distinct_outputs, check_not_inputs, check_output, column_options,
                      columns_from, info, lang_options, model_option, progress_bar, quiet_option, refuse_unused,
-                     refuse_unused_rule_options, rule_options, rules_from, sif_option)
+                     refuse_unused_rule_options, rule_options, rules_from, sif_option, FINITE, FiniteRange)
 from .help import GroupedCommand
 
 F = FilterConfig
@@ -37,10 +37,10 @@ OPTION_GROUPS = (
                    "rules); prob = the model's second stage's score (0-1, not a calibrated probability) within the "
                    "chunk, as 'mine --min-prob' judges (needs --src-lang/--tgt-lang: English and a language the "
                    "model's second stage holds); none = rules only.")
-@click.option("--min-score", type=float, default=None,
+@click.option("--min-score", type=FINITE, default=None,
               help="Keep lines scoring at least this (written unchanged). Without it every line passing the rules is "
                    "kept with its score appended as a last column.")
-@click.option("--min-aligned", type=click.FloatRange(0), default=F.min_aligned, show_default=True,
+@click.option("--min-aligned", type=FiniteRange(0), default=F.min_aligned, show_default=True,
               help="Where the model knows both --src-lang and --tgt-lang: reject as misaligned a pair whose ratio "
                    "margin within its chunk is below this (a shuffled pair's is far below 1), whatever --score "
                    "(but none); 0 = off.")

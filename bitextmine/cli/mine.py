@@ -11,7 +11,7 @@ from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEAR
                      check_not_inputs, check_output, column_options, columns_from, device_option, embedding_options, embeddings_from,
                      info, lang_options, marked_option, model_option, progress_bar, quiet_option, refuse_unused,
                      refuse_unused_embedding_options, refuse_unused_rule_options, rule_flags, rule_options, rules_from,
-                     search_from, search_options, sif_option)
+                     search_from, search_options, sif_option, FINITE, FiniteRange)
 from .help import GroupedCommand
 
 M = MineConfig
@@ -62,11 +62,11 @@ def _pipeline_options(f):
 @click.option("--tgt-emb", default=None, metavar="FILE", help="Embeddings of every line of TGT.")
 @embedding_options
 @search_options
-@click.option("--threshold", type=float, default=None, show_default=_calibrated(F.threshold),
+@click.option("--threshold", type=FINITE, default=None, show_default=_calibrated(F.threshold),
               help="Keep pairs scoring at least this margin.")
-@click.option("--min-cosine", type=float, default=None, show_default=_calibrated(F.min_cosine),
+@click.option("--min-cosine", type=FINITE, default=None, show_default=_calibrated(F.min_cosine),
               help="Keep pairs with at least this cosine.")
-@click.option("--min-z", type=float, default=None, show_default=_calibrated(F.min_z),
+@click.option("--min-z", type=FINITE, default=None, show_default=_calibrated(F.min_z),
               help="Keep pairs whose cosine stands out by this many standard deviations from both sentences' "
               "cosines with the other side's lines (0: off, LASER's margin mining).")
 @click.option("--per-language/--no-per-language", default=M.per_language, show_default=True,
@@ -76,7 +76,7 @@ def _pipeline_options(f):
 @click.option("--second-stage/--no-second-stage", default=M.second_stage, show_default=True,
               help="Where the model has a second stage for the sides' languages, judge each candidate with it "
               "and keep those that reach --min-prob (docs/second-stage.md); the floors above still apply.")
-@click.option("--min-prob", type=click.FloatRange(0, 1), default=None, show_default=_calibrated(F.min_prob),
+@click.option("--min-prob", type=FiniteRange(0, 1), default=None, show_default=_calibrated(F.min_prob),
               help="With the second stage: the score a pair needs.")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--explain", is_flag=True, help="Append the ids, the cosine, both neighbour means, the direction that "

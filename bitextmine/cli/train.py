@@ -8,7 +8,7 @@ import click
 
 from ..config import AMP_MODES, BATCH_ORDERS, DEFAULT_RECIPE, ENCODERS, LOSSES, LR_DECAYS, NEGATIVES, RECIPES, SPM_NORMALIZATIONS
 from ..config import SecondStageConfig, TokenizerConfig, TrainConfig, recipe_configs
-from .common import device_option, info, progress_bar, quiet_option, refuse_unused
+from .common import device_option, info, progress_bar, quiet_option, refuse_unused, FINITE, FiniteRange
 from .help import GroupedCommand
 
 T, K = TrainConfig, TokenizerConfig
@@ -63,7 +63,7 @@ SECOND_STAGE_ONLY = {"src", "tgt", "tsv", "scol", "tcol", "out", "seed", "quiet"
 @click.option("--spm-normalization", type=click.Choice(SPM_NORMALIZATIONS), default=None,
               help="SentencePiece's normalisation rule, stored in the model (nmt_nfkc_cf also folds case)."
                    + _by_recipe("normalization", tokenizer=True))
-@click.option("--character-coverage", type=click.FloatRange(0.9, 1.0), default=None,
+@click.option("--character-coverage", type=FiniteRange(0.9, 1.0), default=None,
               help="Share of the training characters SentencePiece keeps as pieces; the rest read as unknown."
                    + _by_recipe("character_coverage", tokenizer=True))
 @click.option("--dim", type=click.IntRange(1), default=None, help="Embedding dimension." + _by_recipe("dim"))
@@ -75,14 +75,14 @@ SECOND_STAGE_ONLY = {"src", "tgt", "tsv", "scol", "tcol", "out", "seed", "quiet"
 @click.option("--separate-vocab", type=click.Choice(["src", "tgt"]), default=None,
               help="Give this side's language its own token vectors (the papers' language prefix); encode its text "
                    "with --marked. Default: one shared vocabulary.")
-@click.option("--shuffle-words", type=click.FloatRange(0, 1), default=T.shuffle_words, show_default=True,
+@click.option("--shuffle-words", type=FiniteRange(0, 1), default=T.shuffle_words, show_default=True,
               help="blstm-sp: probability that a training sentence's words are shuffled.")
 @click.option("--init-from", metavar="DIR", default=None, help="Start from this model (its tokenizer, encoder and weights).")
-@click.option("--reg-to-init", type=click.FloatRange(0), default=T.reg_to_init, show_default=True,
+@click.option("--reg-to-init", type=FiniteRange(0), default=T.reg_to_init, show_default=True,
               help="With --init-from: lambda of the L2 pull toward the initial weights.")
 @click.option("--sts-pairs", multiple=True, metavar="FILE",
               help="STS file (SemEval, STSb TSV or CSV) whose pairs scored >= --sts-min-score are positives (repeatable).")
-@click.option("--sts-min-score", type=float, default=T.sts_min_score, show_default=True, help="Gold score cut-off for --sts-pairs.")
+@click.option("--sts-min-score", type=FINITE, default=T.sts_min_score, show_default=True, help="Gold score cut-off for --sts-pairs.")
 @click.option("--clean", is_flag=True, default=T.clean, help="Drop training pairs that break filter's default rules "
               "(lengths, ratio, identical sides, digits, URLs, repeats; no language rules).")
 @click.option("--epochs", type=click.IntRange(1), default=None, help="Passes over the training pairs." + _by_recipe("epochs"))
@@ -90,24 +90,24 @@ SECOND_STAGE_ONLY = {"src", "tgt", "tsv", "scol", "tcol", "out", "seed", "quiet"
 @click.option("--loss", type=click.Choice(LOSSES), default=None,
               help="hinge (paper) or infonce: in-batch softmax over the mini-batch's targets (and, unless --negatives "
                    "none, their hardest negatives)." + _by_recipe("loss"))
-@click.option("--margin", type=float, default=T.margin, show_default=True, help="Hinge loss margin delta.")
-@click.option("--hinge-weight", type=click.FloatRange(0), default=None,
+@click.option("--margin", type=FINITE, default=T.margin, show_default=True, help="Hinge loss margin delta.")
+@click.option("--hinge-weight", type=FiniteRange(0), default=None,
               help="infonce with mega-batch negatives: add this times the hinge loss (--margin) over the same "
                    "negatives (0 = InfoNCE alone; a recipe's weight is dropped under --loss hinge or --negatives "
                    "none)." + _by_recipe("hinge_weight"))
-@click.option("--scale", type=click.FloatRange(0, min_open=True), default=T.scale, show_default=True,
+@click.option("--scale", type=FiniteRange(0, min_open=True), default=T.scale, show_default=True,
               help="infonce: cosines are multiplied by this before the softmax (1 / temperature).")
-@click.option("--sampling-temperature", type=click.FloatRange(1), default=None,
+@click.option("--sampling-temperature", type=FiniteRange(1), default=None,
               help="Share of each language pair per epoch ~ its size ** (1/T); 1 = every pair once. A corpus's language "
                    "is its target file's suffix (train.de.gz -> de; a TSV file is its own group)." + _by_recipe("sampling_temperature"))
-@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), default=None,
+@click.option("--dropout", type=FiniteRange(0, 1, max_open=True), default=None,
               help="Probability of dropping each token (averaging encoders; blstm-sp uses --shuffle-words)."
                    + _by_recipe("dropout"))
-@click.option("--lr", type=click.FloatRange(0, min_open=True), default=None, help="Adam learning rate." + _by_recipe("lr"))
-@click.option("--init-scale", type=click.FloatRange(0, min_open=True), default=None,
+@click.option("--lr", type=FiniteRange(0, min_open=True), default=None, help="Adam learning rate." + _by_recipe("lr"))
+@click.option("--init-scale", type=FiniteRange(0, min_open=True), default=None,
               help="Token vectors start as uniform(-s, s); with Adam the learning rate counts relative to it."
                    + _by_recipe("init_scale"))
-@click.option("--warmup", type=click.FloatRange(0, 1, max_open=True), default=None,
+@click.option("--warmup", type=FiniteRange(0, 1, max_open=True), default=None,
               help="Share of all mini-batches over which the learning rate rises linearly from 0." + _by_recipe("warmup"))
 @click.option("--lr-decay", type=click.Choice(LR_DECAYS), default=None,
               help="none = constant (paper); linear = down to 0 at the last mini-batch." + _by_recipe("lr_decay"))

@@ -395,18 +395,32 @@ def _write(out: TextIO, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool)
     """Write the TSV rows of the pairs; the ids columns hold the id column's values when the inputs have one
     (src[2], tgt[2]), else line numbers. Returns the rows written."""
     written = 0
-    for s, t, sc, cos, ms, mt, d, z, prob in zip(*(a.tolist() for a in pairs)):
+    rows = list(zip(*(a.tolist() for a in pairs)))
+    sid, tid = (src[2] or src[1]), (tgt[2] or tgt[1])
+    cells = [(_id_cell(sid[r[0]]), _id_cell(tid[r[1]])) for r in rows] if ids or explain else []
+    for r in rows:  # checked before the first row is written: no output stops halfway
+        _check_tsv(src[0][r[0]], tgt[0][r[1]])
+    for k, (s, t, sc, cos, ms, mt, d, z, prob) in enumerate(rows):
         a, b = src[0][s], tgt[0][t]
-        _check_tsv(a, b)
         row = f"{sc:.6f}\t{a}\t{b}"
         if ids or explain:
-            sid, tid = (src[2] or src[1]), (tgt[2] or tgt[1])
-            row += "\t" + ",".join(map(str, sid[s])) + "\t" + ",".join(map(str, tid[t]))
+            row += "\t" + cells[k][0] + "\t" + cells[k][1]
         if explain:
             row += f"\t{cos:.6f}\t{ms:.6f}\t{mt:.6f}\t{DIRECTIONS[d]}\t{z:.3f}\t{prob:.4f}"
         out.write(row + "\n")
         written += 1
     return written
+
+
+def _id_cell(values) -> str:
+    """The ids of a line (its copies'), comma-separated; an id holding a tab, line break or comma, which the
+    TSV's ids column cannot carry unambiguously, is a ConfigError."""
+    cell = [str(v) for v in values]
+    bad = next((v for v in cell if any(c in v for c in "\t\n\r,")), None)
+    if bad is not None:
+        raise ConfigError(f"--id-col: the id {bad[:40]!r} holds a tab, line break or comma, which the TSV's ids "
+                          "column cannot carry; write Parquet instead (an output named *.parquet)")
+    return ",".join(cell)
 
 
 def _check_tsv(a: str, b: str) -> None:
@@ -651,6 +665,9 @@ def _check_min_prob(choice, not_plain: str, model) -> None:
 
 
 def _check_resume(pipeline: PipelineConfig, paths: tuple[str, str]) -> None:
+    if paths[0] == paths[1] == "-":
+        raise ConfigError("SRC and TGT are both standard input ('-'): one stream cannot give both sides; give at "
+                          "least one of them as a file")
     if pipeline.resume and not pipeline.work_dir:
         raise ConfigError("--resume needs --work-dir DIR, the work directory of the run to continue")
     if pipeline.resume and "-" in paths:

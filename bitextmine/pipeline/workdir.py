@@ -263,7 +263,14 @@ class WorkDir:
 
     def __init__(self, root: str):
         self.root = root
-        os.makedirs(root, exist_ok=True)
+        if os.path.exists(root) and not os.path.isdir(root):
+            raise ConfigError(f"--work-dir {root}: not a directory; expected a directory (new or of an earlier run)")
+        try:
+            os.makedirs(root, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"--work-dir {root}: cannot create it ({e.strerror or e})") from None
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise ConfigError(f"--work-dir {root}: not writable; expected a directory this user can write to")
 
     def path(self, *parts: str) -> str:
         p = os.path.join(self.root, *parts)
