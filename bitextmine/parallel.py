@@ -95,10 +95,13 @@ def usable_cores() -> int:
 
 def _child_init(init: Callable[..., None], init_args: tuple) -> None:
     """A worker's set-up: SIGTERM (how the pool ends its workers) ends it quietly whatever handler the parent
-    set (Ray's, in a driver that started a local cluster, printed a stack trace for every worker); its BLAS on
-    one thread (the processes are the parallelism), then ``init``. Where threadpoolctl is missing (a copy of
-    the sources run without installing them), BLAS keeps its threads."""
+    set (Ray's, in a driver that started a local cluster, printed a stack trace for every worker); Ctrl-C, which
+    the terminal sends to every process of the group, is left to the parent, which stops the pool (each worker
+    printed its own KeyboardInterrupt traceback); its BLAS on one thread (the processes are the parallelism),
+    then ``init``. Where threadpoolctl is missing (a copy of the sources run without installing them), BLAS
+    keeps its threads."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

@@ -1036,3 +1036,17 @@ def test_fail_safe_decides_on_the_share_and_what_the_stage_keeps(kept, floors, s
     choice = Choice(MineConfig().resolved(), True, ("de", "en"), ("given", "given"), "", judged="de", judged_floor=1.0)
     got = fail_safe(choice, kept, floors, share)
     assert (got.judged is None and bool(got.fell_back)) == fires and (got is choice) != fires
+
+
+def test_the_fewest_pairs_to_judge_are_counted_distinct(toy_stage_dir, tmp_path):
+    """Three pairs repeated four times are three pairs: too few to judge among (they were judged as twelve)."""
+    from bitextmine.config import EncodeConfig, ScoreConfig
+    from bitextmine.errors import CorpusError
+    from bitextmine.loading import load_model
+    from bitextmine.scoring import score_file
+
+    s, t = toy_corpus(3, seed=31)
+    path = write_lines(tmp_path / "rep.tsv", [f"{a}\t{b}" for a, b in zip(s, t)] * 4)
+    with pytest.raises(CorpusError, match="3 distinct pairs to judge"):
+        score_file(path, io.StringIO(), load_model(toy_stage_dir), config=EncodeConfig(device="cpu"),
+                   score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en"))

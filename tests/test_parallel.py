@@ -142,3 +142,14 @@ def test_workers_end_quietly_whatever_sigterm_handler_the_parent_set():
     finally:
         signal.signal(signal.SIGTERM, before)
     assert all(default for default, _ in out) and all(pid != os.getpid() for _, pid in out)
+
+
+def _sigint_handler(_item):
+    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def test_workers_leave_ctrl_c_to_the_parent():
+    """Ctrl-C reaches every process of the terminal's group: the workers ignore it (each printed its own
+    KeyboardInterrupt traceback), the parent stops the pool."""
+    assert all(ordered_map(_sigint_handler, range(6), init=lambda child: None, workers=2, inline=1))
+    assert signal.getsignal(signal.SIGINT) != signal.SIG_IGN  # this process keeps its own

@@ -163,7 +163,7 @@ def _check_chunk(chunk: _Chunk) -> _Checked:
         texts.append((i, s, t))
         keys[i] = (text_key(s), text_key(t))
     scores = np.full(n, np.nan, np.float32)
-    if config.score == "prob" and len(texts) < PROB_MIN_PAIRS:  # too few left by the rules to judge among
+    if config.score == "prob" and len({(s, t) for _, s, t in texts}) < PROB_MIN_PAIRS:  # too few distinct pairs
         for i, _, _ in texts:
             reasons[i], keys[i] = "unjudged", None
         texts = []

@@ -22,11 +22,13 @@ def aligned_probability(x: np.ndarray, y: np.ndarray, src_pieces: tuple, tgt_pie
     lexical scores, by ``lang``'s classifier, adjusted to the share of translations among the pairs judged; 0
     for a pair below the stage's margin floor (not judged). The rows are judged in equal consecutive blocks of
     at most ``block_lines`` (0: no limit) and at most the stage's ``max_lines``, the sizes its classifier was
-    trained on. Raises CorpusError for 1 to PROB_MIN_PAIRS - 1 pairs (a block that small is the caller's doing:
-    :func:`check_prob_options`)."""
+    trained on. Raises CorpusError for 1 to PROB_MIN_PAIRS - 1 distinct pairs (a block that small is the caller's
+    doing: :func:`check_prob_options`; copies of a pair count once, as they are judged once)."""
     n = len(x)
-    if 0 < n < PROB_MIN_PAIRS:
-        raise CorpusError(f"{n} pair{'s' * (n > 1)} to judge: the second stage judges each pair among at least "
+    distinct = len(set(zip(texts[0], texts[1])))
+    if 0 < distinct < PROB_MIN_PAIRS:
+        raise CorpusError(f"{distinct} distinct pair{'s' * (distinct > 1)} to judge: the second stage judges each "
+                          f"pair among at least "
                           f"{PROB_MIN_PAIRS} pairs given together (its margins against their neighbours); give it "
                           f"more pairs, or score them by cosine")
     most = int(stage.languages[lang]["max_lines"])
