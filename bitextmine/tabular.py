@@ -379,13 +379,13 @@ class ParquetRows:
     "list<string>". :meth:`add` takes a dict of equal-length lists; :meth:`close` writes the footer
     (an empty table still gets its schema)."""
 
-    TYPES = ("string", "float32", "float64", "int64", "list<int64>", "list<string>")
+    TYPES = ("string", "float32", "float64", "int64", "list<int64>", "list<string>", "binary")
 
     def __init__(self, out: BinaryIO, fields: Sequence[tuple[str, str]], rows: int = 65536):
         pa = pyarrow()
         self.pa = pa
         types = {"string": pa.string(), "float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(),
-                 "list<int64>": pa.list_(pa.int64()), "list<string>": pa.list_(pa.string())}
+                 "list<int64>": pa.list_(pa.int64()), "list<string>": pa.list_(pa.string()), "binary": pa.binary()}
         self.schema = pa.schema([(n, types[t]) for n, t in fields])
         self.writer = pa.parquet.ParquetWriter(out, self.schema)
         self.rows = rows

@@ -171,7 +171,7 @@ def test_filter_writes_parquet_with_typed_columns(tmp_path, toy_model_dir):
                                     "--rejects", str(rej), "--model", toy_model_dir, "--workers", "1", "-q"])
     assert res.exit_code == 0, res.output
     kept, rejected = pq.read_table(out), pq.read_table(rej)
-    assert kept.schema.names == ["id", "s", "t", "score"] and rejected.schema.names == ["id", "s", "t", "reason"]
+    assert kept.schema.names == ["id", "s", "t", "score"] and rejected.schema.names == ["id", "s", "t", "reason", "raw"]
     assert str(kept.schema.field("score").type) == "double" and str(rejected.schema.field("reason").type) == "string"
     assert kept.num_rows + rejected.num_rows == 40
     assert rejected.to_pydict()["id"] == ["p7"] and rejected.to_pydict()["reason"] == ["duplicate-pair"]
@@ -401,3 +401,16 @@ def test_an_error_in_a_shard_of_a_folder_names_the_shard_and_its_row(tmp_path, t
     r = CliRunner().invoke(main, ["encode", str(d), "-o", str(tmp_path / "x.npy"), "--model", toy_model_dir, "-q",
                                   "--batch-size", "2"])
     assert r.exit_code == 0 and np.load(tmp_path / "x.npy").shape[0] == 5
+
+
+def test_a_rejected_line_that_is_not_utf8_is_kept_byte_for_byte_in_parquet_rejects(tmp_path):
+    """The columns read U+FFFD where the bytes are not UTF-8; the raw column holds the line as it was."""
+    line = b"Das Haus ist gro\xdf.\tThe house is big."
+    src = tmp_path / "n.tsv"
+    src.write_bytes(line + b"\nDer Hund schl\xc3\xa4ft.\tThe dog sleeps.\n")
+    r = CliRunner().invoke(main, ["filter", str(src), "--score", "none", "--rejects", str(tmp_path / "r.parquet"),
+                                  "-o", str(tmp_path / "k.tsv")])
+    assert r.exit_code == 0, r.output
+    rows = pq.read_table(tmp_path / "r.parquet").to_pylist()
+    assert [(x["reason"], x["raw"]) for x in rows] == [("invalid-utf8", line)]
+    assert rows[0]["col1"] == "Das Haus ist gro\ufffd."

@@ -402,22 +402,31 @@ class _ParquetLines:
     """A binary stream of the lines :func:`_write` writes, stored as Parquet rows: the body's tab-separated
     columns as strings (``names``; a line with fewer columns gets nulls, one with more keeps the rest, tabs
     and all, in the last), then ``score`` float64 (with ``score``; empty = null) and ``reason`` (with
-    ``reason``). Bytes that are not UTF-8 (lines rejected as such) are stored as U+FFFD."""
+    ``reason``). Bytes that are not UTF-8 (lines rejected as such) are stored as U+FFFD in the columns, and with
+    ``reason`` the line's own bytes (its line end left out) in ``raw`` (binary; null for lines that are UTF-8),
+    so that such a rejected line can be recovered byte for byte."""
 
     def __init__(self, out: BinaryIO, names: list[str], score: bool, reason: bool):
         from ..tabular import ParquetRows
 
-        fields = [(c, "string") for c in names] + [("score", "float64")] * score + [("reason", "string")] * reason
+        fields = [(c, "string") for c in names] + [("score", "float64")] * score + [("reason", "string")] * reason \
+            + [("raw", "binary")] * reason
         self.rows = ParquetRows(out, fields)
         self.names, self.score, self.reason = names, score, reason
         self.buf: list[list] = []
 
     def write(self, line: bytes) -> None:
         body, _ = _split(line)
-        cols: list = body.decode("utf-8", "replace").split("\t")
+        try:
+            text, raw = body.decode("utf-8"), None
+        except UnicodeDecodeError:
+            text, raw = body.decode("utf-8", "replace"), body
+        cols: list = text.split("\t")
         tail = []
         if self.reason:
             tail.insert(0, cols.pop())
+            # the line as it was read: without the columns written after it (score, reason)
+            tail.append(None if raw is None else raw.rsplit(b"\t", int(self.score) + 1)[0])
         if self.score:
             v = cols.pop()
             tail.insert(0, float(v) if v else None)
