@@ -314,6 +314,9 @@ def parse_jsonl_line(line: str, *, name: str, lineno: int, cols: Sequence[str], 
     except ValueError as e:
         what = "an empty line" if not line.strip() else f"invalid JSON ({e})"
         raise CorpusError(f"{name} line {lineno}: {what}; expected one JSON object per line") from None
+    except RecursionError:
+        raise CorpusError(f"{name} line {lineno}: a JSON value nested too deeply to read; expected one flat JSON "
+                          "object per line") from None
     if not isinstance(obj, dict):
         raise CorpusError(f"{name} line {lineno}: {_JSON_TYPES.get(type(obj), type(obj).__name__)}; expected one "
                           "JSON object per line")

@@ -414,3 +414,26 @@ def test_a_rejected_line_that_is_not_utf8_is_kept_byte_for_byte_in_parquet_rejec
     rows = pq.read_table(tmp_path / "r.parquet").to_pylist()
     assert [(x["reason"], x["raw"]) for x in rows] == [("invalid-utf8", line)]
     assert rows[0]["col1"] == "Das Haus ist gro\ufffd."
+
+
+def test_integer_ids_beyond_int64_are_written_as_text(tmp_path):
+    src = tmp_path / "de.jsonl"
+    src.write_text('{"id": 18446744073709551615, "text": "kalo mire"}\n{"id": 2, "text": "tuka sane"}\n')
+    tgt = tmp_path / "en.jsonl"
+    tgt.write_text('{"id": 1, "text": "kalo mire"}\n{"id": 3, "text": "tuka sane"}\n')
+    r = CliRunner().invoke(main, ["mine", str(src), str(tgt), "--id-col", "id", "--threshold", "0", "--min-z", "0",
+                                  "--min-cosine", "0", "-o", str(tmp_path / "o.parquet"), "-q"])
+    assert r.exit_code == 0, r.output
+    t = pq.read_table(tmp_path / "o.parquet")
+    assert str(t.schema.field("src_ids").type) == "list<element: string>"
+    assert "18446744073709551615" in [i for ids in t.to_pydict()["src_ids"] for i in ids]
+
+
+def test_a_jsonl_line_nested_too_deeply_is_one_line_error(tmp_path):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"text": ' + "[" * 100000 + "]" * 100000 + "}\n")
+    ok = tmp_path / "ok.jsonl"
+    ok.write_text('{"text": "kalo"}\n')
+    r = CliRunner().invoke(main, ["mine", str(deep), str(ok)])
+    assert r.exit_code == 1 and r.output == (f"Error: {deep} line 1: a JSON value nested too deeply to read; expected "
+                                             "one flat JSON object per line\n")

@@ -432,7 +432,7 @@ def _check_tsv(a: str, b: str) -> None:
 
 def _write_parquet(out, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool) -> int:
     """:func:`_write` as Parquet: score float32, src, tgt string; with ``ids`` or ``explain`` src_lines, tgt_lines
-    list<int64> (1-based) and, with an id column, src_ids, tgt_ids (list<int64> when every id is an integer,
+    list<int64> (1-based) and, with an id column, src_ids, tgt_ids (list<int64> when every id is an integer within int64,
     else list<string>); with ``explain`` cosine, src_mean, tgt_mean float32, direction string, z float32, prob
     float32 (NaN where the second stage did not judge)."""
     from ..tabular import ParquetRows
@@ -447,7 +447,7 @@ def _write_parquet(out, pairs, src: tuple, tgt: tuple, ids: bool, explain: bool)
         for name, side, k in (("src_ids", src, 0), ("tgt_ids", tgt, 1)):
             if side[2] is not None:
                 values = [side[2][r[k]] for r in rows]
-                ints = all(isinstance(v, int) for vs in values for v in vs)
+                ints = all(isinstance(v, int) and -2**63 <= v < 2**63 for vs in values for v in vs)  # else text
                 cols[name] = values if ints else [[str(v) for v in vs] for vs in values]
                 fields.append((name, "list<int64>" if ints else "list<string>"))
     if explain:
