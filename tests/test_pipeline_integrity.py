@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -347,3 +348,29 @@ def test_a_pipe_is_mined_as_its_file_and_cannot_be_resumed(files, toy_model, tmp
                 _mine(fifo, t, toy_model, w, resume=True)
             open(fifo, "rb").read()  # let the writer finish
         thread.join(5)
+
+
+@pytest.mark.parametrize("stage_seen, how", [("dedup", "rewritten"), ("encode", "shuffled"), ("margins", "replaced")])
+def test_an_input_changed_while_the_run_reads_it_stops_the_run(files, toy_model, stage_seen, how):
+    """Whatever stage the change falls in, the run stops with one error naming the file, and nothing is written
+    (a shard replaced, a text rewritten or shuffled mid-run printed unrelated pairs, old scores or an IndexError)."""
+    s, t, _ = files
+    lines = open(s, encoding="utf-8").read().splitlines()
+    changed = []
+
+    def change(stage: str, done: int, total: int) -> None:
+        if changed or stage != stage_seen:
+            return
+        changed.append(stage)
+        if how == "replaced":
+            os.replace(write_lines(s + ".new", lines[::-1]), s)
+        else:
+            new = lines[::-1] if how == "shuffled" else [x + " x" for x in lines]
+            time.sleep(0.05)  # past the file system's clock step: the time changes with the bytes
+            write_lines(s, new)
+
+    out = io.StringIO()
+    with pytest.raises(ConfigError, match=f"^{re.escape(s)}: changed while the run read it"):
+        mine_files(s, t, out, model=toy_model, ids=True, config=MineConfig(threshold=0, min_z=0),
+                   pipeline=PipelineConfig(chunk_lines=CHUNK), progress=change)
+    assert changed and out.getvalue() == ""

@@ -53,6 +53,7 @@ class _Run:
         self.recall: list | None = None
         self.sample: dict | None = None  # the cells' samples (stages.knn_cell), when the search keeps lists among them
         self.samples: dict = {}  # each side's reference sample, rows int64 (stages.side_sample)
+        self.stamps: dict = {}  # each input file's (size, mtime, inode) when the run began (:func:`input_stamps`)
 
     def stage(self, name: str, fn, tasks: list[tuple[str | tuple | None, tuple]], gpu: bool = False) -> list:
         """Run ``fn(*args)`` for each (output file or files, args) whose outputs do not all exist and verify yet
@@ -61,6 +62,7 @@ class _Run:
             outs = (out,) if isinstance(out, str) else out or ()
             return bool(outs) and all(verifies(self.work.path(o)) for o in outs)
 
+        check_stamps(self.stamps)
         todo = [args for out, args in tasks if not whole(out)]
         total, count = len(todo), [0]
 
@@ -70,7 +72,45 @@ class _Run:
                 self.progress(name, count[0], total)
 
         self.computed[name] = self.computed.get(name, 0) + total
-        return self.engine.map(fn, todo, gpu=gpu, done=done)
+        out = self.engine.map(fn, todo, gpu=gpu, done=done)
+        check_stamps(self.stamps)  # what the stage read was the input the run began with
+        return out
+
+
+def input_stamps(paths) -> dict:
+    """{file: (size, mtime in ns, inode)} of every file the inputs ``paths`` name (a folder or glob of shards:
+    its files; standard input and pipes, read once, have none)."""
+    from ..corpus import read_once
+    from ..tabular import shards, table_kind
+
+    files = []
+    for p in paths:
+        if not p or p == "-" or read_once(p):
+            continue
+        if os.path.isdir(p):
+            files += [os.path.join(d, n) for d, _, names in sorted(os.walk(p)) for n in sorted(names)]
+        elif not os.path.exists(p) and table_kind(p):
+            files += list(shards(p))
+        else:
+            files.append(p)
+    return {f: _stamp(f) for f in files}
+
+
+def _stamp(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def check_stamps(stamps: dict) -> None:
+    """ConfigError naming the first input file that changed (size, time, or replaced) since ``stamps`` were taken:
+    a run reads its inputs more than once, and lines of two versions would be paired."""
+    for path, was in stamps.items():
+        if _stamp(path) != was:
+            raise ConfigError(f"{path}: changed while the run read it (written, replaced or removed); nothing was "
+                              "written; run again on an input that stays as it is")
 
 
 def _settings(config: MineConfig, pconf: PipelineConfig, vectors: str, sources: dict, judged_floor) -> dict:
@@ -545,6 +585,7 @@ def mine_files(
     lock = Lock(work.root)
     try:
         lock.acquire()  # released in finally
+        stamps = input_stamps((src_path, tgt_path, src_emb, tgt_emb))  # checked before and after every stage
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
         not_plain = _not_plain(sources, encode_config, marked)
         choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang), not_plain,
@@ -565,8 +606,10 @@ def mine_files(
         changed = work.begin(settings, inputs, pipeline.resume, REDO)
         engine = make_engine(pipeline.engine, pipeline.ray_address or None)
         run = _Run(work, engine, progress)
+        run.stamps = stamps
         for side, path in zip(SIDES, (src_path, tgt_path)):
             run.plans[side] = plan_side(work, side, path, pipeline.chunk_lines, text_cols[side], id_col)
+        check_stamps(stamps)
         _check_rows(run, sources, model, encode_config, marked)
         _dedup(run, pipeline)
         n_rows = {s: int(run.offsets[s][-1]) for s in SIDES}
