@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import io
 import json
+import re
 import os
 import shutil
 
@@ -1050,3 +1051,70 @@ def test_the_fewest_pairs_to_judge_are_counted_distinct(toy_stage_dir, tmp_path)
     with pytest.raises(CorpusError, match="3 distinct pairs to judge"):
         score_file(path, io.StringIO(), load_model(toy_stage_dir), config=EncodeConfig(device="cpu"),
                    score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en"))
+
+
+def _damaged_trees(trees: dict, how: str) -> dict:
+    t = {k: np.array(v) for k, v in trees.items()}
+    if how == "float links":
+        t["left"] = t["left"].astype(np.float64)
+    elif how == "2-D values":
+        t["value"] = np.stack([t["value"], t["value"]], 1)
+    elif how == "nan threshold":
+        inner = np.flatnonzero(~t["leaf"].astype(bool))
+        t["threshold"][inner[0]] = np.nan
+    elif how == "deep":
+        t["depth"] = np.int32(10**6)
+    return t
+
+
+@pytest.mark.parametrize("how, says", [
+    ("truncated", "cannot read the second stage's trees"),
+    ("empty", "cannot read the second stage's trees"),
+    ("float links", "arrays of another kind or shape: left"),
+    ("2-D values", "arrays of another kind or shape: value"),
+    ("nan threshold", "not a finite number"),
+    ("deep", "depth 1000000; expected 0 to 64"),
+])
+def test_damaged_trees_are_one_error_naming_the_file(toy_stage_dir, tmp_path, how, says):
+    """A damaged trees file ends in ModelFormatError naming it, at once (depth 10^6 hung, a truncated file was a
+    BadZipFile, an empty one ended the run with no file named)."""
+    import time
+
+    from bitextmine.judge.features import FEATURES
+    from bitextmine.judge.store import trees_file
+
+    bad = str(tmp_path / "bad")
+    shutil.copytree(toy_stage_dir, bad)
+    path = os.path.join(bad, "second_stage", trees_file("de"))
+    if how in ("truncated", "empty"):
+        data = open(path, "rb").read()
+        open(path, "wb").write(data[:len(data) // 2] if how == "truncated" else b"")
+    else:
+        with np.load(path) as z:
+            np.savez(path, **_damaged_trees({k: z[k] for k in z.files}, how))
+    t0 = time.monotonic()
+    with pytest.raises(ModelFormatError, match=f"trees.de.npz: .*{re.escape(says)}"):
+        load_second_stage(bad).probability("de", np.zeros((3, len(FEATURES))))
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("prior", 0, "prior 0; expected between 0 and 1"),
+    ("prior", 1.0, "prior 1.0; expected between 0 and 1"),
+    ("min_prob", 5, "min_prob 5; expected from 0 to 1"),
+    ("min_prob", -1, "min_prob -1; expected from 0 to 1"),
+    ("min_prob", True, "expected finite numbers"),
+    ("min_prob", float("nan"), "expected finite numbers"),
+    ("max_lines", 2.5, "max_lines 2.5; expected a whole number from 1"),
+    ("floor", float("inf"), "expected finite numbers"),
+])
+def test_second_stage_numbers_out_of_range_are_refused_on_load(toy_stage_dir, tmp_path, key, value, says):
+    bad = str(tmp_path / "bad")
+    shutil.copytree(toy_stage_dir, bad)
+    path = os.path.join(bad, "second_stage", "second_stage.json")
+    data = json.load(open(path))
+    data["languages"]["de"][key] = value
+    with open(path, "w") as f:
+        f.write(json.dumps(data).replace("NaN", "NaN").replace("Infinity", "Infinity"))
+    with pytest.raises(ModelFormatError, match=f"language 'de': .*{re.escape(says)}"):
+        load_second_stage(bad)

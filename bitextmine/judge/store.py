@@ -233,17 +233,25 @@ def _check_language(lang: str, c, path: str, folder: str, features: tuple) -> No
                                f"{', '.join(CLASSIFIERS)}")
     logistic = kind(c) == "logistic"
     numbers = NUMBERS + (LOGISTIC if logistic else ())
-    ok = all(isinstance(c.get(k), (int, float)) for k in numbers) and (not logistic or all(
-        isinstance(c.get(k), list) and len(c[k]) == n_features and all(isinstance(v, (int, float)) for v in c[k])
-        for k in VECTORS))
+    ok = all(_finite(c.get(k)) for k in numbers) and (not logistic or all(
+        isinstance(c.get(k), list) and len(c[k]) == n_features and all(_finite(v) for v in c[k]) for k in VECTORS))
     if not ok:
         vectors = f" and {n_features} numbers each for {', '.join(VECTORS)}" if logistic else ""
-        raise ModelFormatError(f"{path}: language {lang!r}: expected numbers {', '.join(numbers)}{vectors}")
+        raise ModelFormatError(f"{path}: language {lang!r}: expected finite numbers {', '.join(numbers)}{vectors}")
+    ranges = [("min_prob", 0 <= c["min_prob"] <= 1, "from 0 to 1"), ("prior", 0 < c["prior"] < 1, "between 0 and 1"),
+              ("max_lines", isinstance(c["max_lines"], int) and c["max_lines"] >= 1, "a whole number from 1")]
+    bad = next(((k, want) for k, ok, want in ranges if not ok), None)
+    if bad:
+        raise ModelFormatError(f"{path}: language {lang!r}: {bad[0]} {c[bad[0]]!r}; expected {bad[1]}")
     files = [table_file(a, b) for a, b in (("en", lang), (lang, "en"))] + ([] if logistic else [trees_file(lang)])
     files += [expected_file(lang)] if DEFICIT[0] in features else []
     for name in files:
         if not os.path.isfile(os.path.join(folder, name)):
             raise ModelFormatError(f"{os.path.join(folder, name)}: missing; the second stage of {lang!r} needs it")
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
 
 
 def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: str = "", compact: bool = False,
@@ -283,11 +291,13 @@ def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: 
 
 def _load_arrays(path: str, what: str) -> dict:
     """{name: array} of the npz file ``path`` (``what`` it holds, for the error); ModelFormatError if unreadable."""
+    import zipfile
+
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
-        raise ModelFormatError(f"{path}: cannot read the second stage's {what} ({e})") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:  # truncated, empty or not an npz file
+        raise ModelFormatError(f"{path}: cannot read the second stage's {what} ({e or type(e).__name__})") from None
 
 
 def _save_arrays(arrays: dict, path: str) -> None:

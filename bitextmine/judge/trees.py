@@ -84,16 +84,31 @@ def predict_trees(trees: dict, X: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-np.clip(log_odds(trees, X), -500, 500)))
 
 
+MAX_DEPTH = 64  # deeper trees are refused: a walk costs a step per level (the bundled model's: 6)
+
+
 def check_trees(trees: dict, n_features: int) -> str | None:
-    """What is wrong with arrays read from a file (None: nothing): missing arrays, lengths that differ, a child
-    or root outside the nodes, a feature outside 0..n_features-1."""
+    """What is wrong with arrays read from a file (None: nothing): missing arrays, arrays of another kind (1-D
+    integer links and features, 1-D float thresholds and values, scalar baseline and depth), lengths that
+    differ, a value that is not finite, a depth outside 1..MAX_DEPTH, a child or root outside the nodes, a
+    feature outside 0..n_features-1, a path longer than the depth."""
     missing = [k for k in ARRAYS if k not in trees]
     if missing:
         return f"missing arrays {', '.join(missing)}"
+    kinds = {"feature": "iu", "left": "iu", "right": "iu", "roots": "iu", "depth": "iu", "leaf": "bui",
+             "threshold": "f", "value": "f", "baseline": "f"}
+    wrong = [k for k, want in kinds.items() if trees[k].dtype.kind not in want or
+             trees[k].ndim != (0 if k in ("baseline", "depth") else 1)]
+    if wrong:
+        return f"arrays of another kind or shape: {', '.join(wrong)}"
     n = len(trees["feature"])
-    if any(len(trees[k]) != n for k in ("threshold", "left", "right", "value", "leaf")) or trees["baseline"].shape \
-            or trees["depth"].shape:
+    if any(len(trees[k]) != n for k in ("threshold", "left", "right", "value", "leaf")):
         return "arrays of different lengths"
+    if not (np.isfinite(trees["value"]).all() and np.isfinite(trees["baseline"])
+            and np.isfinite(trees["threshold"][~trees["leaf"].astype(bool)]).all()):
+        return "a threshold, value or baseline that is not a finite number"
+    if not 0 <= int(trees["depth"]) <= MAX_DEPTH:
+        return f"depth {int(trees['depth'])}; expected 0 to {MAX_DEPTH}"
     inner = ~trees["leaf"].astype(bool)
     links = np.r_[trees["left"][inner], trees["right"][inner], trees["roots"]]
     if n == 0 or len(trees["roots"]) == 0 or links.min(initial=0) < 0 or links.max(initial=0) >= n:
