@@ -1118,3 +1118,27 @@ def test_second_stage_numbers_out_of_range_are_refused_on_load(toy_stage_dir, tm
         f.write(json.dumps(data).replace("NaN", "NaN").replace("Infinity", "Infinity"))
     with pytest.raises(ModelFormatError, match=f"language 'de': .*{re.escape(says)}"):
         load_second_stage(bad)
+
+
+def test_tables_and_trees_record_their_languages_and_a_swap_is_refused(tmp_path):
+    """The bundled stage's files record the language (and direction) they were made for: two directions of the
+    IBM-1 tables swapped, or French trees, tables and links put in German's place, are refused naming the file
+    (they were accepted and changed the pairs)."""
+    from bitextmine.judge.store import expected_file, table_file, trees_file
+    from bitextmine.loading import load_model
+
+    bundled = os.path.dirname(load_model().second_stage.folder)
+    cases = [((table_file("en", "de"), table_file("de", "en")), "ibm1.en-de.npz: a lexical table of de->en"),
+             ((table_file("en", "de"), table_file("en", "fr")), "ibm1.en-de.npz: a lexical table of en->fr"),
+             ((trees_file("de"), trees_file("fr")), "trees.de.npz: made for 'fr', not 'de'"),
+             ((expected_file("de"), expected_file("fr")), "expected.de.npz: made for 'fr', not 'de'")]
+    for k, ((place, other), says) in enumerate(cases):
+        bad = str(tmp_path / str(k))
+        shutil.copytree(bundled, bad, ignore=shutil.ignore_patterns("embeddings.safetensors"))
+        folder = os.path.join(bad, "second_stage")
+        shutil.copy(os.path.join(folder, other), os.path.join(folder, place))
+        stage = load_second_stage(bad)
+        with pytest.raises(ModelFormatError, match=re.escape(says)):
+            stage.tables("de")
+            stage.trees("de")
+            stage.expected("de")

@@ -133,8 +133,8 @@ class SecondStage:
         from ..lexicon import load_table
 
         if lang not in self._tables:
-            self._tables[lang] = tuple(load_table(os.path.join(self.folder, table_file(a, b)), fingerprint=self.fingerprint)
-                                       for a, b in (("en", lang), (lang, "en")))
+            self._tables[lang] = tuple(load_table(os.path.join(self.folder, table_file(a, b)), fingerprint=self.fingerprint,
+                                                  languages=(a, b)) for a, b in (("en", lang), (lang, "en")))
         return self._tables[lang]
 
     def expected(self, lang: str) -> tuple | None:
@@ -146,6 +146,7 @@ class SecondStage:
             path = os.path.join(self.folder, expected_file(lang))
             tables = self.tables(lang)
             arrays = _load_arrays(path, "expected links")
+            _check_language_of(arrays, lang, path)
             pair = (arrays.get("fx"), arrays.get("en"))
             for a, table in zip(pair, tables):
                 if a is None or a.shape != (table.vocab_tgt,) or a.dtype != np.float32 or not np.isfinite(a).all():
@@ -161,6 +162,7 @@ class SecondStage:
         if lang not in self._trees:
             path = os.path.join(self.folder, trees_file(lang))
             arrays = _load_arrays(path, "trees")
+            _check_language_of(arrays, lang, path)
             problem = check_trees(arrays, len(self.features))
             if problem:
                 raise ModelFormatError(f"{path}: damaged trees: {problem}")
@@ -188,6 +190,14 @@ class SecondStage:
         from .logistic import adjust_to_prior
 
         return adjust_to_prior(p, float(self.languages[lang]["prior"]))[0]
+
+
+def _check_language_of(arrays: dict, lang: str, path: str) -> None:
+    """ModelFormatError when arrays read for ``lang`` record another language ("language"; files written before
+    it was recorded have none and pass)."""
+    made = arrays.pop("language", None)
+    if made is not None and str(made) != lang:
+        raise ModelFormatError(f"{path}: made for {str(made)!r}, not {lang!r} as its name says")
 
 
 def load_second_stage(model_dir: str, fingerprint: str | None = None, embeddings: np.ndarray | None = None,
@@ -266,10 +276,10 @@ def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: 
     folder = os.path.join(model_dir, FOLDER)
     os.makedirs(folder, exist_ok=True)
     for lang, (fwd, bwd) in tables.items():
-        save_table(fwd, os.path.join(folder, table_file("en", lang)), compact)
-        save_table(bwd, os.path.join(folder, table_file(lang, "en")), compact)
+        save_table(fwd, os.path.join(folder, table_file("en", lang)), compact, languages=("en", lang))
+        save_table(bwd, os.path.join(folder, table_file(lang, "en")), compact, languages=(lang, "en"))
     for lang, (fx, en) in (expected or {}).items():
-        _save_arrays({"fx": np.asarray(fx, np.float32), "en": np.asarray(en, np.float32)},
+        _save_arrays({"fx": np.asarray(fx, np.float32), "en": np.asarray(en, np.float32), "language": np.array(lang)},
                      os.path.join(folder, expected_file(lang)))
     out = {"format_version": FORMAT_VERSION, "features": list(FEATURES), "chosen_on": chosen_on, "languages": {}}
     for lang, c in sorted(languages.items()):
@@ -277,7 +287,7 @@ def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: 
         entry = {"min_prob": float(c["min_prob"]), "floor": float(c["floor"]), "prior": float(c["prior"]),
                  "max_lines": int(c["max_lines"]), "trained_on": c.get("trained_on", "")}
         if "roots" in clf:  # trees (bitextmine.judge.trees)
-            _save_arrays(clf, os.path.join(folder, trees_file(lang)))
+            _save_arrays({**clf, "language": np.array(lang)}, os.path.join(folder, trees_file(lang)))
             entry["classifier"] = "trees"
         else:
             entry.update({k: [float(v) for v in clf[k]] for k in VECTORS}, b=float(clf["b"]), classifier="logistic")

@@ -425,11 +425,12 @@ def prune(table: LexicalTable, floor: float) -> LexicalTable:
                         max(float(floor), table.floor), table.iters, table.fingerprint)
 
 
-def save_table(table: LexicalTable, path: str, compact: bool = False) -> None:
+def save_table(table: LexicalTable, path: str, compact: bool = False, languages: tuple[str, str] | None = None) -> None:
     """Write ``table`` to ``path`` (an ``.npz``; see the module docstring), replacing it atomically. ``compact``:
     keys as uint32 when they fit and probabilities as float16 (rounded to 3 significant digits; a model
     directory ships them so) unless some lie below float16's normal range (a table kept below a floor of
-    6.1e-5), compressed; read back as int64 and float32."""
+    6.1e-5), compressed; read back as int64 and float32. ``languages``: (source, target) codes recorded in the
+    table, which :func:`load_table` checks against the place it is read for."""
     keys, prob = np.ascontiguousarray(table.keys, np.int64), np.ascontiguousarray(table.prob, np.float32)
     if compact:
         limit = (table.vocab_src + table.null) * table.vocab_tgt
@@ -437,7 +438,7 @@ def save_table(table: LexicalTable, path: str, compact: bool = False) -> None:
         prob = prob.astype(np.float16) if prob.min(initial=1.0) >= np.finfo(np.float16).tiny else prob
     meta = {"format_version": FORMAT_VERSION, "kind": KIND, "vocab_src": table.vocab_src,
             "vocab_tgt": table.vocab_tgt, "null": table.null, "floor": table.floor, "iters": table.iters,
-            "fingerprint": table.fingerprint}
+            "fingerprint": table.fingerprint, **({"languages": list(languages)} if languages else {})}
     tmp = f"{path}.tmp"
     with open(tmp, "wb") as f:
         (np.savez_compressed if compact else np.savez)(
@@ -445,10 +446,10 @@ def save_table(table: LexicalTable, path: str, compact: bool = False) -> None:
     os.replace(tmp, path)
 
 
-def load_table(path: str, *, fingerprint: str | None = None) -> LexicalTable:
+def load_table(path: str, *, fingerprint: str | None = None, languages: tuple[str, str] | None = None) -> LexicalTable:
     """Read a table written by :func:`save_table`. Raises ModelFormatError when the file is unreadable,
-    has another format version or inconsistent arrays, or (``fingerprint`` given) was made for another
-    vocabulary."""
+    has another format version or inconsistent arrays, (``fingerprint`` given) was made for another
+    vocabulary, or (``languages`` given, (source, target)) records other languages or another direction."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -481,6 +482,10 @@ def load_table(path: str, *, fingerprint: str | None = None) -> LexicalTable:
     if fingerprint is not None and meta.get("fingerprint") != fingerprint:
         raise ModelFormatError(f"{path}: lexical table made for the vocabulary {meta.get('fingerprint')!r}, not "
                                f"{fingerprint!r}: train it again with this model's tokenizer")
+    made = meta.get("languages")
+    if languages is not None and made is not None and list(made) != list(languages):
+        raise ModelFormatError(f"{path}: a lexical table of {'->'.join(map(str, made))}, not "
+                               f"{'->'.join(languages)} as its place here says")
     table = LexicalTable(keys=arrays["keys"], prob=arrays["prob"], vocab_src=int(meta["vocab_src"]),
                          vocab_tgt=int(meta["vocab_tgt"]), null=bool(meta["null"]), floor=float(meta["floor"]),
                          iters=int(meta["iters"]), fingerprint=str(meta.get("fingerprint", "")))
