@@ -510,3 +510,29 @@ def test_a_sentence_transformers_model_with_a_default_prompt_is_refused(exported
     cfg.update(default_prompt_name=None)  # prompts to choose from, none by default: read as before
     (d / "config_sentence_transformers.json").write_text(json.dumps(cfg))
     assert load_model(str(d)).dim == 24
+
+
+@pytest.mark.parametrize("value", ["abc", -1, 0, 1e30, True, 2.5])
+def test_a_model2vec_max_length_out_of_form_is_refused(exported, tmp_path, value):
+    bad = str(tmp_path / "m2v")
+    shutil.copytree(exported["model2vec"], bad)
+    path = os.path.join(bad, "config.json")
+    cfg = json.load(open(path))
+    cfg["max_length"] = value
+    json.dump(cfg, open(path, "w"))
+    with pytest.raises(ModelFormatError, match=r"config.json: max_length .*expected null or a whole number"):
+        load_model(bad)
+
+
+def test_a_foreign_table_with_a_value_that_is_not_finite_is_refused(exported, tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    bad = str(tmp_path / "m2v")
+    shutil.copytree(exported["model2vec"], bad)
+    path = os.path.join(bad, "model.safetensors")
+    tensors = load_file(path)
+    tensors["embeddings"] = tensors["embeddings"].copy()
+    tensors["embeddings"][3, 1] = np.nan
+    save_file(tensors, path)
+    with pytest.raises(ModelFormatError, match="row 3 of the table holds a value that is not a finite number"):
+        load_model(bad)

@@ -32,6 +32,7 @@ ST_WEIGHTS = "model.safetensors"
 ST_TOKENIZER = "tokenizer.json"
 M2V_CONFIG = "config.json"
 M2V_DEFAULT_MAX_LENGTH = 512  # model2vec's DEFAULT_MAX_LENGTH, used when config.json has no max_length
+M2V_MAX_LENGTH_LIMIT = 10_000_000  # a larger max_length is a damaged config (a text is cut at max_length x chars)
 FORMATS = ("bitextmine", "sentence-transformers", "model2vec")
 SUPPORTED_ST = "a StaticEmbedding module, optionally followed by Normalize"
 SIDECAR = "bitextmine.json"
@@ -124,6 +125,10 @@ def load_model2vec(path: str):
     tok_path = os.path.join(path, ST_TOKENIZER)
     text = _read_text(tok_path, "model2vec's tokenizer.json")
     max_length = cfg.get("max_length", M2V_DEFAULT_MAX_LENGTH)
+    if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool)
+                                   or not 1 <= max_length <= M2V_MAX_LENGTH_LIMIT):
+        raise ModelFormatError(f"{cfg_path}: max_length {max_length!r}; expected null or a whole number of tokens "
+                               f"from 1 to {M2V_MAX_LENGTH_LIMIT:,}")
     probe = JsonTokenizer(text, name=tok_path)
     unk = model2vec_unk_id(probe.tk)
     max_chars = None if max_length is None else int(max_length) * median_token_length(probe.tk)
@@ -164,9 +169,13 @@ def median_token_length(tk) -> int:
 def _model(path: str, fmt: str, tokenizer, table: np.ndarray, weights_path: str, *, normalize: bool):
     from ..model import Model, compute_fingerprint
 
-    if table.ndim != 2 or table.shape[0] < tokenizer.vocab_size:
+    if table.ndim != 2 or table.shape[0] < tokenizer.vocab_size or table.shape[1] < 1:
         raise ModelFormatError(f"{weights_path}: a table of shape {table.shape}; the tokenizer has "
-                               f"{tokenizer.vocab_size} tokens, so it needs at least that many rows")
+                               f"{tokenizer.vocab_size} tokens, so it needs at least that many rows, of 1 or more "
+                               "values")
+    if not np.isfinite(table).all():
+        row = int(np.flatnonzero(~np.isfinite(table).all(1))[0])
+        raise ModelFormatError(f"{weights_path}: row {row} of the table holds a value that is not a finite number")
     table = np.ascontiguousarray(table, np.float32)
     config = {"encoder": "static", "tokenizer": tokenizer.kind, "source_format": fmt, "normalize": normalize,
               "dim": int(table.shape[1]), "emb_dim": int(table.shape[1]), "vocab_size": int(table.shape[0]),
