@@ -29,3 +29,17 @@ def is_version(found, versions) -> bool:
     """Whether ``found`` (a format_version read from a file) is one of ``versions``: an integer, not a bool or float
     that compares equal (true == 1, 2.0 == 2)."""
     return type(found) is int and found in versions
+
+
+def regular_file(path: str) -> None:
+    """ModelFormatError when ``path`` exists and is not a regular file (a named pipe would block the read for
+    ever; a folder or device is no model file). A missing file is left to the reader to name."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise ModelFormatError(f"{path}: not a regular file (a pipe, folder or device); expected a model file")

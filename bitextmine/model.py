@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .config import ENCODERS
-from .errors import ModelFormatError, is_version
+from .errors import ModelFormatError, is_version, regular_file
 from .tokenizer import Tokenizer, VocabTokenizer, make_tokenizer
 
 FORMAT_VERSION = 2
@@ -178,6 +178,7 @@ def read_versioned_json(path: str, *, version: "int | tuple[int, ...]", what: st
     are no longer read} gives the message for those.
     """
     versions = (version,) if isinstance(version, int) else tuple(version)
+    regular_file(path)
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -205,12 +206,14 @@ def load_native_model(path: str) -> Model:
     kind = TOKENIZER_OF[encoder]
     tok_file = TOKENIZER_FILE if kind == "sentencepiece" else VocabTokenizer.filename
     tok_path = os.path.join(path, tok_file)
+    regular_file(tok_path)
     try:
         with open(tok_path, "rb") as f:
             tok = make_tokenizer(kind, f.read(), tok_path)
     except OSError as e:
         raise ModelFormatError(f"{tok_path}: cannot read the tokenizer ({e.strerror}); expected {tok_file}") from None
     emb_path = os.path.join(path, EMBEDDINGS_FILE)
+    regular_file(emb_path)
     try:
         from safetensors import SafetensorError
         from safetensors.numpy import load_file

@@ -759,3 +759,13 @@ def test_an_option_the_score_does_not_read_is_refused_unless_at_its_default_valu
     at_default = {"--k": "4", "--judge-lines": str(JUDGE_LINES)}[given[0]]
     default = CliRunner().invoke(main, ["filter", str(p), "--score", score, given[0], at_default])
     assert says not in default.output and default.exit_code == 0, default.output
+
+
+def test_an_endless_line_is_refused_with_bounded_memory(monkeypatch):
+    """/dev/zero has no line end: the reader stops at MAX_LINE_BYTES (it grew to 3 GB in 12 s and on)."""
+    import bitextmine.filtering.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "MAX_LINE_BYTES", 2**20)
+    r = CliRunner().invoke(main, ["filter", "/dev/zero", "--score", "none"])
+    assert r.exit_code == 1 and r.output == ("Error: /dev/zero line 1: longer than 1 MiB; expected one pair of "
+                                             "sentences per line (a text file)\n")

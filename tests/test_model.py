@@ -123,3 +123,18 @@ def test_a_sif_weight_that_is_not_a_positive_number_is_refused(tmp_path, toy_mod
     json.dump(cfg, open(d + "/config.json", "w"))
     with pytest.raises(ModelFormatError, match=f"config.json sif_a {a!r}; expected a positive number"):
         encode(["kalo mire"], load_model(d), config=EncodeConfig(sif=True))
+
+
+def test_a_model_file_that_is_a_pipe_is_refused_at_once(toy_model_dir, tmp_path):
+    """A named pipe in a model file's place blocked the load for ever (a FIFO tokenizer.json hung mine)."""
+    import shutil
+
+    from bitextmine.errors import ModelFormatError
+    from bitextmine.loading import load_model
+
+    bad = str(tmp_path / "m")
+    shutil.copytree(toy_model_dir, bad)
+    os.remove(os.path.join(bad, "sentencepiece.model"))
+    os.mkfifo(os.path.join(bad, "sentencepiece.model"))
+    with pytest.raises(ModelFormatError, match=r"sentencepiece.model: not a regular file"):
+        load_model(bad)

@@ -89,20 +89,27 @@ def _decode(raw: bytes, first_of_file: bool) -> tuple[str | None, str | None]:
         return None, "invalid-utf8"
 
 
+MAX_LINE_BYTES = 64 * 2**20  # a longer line is no pair of sentences (/dev/zero, a binary file): refused, bounded memory
+
+
 def _read_chunks(path: str, n: int, name: str) -> Iterator[tuple[list[bytes], int]]:
+    """Chunks of ``n`` raw lines (with their line ends) of ``path`` and the first one's line number; CorpusError
+    for a line longer than MAX_LINE_BYTES, read no further than that."""
     f = open_binary(path)
     chunk: list[bytes] = []
     first = 1
     lineno = 0
     try:
-        it = iter(f)
         while True:
             try:
-                raw = next(it)
-            except StopIteration:
-                break
+                raw = f.readline(MAX_LINE_BYTES + 1)
             except DamagedInput as e:
                 raise e.at_line(lineno + 1) from None
+            if not raw:
+                break
+            if len(raw) > MAX_LINE_BYTES:
+                raise CorpusError(f"{name} line {lineno + 1}: longer than {MAX_LINE_BYTES // 2**20} MiB; expected "
+                                  "one pair of sentences per line (a text file)")
             lineno += 1
             chunk.append(raw)
             if len(chunk) >= n:

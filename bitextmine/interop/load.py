@@ -222,6 +222,9 @@ def _sidecar(path: str, seal) -> dict:
 
 
 def _json_or_none(path: str):
+    from ..errors import regular_file
+
+    regular_file(path)
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -230,6 +233,9 @@ def _json_or_none(path: str):
 
 
 def _read_text(path: str, what: str) -> str:
+    from ..errors import regular_file
+
+    regular_file(path)
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
@@ -240,6 +246,9 @@ def _read_text(path: str, what: str) -> str:
 
 
 def _read_tensors(path: str, what: str) -> dict:
+    from ..errors import regular_file
+
+    regular_file(path)
     try:
         from safetensors import SafetensorError
         from safetensors.numpy import load_file

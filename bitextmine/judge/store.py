@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..errors import ModelFormatError, is_version
+from ..errors import ModelFormatError, is_version, regular_file
 from .features import BASE, DEFICIT, FEATURES, Pieces, pair_features
 from .logistic import predict
 
@@ -209,6 +209,7 @@ def load_second_stage(model_dir: str, fingerprint: str | None = None, embeddings
     path = os.path.join(folder, FILE)
     if not os.path.isdir(folder):
         return None
+    regular_file(path)
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -303,6 +304,7 @@ def _load_arrays(path: str, what: str) -> dict:
     """{name: array} of the npz file ``path`` (``what`` it holds, for the error); ModelFormatError if unreadable."""
     import zipfile
 
+    regular_file(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}

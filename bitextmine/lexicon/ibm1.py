@@ -450,6 +450,9 @@ def load_table(path: str, *, fingerprint: str | None = None, languages: tuple[st
     """Read a table written by :func:`save_table`. Raises ModelFormatError when the file is unreadable,
     has another format version or inconsistent arrays, (``fingerprint`` given) was made for another
     vocabulary, or (``languages`` given, (source, target)) records other languages or another direction."""
+    from ..errors import regular_file
+
+    regular_file(path)
     try:
         with open(path, "rb") as f:
             data = f.read()
