@@ -44,6 +44,10 @@ BASE = ("margin", "cosine", "z", "length", "ibm_fx", "ibm_en", "llr_fx", "llr_en
 DEFICIT = ("deficit_fx", "peak_fx", "misses_fx", "deficit_en", "peak_en", "misses_en")
 FEATURES = BASE + INTERACTION + DEFICIT  # second stage format 5 (format 4: BASE + INTERACTION)
 LINK_THRESHOLDS = (0.05, 0.2)  # cover_*, strong_*
+# what the stage reads of a line: a sentence is far shorter; a line of megabytes (a whole file on one line) cost
+# gigabytes in the piece-by-piece features (a 10 MB line: 6 GB), and is no sentence to judge
+JUDGE_MAX_CHARS = 4096
+JUDGE_MAX_PIECES = 1024
 
 
 @dataclass(frozen=True)
@@ -60,10 +64,12 @@ class Pieces:
     @classmethod
     def of(cls, rows: np.ndarray, texts, tokenizer, pieces: tuple | None = None) -> "Pieces":
         """Tokenise ``texts`` (one per row of ``rows``, ascending distinct int), unless their ``pieces`` (ids,
-        offsets) are given."""
-        texts = tuple(texts)
+        offsets) are given; each text cut to JUDGE_MAX_CHARS characters and its pieces to JUDGE_MAX_PIECES (a
+        sentence has far fewer, so its features are as without the cut)."""
+        texts = tuple(t[:JUDGE_MAX_CHARS] for t in texts)
         ids, offsets = pieces if pieces is not None else tokenizer.encode(list(texts))
-        return cls(np.asarray(rows, np.int64), np.asarray(ids, np.int64), np.asarray(offsets, np.int64), texts)
+        ids, offsets = first_pieces(np.asarray(ids, np.int64), np.asarray(offsets, np.int64), JUDGE_MAX_PIECES)
+        return cls(np.asarray(rows, np.int64), ids, offsets, texts)
 
     def text(self, wanted: np.ndarray) -> list[str]:
         """The texts of rows ``wanted`` int (q,) (each one of ``rows``), in that order."""
@@ -81,6 +87,16 @@ class Pieces:
         """Pieces per row of ``wanted`` int64 (q,)."""
         at = np.searchsorted(self.rows, np.asarray(wanted, np.int64))
         return np.diff(self.offsets, append=len(self.ids))[at]
+
+
+def first_pieces(ids: np.ndarray, offsets: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
+    """The flat layout (ids int64 (total,), offsets int64 (r,)) with each row's pieces cut to its first ``most``."""
+    lengths = np.diff(offsets, append=len(ids))
+    if len(lengths) == 0 or lengths.max() <= most:
+        return ids, offsets
+    keep = np.minimum(lengths, most)
+    pos = np.arange(len(ids)) - np.repeat(offsets, lengths)  # each piece's place in its row
+    return ids[pos < np.repeat(keep, lengths)], np.concatenate([[0], np.cumsum(keep)[:-1]]).astype(np.int64)
 
 
 def lexical(tables: tuple, fx: Pieces, en: Pieces, i: np.ndarray, j: np.ndarray) -> np.ndarray:
