@@ -442,3 +442,22 @@ def test_lines_of_no_known_piece_embed_as_empty_ones_and_are_not_mined(tmp_path)
     out = io.StringIO()
     mine_files(str(paths[0]), str(paths[1]), out, model=model)
     assert out.getvalue().count("\n") == 14 and "😀" not in out.getvalue()
+
+
+def test_a_disk_full_while_encoding_names_the_file_and_leaves_no_partial(toy_model, tmp_path, monkeypatch):
+    import errno
+
+    import bitextmine.encoding.pipeline as pipeline
+    from conftest import toy_corpus, write_lines
+
+    src = write_lines(tmp_path / "s.txt", toy_corpus(50, seed=2)[0])
+    out = str(tmp_path / "e.npy")
+
+    def full(*a, **kw):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as a failed write raises it: no file named
+
+    monkeypatch.setattr(pipeline, "finish_npy", full)
+    with pytest.raises(OSError) as e:
+        encode_files([src], out, toy_model, config=EncodeConfig(device="cpu"))
+    assert e.value.filename == out + ".partial" and e.value.errno == errno.ENOSPC
+    assert sorted(os.listdir(tmp_path)) == ["s.txt"]

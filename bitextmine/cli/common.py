@@ -110,8 +110,12 @@ def _utf8_streams() -> None:
 
 def os_error_text(e: OSError) -> str:
     """One line for an error of the system: the file(s) it names and its reason."""
+    import errno
+
     names = " -> ".join(str(n) for n in (e.filename, e.filename2) if n)
-    return f"{names + ': ' if names else ''}{e.strerror or e}"
+    where = "" if names or e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS) else \
+        " (while writing the output, the work directory (--work-dir, else TMPDIR) or a temporary file)"
+    return f"{names + ': ' if names else ''}{e.strerror or e}{where}"
 
 
 def progress_bar(quiet: bool, **kw):

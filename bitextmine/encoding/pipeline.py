@@ -191,7 +191,6 @@ def encode_files(
     hasher = hashlib.sha256()
     enc = Encoder(model, config)
     tmp = out_path + ".partial"
-    header_len = new_npy(tmp, model.dim, dtype)
 
     def items() -> Iterator[tuple[RawBlock, int, str]]:
         row = 0  # rows of the inputs already read
@@ -201,6 +200,7 @@ def encode_files(
 
     count = 0
     try:
+        header_len = new_npy(tmp, model.dim, dtype)
         for n in encode_items(enc, items(), dtype, header_len):
             count += n
             if progress:
@@ -209,6 +209,10 @@ def encode_files(
         if os.path.exists(out_path + ".json"):  # an earlier encoding's sidecar must not describe these rows
             os.remove(out_path + ".json")
         os.replace(tmp, out_path)
+    except OSError as e:  # a write that failed (disk full) names no file: this is the one being written
+        if e.filename is None:
+            raise OSError(e.errno, e.strerror, tmp) from None
+        raise
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)

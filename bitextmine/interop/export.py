@@ -102,6 +102,10 @@ def export_model(model, out_dir: str, *, fmt: str) -> ExportResult:
                 os.replace(os.path.join(partial, name), os.path.join(target, name))
         else:
             os.replace(partial, target)
+    except OSError as e:  # a write that failed (disk full) names no file: the export being written
+        if e.filename is None:
+            raise OSError(e.errno, e.strerror, partial) from None
+        raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return ExportResult(path=out_dir, format=fmt, files=files, notes=notes)
