@@ -282,13 +282,17 @@ def open_output(path: str, name: str | None = None) -> BinaryIO:
 BLOCK_BYTES = 1 << 20  # bytes read at a time; blocks always end at a line end
 
 
+MAX_LINE_BYTES = 64 * 2**20  # a longer line is no sentence (/dev/zero, a binary file): refused, memory bounded
+
+
 def iter_blocks(path: str, *, hasher: "hashlib._Hash | None" = None,
                 block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, int]]:
     r"""Yield (block, number of its first line) for ``path``: raw bytes, each block ending at a ``\n``
     (the last may not), a UTF-8 byte order mark at the start removed.
 
     ``hasher``, when given, is updated with the decompressed bytes. Raises CorpusError for a
-    truncated or corrupt compressed stream, naming the format and the line where the damage starts.
+    truncated or corrupt compressed stream, naming the format and the line where the damage starts, and for a
+    line longer than MAX_LINE_BYTES (read no further).
     """
     f = open_binary(path)
     lineno = 1
@@ -316,6 +320,9 @@ def iter_blocks(path: str, *, hasher: "hashlib._Hash | None" = None,
                     data = data[3:]
             cut = data.rfind(b"\n") + 1
             if cut == 0:
+                if len(data) > MAX_LINE_BYTES:
+                    raise CorpusError(f"{'<stdin>' if path == '-' else path} line {lineno}: longer than "
+                                      f"{MAX_LINE_BYTES // 2**20} MiB; expected one sentence per line (a text file)")
                 rest = data
                 continue
             block, rest = data[:cut], data[cut:]

@@ -102,6 +102,7 @@ def _child_init(init: Callable[..., None], init_args: tuple) -> None:
     keeps its threads."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as Ctrl-C: the terminal's group gets it, the parent stops the pool
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

@@ -567,8 +567,11 @@ def test_output_is_utf8_under_the_c_locale():
 
 
 @pytest.mark.slow
-def test_sigterm_ends_a_run_with_one_line_and_leaves_nothing_behind(tmp_path):
-    """Stopped while it encodes: exit 143 with one line, its temporary work directory and partial output gone."""
+@pytest.mark.parametrize("sig, code, line", [("SIGTERM", 143, "Error: terminated"),
+                                              ("SIGHUP", 129, "Error: terminated (the terminal closed: SIGHUP)")])
+def test_sigterm_ends_a_run_with_one_line_and_leaves_nothing_behind(tmp_path, sig, code, line):
+    """Stopped while it encodes: exit 128 + the signal with one line, its temporary work directory and partial
+    output gone (SIGHUP, a terminal closed, left both)."""
     import signal
     import time
 
@@ -586,7 +589,7 @@ def test_sigterm_ends_a_run_with_one_line_and_leaves_nothing_behind(tmp_path):
         time.sleep(0.05)
     assert p.poll() is None, "the run ended before its work directory could be seen"
     time.sleep(0.5)
-    p.send_signal(signal.SIGTERM)
+    p.send_signal(getattr(signal, sig))
     err = p.communicate(timeout=120)[1]
-    assert p.returncode == 143 and err.strip().splitlines()[-1] == "Error: terminated", err
+    assert p.returncode == code and err.strip().splitlines()[-1] == line, err
     assert not list(tmp.glob("bitextmine-*")) and not out.exists() and not (tmp_path / "out.tsv.partial").exists()

@@ -461,3 +461,34 @@ def test_a_disk_full_while_encoding_names_the_file_and_leaves_no_partial(toy_mod
         encode_files([src], out, toy_model, config=EncodeConfig(device="cpu"))
     assert e.value.filename == out + ".partial" and e.value.errno == errno.ENOSPC
     assert sorted(os.listdir(tmp_path)) == ["s.txt"]
+
+
+def test_encode_refuses_an_output_it_would_replace_wrongly(toy_model, tmp_path):
+    """A pipe or device as -o was replaced by a regular file (root's /dev/null among them); an input in the
+    sidecar's place was overwritten; standard input named twice gave its lines once."""
+    from conftest import toy_corpus, write_lines
+
+    src = write_lines(tmp_path / "s.txt", toy_corpus(20, seed=2)[0])
+    fifo = str(tmp_path / "pipe")
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="the output is not a regular file"):
+        encode_files([src], fifo, toy_model, config=EncodeConfig(device="cpu"))
+    side = write_lines(tmp_path / "in.npy.json", toy_corpus(20, seed=3)[0])
+    with pytest.raises(ConfigError, match="the output's sidecar is an input"):
+        encode_files([side], str(tmp_path / "in.npy"), toy_model, config=EncodeConfig(device="cpu"))
+    assert open(side).read().count("\n") == 20
+    with pytest.raises(ConfigError, match="named twice"):
+        encode_files(["-", "-"], str(tmp_path / "x.npy"), toy_model, config=EncodeConfig(device="cpu"))
+
+
+@pytest.mark.parametrize("command", [["score", "/dev/zero"], ["encode", "/dev/zero", "-o", "OUT"],
+                                     ["mine", "/dev/zero", "examples/en.txt"]])
+def test_an_endless_line_stops_every_reader(command, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import bitextmine.corpus as corpus
+    from bitextmine.cli import main
+
+    monkeypatch.setattr(corpus, "MAX_LINE_BYTES", 2**20)
+    r = CliRunner().invoke(main, [str(tmp_path / "o.npy") if a == "OUT" else a for a in command] + ["-q"])
+    assert r.exit_code == 1 and "Error: /dev/zero line 1: longer than 1 MiB" in r.output, r.output

@@ -1178,3 +1178,12 @@ def test_a_line_of_megabytes_costs_the_second_stage_no_more_than_a_sentence(tmp_
                         "-q"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "second stage: min-prob" in p.stderr and int(p.stderr.strip().splitlines()[-1]) < 1.5 * 2**30
+
+
+def test_a_second_stage_that_is_a_file_is_refused(toy_stage_dir, tmp_path):
+    bad = str(tmp_path / "bad")
+    shutil.copytree(toy_stage_dir, bad)
+    shutil.rmtree(os.path.join(bad, "second_stage"))
+    open(os.path.join(bad, "second_stage"), "w").write("hi")
+    with pytest.raises(ModelFormatError, match="second_stage: not a folder"):
+        load_second_stage(bad)

@@ -374,3 +374,17 @@ def test_an_input_changed_while_the_run_reads_it_stops_the_run(files, toy_model,
         mine_files(s, t, out, model=toy_model, ids=True, config=MineConfig(threshold=0, min_z=0),
                    pipeline=PipelineConfig(chunk_lines=CHUNK), progress=change)
     assert changed and out.getvalue() == ""
+
+
+def test_a_short_write_in_the_work_directory_names_the_file_and_leaves_no_temporary(tmp_path, monkeypatch):
+    """numpy's short write on a full disk is an OSError with no file and no error number."""
+    from bitextmine.pipeline.workdir import save_npy
+
+    def short(*a, **kw):
+        raise OSError("153600 requested and 17376 written")
+
+    monkeypatch.setattr(np, "save", short)
+    with pytest.raises(OSError) as e:
+        save_npy(str(tmp_path / "a.npy"), np.zeros(3))
+    assert e.value.filename.startswith(str(tmp_path / "a.npy.tmp-")) and "is the disk full?" in e.value.strerror
+    assert os.listdir(tmp_path) == []

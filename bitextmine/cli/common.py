@@ -68,9 +68,9 @@ class Group(click.Group):
             # the reader of our output went away (e.g. `| head`): stop quietly, as Unix tools do
             sys.stderr.close()
             sys.exit(0)
-        except _Terminated:
-            click.echo("Error: terminated", err=True)
-            sys.exit(143)
+        except _Terminated as e:
+            click.echo("Error: terminated" + (" (the terminal closed: SIGHUP)" if e.signum != 15 else ""), err=True)
+            sys.exit(128 + e.signum)
         except KeyboardInterrupt:
             click.echo("Error: interrupted", err=True)
             sys.exit(130)
@@ -84,20 +84,26 @@ class Group(click.Group):
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the run is, so that its clean-up runs as on Ctrl-C."""
+    """SIGTERM or SIGHUP, raised where the run is, so that its clean-up runs as on Ctrl-C."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _terminate_as_interrupt() -> None:
     import signal
 
     def handler(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-        raise _Terminated()
+        signal.signal(signum, signal.SIG_DFL)  # a second one ends the process at once
+        raise _Terminated(signum)
 
-    try:
-        signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread (an embedding application): its own handler stays
-        pass
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(sig) == signal.SIG_DFL:  # under nohup SIGHUP is ignored: it stays so
+                signal.signal(sig, handler)
+        except ValueError:  # not the main thread (an embedding application): its own handlers stay
+            pass
 
 
 def _utf8_streams() -> None:

@@ -84,21 +84,22 @@ class RowWriter:
             import mmap
 
             self._stage = mmap.mmap(-1, _STAGE_BYTES)  # anonymous maps are page-aligned
-        stage = memoryview(self._stage)
-        pos = a
-        while pos < b:
-            n = min(b - pos, _STAGE_BYTES)
-            stage[:n] = data[pos - start : pos - start + n]
-            try:
-                _pwrite_all(self.dfd, stage[:n], pos)
-            except OSError as e:
-                if e.errno != errno.EINVAL:
-                    raise
-                os.close(self.dfd)  # this file system takes no direct writes of this alignment
-                self.dfd = -1
-                _pwrite_all(self.fd, data[pos - start : b - start], pos)
-                break
-            pos += n
+        with memoryview(self._stage) as stage:  # released whatever happens: close() can then unmap the stage
+            pos = a
+            while pos < b:
+                n = min(b - pos, _STAGE_BYTES)
+                stage[:n] = data[pos - start : pos - start + n]
+                try:
+                    with stage[:n] as part:
+                        _pwrite_all(self.dfd, part, pos)
+                except OSError as e:
+                    if e.errno != errno.EINVAL:
+                        raise
+                    os.close(self.dfd)  # this file system takes no direct writes of this alignment
+                    self.dfd = -1
+                    _pwrite_all(self.fd, data[pos - start : b - start], pos)
+                    break
+                pos += n
         return len(x)
 
     def close(self) -> None:
@@ -107,7 +108,10 @@ class RowWriter:
                 os.close(fd)
         self.fd = self.dfd = -1
         if self._stage is not None:
-            self._stage.close()
+            try:
+                self._stage.close()
+            except BufferError:  # a failed write's traceback still holds a view of it: freed with the traceback
+                pass
             self._stage = None
 
 

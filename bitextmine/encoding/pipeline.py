@@ -187,6 +187,7 @@ def encode_files(
     write their rows in place (:func:`_file_worker`), so nothing per line runs here. On CUDA, blocks
     are tokenised by workers and embedded on the GPU here.
     """
+    _check_outputs(inputs, out_path)
     dtype = np.dtype(np.float16 if config.fp16 else np.float32)
     hasher = hashlib.sha256()
     enc = Encoder(model, config)
@@ -219,6 +220,26 @@ def encode_files(
     result = EncodeResult(count=count, dim=model.dim, dtype=str(dtype), input_sha256=hasher.hexdigest(), path=out_path)
     write_sidecar(out_path, enc.fingerprint, result, inputs)
     return result
+
+
+def _check_outputs(inputs: Sequence[str], out_path: str) -> None:
+    """ConfigError before any work for an output that is not a file to replace (a device or pipe: the .npy is
+    written to a partial file and renamed over it, which would replace the device), one whose sidecar
+    (``out_path + '.json'``) is an input, or standard input named twice."""
+    import stat
+
+    for path, what in ((out_path, "the output"), (out_path + ".json", "the output's sidecar")):
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"{path}: {what} is not a regular file (a device, pipe or folder); expected a .npy file "
+                              "to write (encode writes a file and renames it into place)")
+        if any(p != "-" and os.path.exists(p) and os.path.samefile(p, path) for p in inputs):
+            raise ConfigError(f"{path}: {what} is an input, which encoding would replace; write it elsewhere")
+    if sum(p == "-" for p in inputs) > 1:
+        raise ConfigError("standard input ('-') named twice: it is read once; give it once")
 
 
 def raw_blocks(inputs: Sequence[str], hasher: Any, config: EncodeConfig, column: str = "text") -> Iterator[RawBlock]:

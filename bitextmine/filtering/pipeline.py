@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections import Counter, deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import BinaryIO, Callable, Iterator
@@ -26,7 +27,7 @@ from typing import BinaryIO, Callable, Iterator
 import numpy as np
 
 from ..config import PROB_MIN_PAIRS, SCORES, ColumnsConfig, FilterConfig, RuleConfig, options_set
-from ..corpus import DamagedInput, open_binary
+from ..corpus import MAX_LINE_BYTES, DamagedInput, open_binary
 from ..errors import ConfigError, CorpusError
 from ..mining.calibrated import PIVOT
 from ..parallel import joined_tail, ordered_map
@@ -87,9 +88,6 @@ def _decode(raw: bytes, first_of_file: bool) -> tuple[str | None, str | None]:
         return body.decode("utf-8"), None
     except UnicodeDecodeError:
         return None, "invalid-utf8"
-
-
-MAX_LINE_BYTES = 64 * 2**20  # a longer line is no pair of sentences (/dev/zero, a binary file): refused, bounded memory
 
 
 def _read_chunks(path: str, n: int, name: str) -> Iterator[tuple[list[bytes], int]]:
@@ -517,5 +515,19 @@ def stats_text(stats: FilterStats) -> str:
 
 
 def write_stats(stats: FilterStats, path: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(stats_text(stats))
+    """The run's counts as JSON in ``path``: through a partial file renamed into place (a regular file; a pipe
+    or device is written directly), so that a failed write leaves no file that looks complete."""
+    import stat
+
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(stats_text(stats))
+        return
+    tmp = path + ".partial"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(stats_text(stats))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

@@ -207,8 +207,10 @@ def load_second_stage(model_dir: str, fingerprint: str | None = None, embeddings
     ModelFormatError when its file is unreadable, of another version, or lacks a number or a table."""
     folder = os.path.join(model_dir, FOLDER)
     path = os.path.join(folder, FILE)
-    if not os.path.isdir(folder):
+    if not os.path.exists(folder):
         return None
+    if not os.path.isdir(folder):
+        raise ModelFormatError(f"{folder}: not a folder; expected the second stage's folder (or none)")
     regular_file(path)
     try:
         with open(path, encoding="utf-8") as f:

@@ -21,7 +21,7 @@ import numpy as np
 
 from .dedup import firsts, hash_file, rep_file
 from .plan import read_chunk
-from .workdir import WorkDir, atomic_path, commit, load_arrays, save_arrays, save_npy
+from .workdir import WorkDir, atomic_path, commit, load_arrays, save_arrays, save_npy, writing
 
 SIDES = ("src", "tgt")
 _MODELS: dict = {}
@@ -114,7 +114,7 @@ def import_chunk(work: WorkDir, side: str, plan: dict, c: int, source: dict, blo
     rows = RowView(x, firsts(work, side, plan, c), normalise=True)
     path = work.path(emb_file(side, c))
     tmp = atomic_path(path)
-    with open(tmp, "wb") as f:
+    with writing(tmp) as f:
         np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": rows.shape})
         for a in range(0, len(rows), block):
             np.ascontiguousarray(rows[a : a + block], "<f4").tofile(f)

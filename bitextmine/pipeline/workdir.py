@@ -25,6 +25,7 @@ import fnmatch
 import hashlib
 import json
 import os
+from contextlib import contextmanager, suppress
 
 import numpy as np
 
@@ -116,10 +117,27 @@ def load_arrays(path: str) -> dict[str, np.ndarray]:
         raise ConfigError(f"{path}: damaged ({e}); delete it and resume to compute it again") from None
 
 
+@contextmanager
+def writing(tmp: str):
+    """The binary file ``tmp`` open for writing; a write that fails removes it and is raised naming it (numpy's
+    short writes on a full disk name no file and no error number)."""
+    import errno
+
+    try:
+        with open(tmp, "wb") as f:
+            yield f
+    except OSError as e:
+        with suppress(OSError):
+            os.remove(tmp)
+        if e.filename is None:
+            raise OSError(e.errno or errno.EIO, e.strerror or f"{e} (is the disk full?)", tmp) from None
+        raise
+
+
 def save_npy(path: str, a: np.ndarray) -> None:
     """Write one array to ``path`` (.npy) atomically, with its checksum."""
     tmp = atomic_path(path)
-    with open(tmp, "wb") as f:
+    with writing(tmp) as f:
         np.save(f, a)
     commit(tmp, path)
 
