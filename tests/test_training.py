@@ -491,3 +491,17 @@ def test_max_steps_at_an_epochs_end_evaluates_that_epoch(tmp_path, toy_files, to
     c = load_model(half).config["training"]
     assert not c["complete"] and c["dev_history"] == a["dev_history"][:1]
     assert os.path.exists(os.path.join(half, "checkpoint"))
+
+
+def test_a_run_that_diverges_is_one_error_naming_the_learning_rate(toy_files, tmp_path):
+    """--lr 1e6 blew the weights up; the SIF estimate then ended in numpy's LinAlgError traceback."""
+    from bitextmine.config import TokenizerConfig, TrainConfig
+    from bitextmine.corpus import CorpusSpec
+    from bitextmine.errors import ConfigError
+    from bitextmine.training.loop import train
+
+    config = TrainConfig(dim=16, epochs=2, batch_size=16, megabatch_max=2, megabatch_every=5, dev_pairs=50,
+                         device="cpu", lr=1e6, max_steps=0)
+    with pytest.raises(ConfigError, match=r"^training diverged: .*learning rate 1e\+06.*lower --lr"):
+        train([CorpusSpec(src=toy_files[0], tgt=toy_files[1])], str(tmp_path / "m"), config=config,
+              tokenizer_config=TokenizerConfig(vocab_size=400))

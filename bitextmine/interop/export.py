@@ -97,6 +97,7 @@ def export_model(model, out_dir: str, *, fmt: str) -> ExportResult:
     try:
         files = write(model, partial, tokenizer_json, table) + _second_stage(model, partial)
         _seal(partial)
+        _readable(partial)
         if os.path.isdir(target):  # empty (checked above): its files go in, bitextmine.json last (without it the
             for name in sorted(os.listdir(partial), key=lambda n: n == "bitextmine.json"):  # rest reads as a plain model)
                 os.replace(os.path.join(partial, name), os.path.join(target, name))
@@ -109,6 +110,16 @@ def export_model(model, out_dir: str, *, fmt: str) -> ExportResult:
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return ExportResult(path=out_dir, format=fmt, files=files, notes=notes)
+
+
+def _readable(folder: str) -> None:
+    """Every file of the export with the permissions a new file gets here (the safetensors library writes its
+    files readable by their owner only, so other users could not load the model)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for root, _, names in os.walk(folder):
+        for name in names:
+            os.chmod(os.path.join(root, name), 0o666 & ~mask)
 
 
 def _seal(folder: str) -> None:

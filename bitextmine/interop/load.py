@@ -176,6 +176,8 @@ def _model(path: str, fmt: str, tokenizer, table: np.ndarray, weights_path: str,
     if not np.isfinite(table).all():
         row = int(np.flatnonzero(~np.isfinite(table).all(1))[0])
         raise ModelFormatError(f"{weights_path}: row {row} of the table holds a value that is not a finite number")
+    if not table.any():
+        raise ModelFormatError(f"{weights_path}: every row of the table is zero; no sentence would have a vector")
     table = np.ascontiguousarray(table, np.float32)
     config = {"encoder": "static", "tokenizer": tokenizer.kind, "source_format": fmt, "normalize": normalize,
               "dim": int(table.shape[1]), "emb_dim": int(table.shape[1]), "vocab_size": int(table.shape[0]),

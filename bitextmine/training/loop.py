@@ -663,7 +663,15 @@ def sif_component(enc, S: Side, T: Side, counts: np.ndarray, config: TrainConfig
             xs.append(embed_no_grad(enc, ids, off, normalize=False, token_weights=w).float().cpu().numpy())
         if saved is not None:
             enc.load_state_dict(saved)
-    return first_component(np.concatenate(xs))
+    x = np.concatenate(xs)
+    if not np.isfinite(x).all() or not np.isfinite(np.square(x.astype(np.float64)).sum()):
+        raise ConfigError(f"training diverged: the sentence vectors are no longer finite numbers (learning rate "
+                          f"{config.lr:g}); train again with a lower --lr")
+    try:
+        return first_component(x)
+    except np.linalg.LinAlgError:
+        raise ConfigError(f"training diverged: the sentence vectors have no first component (learning rate "
+                          f"{config.lr:g}); train again with a lower --lr") from None
 
 
 def _drop_stale_stage(out_dir: str, log) -> None:
@@ -680,11 +688,17 @@ def _drop_stale_stage(out_dir: str, log) -> None:
 
 
 def _save_model(run: _Run, out_dir: str, stopped_early: bool, info: dict, log) -> None:
-    """Load the best weights, add token counts and the SIF component, and save the model to ``out_dir``."""
+    """Load the best weights, add token counts and the SIF component, and save the model to ``out_dir``;
+    ConfigError when the weights are no longer finite (a learning rate too high)."""
+    import torch
+
     config, state, data, enc = run.config, run.state, run.data, run.enc
     n_pairs = len(data.S.lengths)
     if data.devsets and np.isfinite(state["best_score"]) and not config.untrained:
         enc.load_state_dict(run.best)
+    if not all(bool(torch.isfinite(p).all()) for p in enc.parameters()):  # diverged: nothing to save or estimate
+        raise ConfigError(f"training diverged: the weights are no longer finite numbers after {state['step']} "
+                          f"mini-batches (learning rate {config.lr:g}); train again with a lower --lr")
     counts = token_counts(data.S, data.T, data.rows)
     pc = sif_component(enc, data.S, data.T, counts, config, run.device)
     log(f"SIF: token frequencies counted, common component estimated on {min(config.sif_sample, 2 * n_pairs)} sentences")
