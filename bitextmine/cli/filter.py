@@ -42,8 +42,8 @@ OPTION_GROUPS = (
                    "kept with its score appended as a last column.")
 @click.option("--min-aligned", type=FiniteRange(0), default=F.min_aligned, show_default=True,
               help="Where the model knows both --src-lang and --tgt-lang: reject as misaligned a pair whose ratio "
-                   "margin within its chunk is below this (a shuffled pair's is far below 1), whatever --score "
-                   "(but none); 0 = off.")
+                   "margin within its chunk is below this (a shuffled pair's is far below 1), with --score cosine or "
+                   "margin (prob judges it itself); 0 = off.")
 @click.option("--score-column/--no-score-column", default=None,
               help="Append the score column  [default: only without --min-score]")
 @click.option("--k", type=click.IntRange(1), default=F.k, show_default=True, help="Neighbours for --score margin.")

@@ -185,10 +185,11 @@ def _check_chunk(chunk: _Chunk) -> _Checked:
 
 
 def checks_alignment(model, config: FilterConfig, src_lang: str | None, tgt_lang: str | None) -> bool:
-    """Whether misaligned pairs are rejected (config.min_aligned): a score is computed (a model is loaded),
-    and the model knows both declared languages (its config's "languages")."""
+    """Whether misaligned pairs are rejected (config.min_aligned): the score is the cosine or a margin (with
+    --score prob the second stage judges the alignment itself, from these margins among its features), and
+    the model knows both declared languages (its config's "languages")."""
     known = set(model.config.get("languages") or ()) if model is not None else set()
-    return bool(config.min_aligned > 0 and config.score != "none" and src_lang and tgt_lang and
+    return bool(config.min_aligned > 0 and config.score in ("cosine", "margin") and src_lang and tgt_lang and
                 src_lang != tgt_lang and {src_lang, tgt_lang} <= known)
 
 
