@@ -1163,7 +1163,7 @@ def test_first_pieces_equals_cutting_each_row_one_at_a_time():
 @pytest.mark.slow  # the bundled model, a 10 MB line
 def test_a_line_of_megabytes_costs_the_second_stage_no_more_than_a_sentence(tmp_path):
     """The stage reads a line's first JUDGE_MAX_CHARS characters: one 10 MB line took 6 GB and 23 s with it (0.76 GB,
-    5 s without); the peak now stays within 1.5 GB."""
+    5 s without); the peak now stays within 3 GB (0.8 to 2 GB measured, by how the run's workers share the work)."""
     de = tmp_path / "de.txt"
     en = tmp_path / "en.txt"
     src = open(shared_path("dev", "tatoeba", "v1", "tatoeba.deu-eng.deu"), encoding="utf-8").read().splitlines()[:150]
@@ -1177,7 +1177,7 @@ def test_a_line_of_megabytes_costs_the_second_stage_no_more_than_a_sentence(tmp_
     p = subprocess.run([sys.executable, "-c", code, "mine", str(de), str(en), "--src-lang", "de", "--tgt-lang", "en",
                         "-q"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert "second stage: min-prob" in p.stderr and int(p.stderr.strip().splitlines()[-1]) < 1.5 * 2**30
+    assert "second stage: min-prob" in p.stderr and int(p.stderr.strip().splitlines()[-1]) < 3 * 2**30
 
 
 def test_a_second_stage_that_is_a_file_is_refused(toy_stage_dir, tmp_path):
