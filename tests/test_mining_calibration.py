@@ -52,7 +52,8 @@ def test_calibrate_pair_chooses_a_grid_point_and_says_what_it_measured(toy_model
     s, t = toy_corpus(400, seed=21)
     c = calibrate_pair(encode(s, toy_model), encode(t, toy_model), sizes=(30, 100))
     assert c.settings["threshold"] in GRID and c.settings["min_z"] in ZS and c.settings["min_cosine"] in FLOORS
-    assert [m["lines"] for m in c.measured] == [30, 100] and all(m["share"] == 0.5 for m in c.measured)
+    # chosen on half-translated tasks; measured there and, from 100 lines, where a tenth is translated
+    assert [(m["lines"], m["share"]) for m in c.measured] == [(30, 0.5), (100, 0.5), (100, 0.1)]
     assert all(0 <= m[k] <= 1 for m in c.measured for k in ("precision", "recall", "f1"))
     assert c.f1 >= c.global_f1 - 1e-9 and c.pairs == 400  # the choice is the top of the surface it was chosen on
     with pytest.raises(ConfigError, match="too few to calibrate on"):
@@ -70,7 +71,7 @@ def test_calibrate_mining_stores_the_pair_and_mine_uses_and_reports_it(toy_model
     assert r.exit_code == 0, r.output
     section = json.load(open(os.path.join(model_dir, "config.json")))["mining"]
     assert section["version"] == 2 and list(section["languages"]) == ["de-en"]
-    assert [m["lines"] for m in section["languages"]["de-en"]["measured"]] == [30, 100]
+    assert [m["lines"] for m in section["languages"]["de-en"]["measured"]] == [30, 100, 100]
     model = load_model(model_dir)
     assert model.fingerprint == load_model(toy_model_dir).fingerprint
 
@@ -79,7 +80,8 @@ def test_calibrate_mining_stores_the_pair_and_mine_uses_and_reports_it(toy_model
 
     choice = choose(MineConfig(), model.mining, ("en", "de"), lambda side: None)
     assert choice.calibrated and choice.config.threshold == section["languages"]["de-en"]["threshold"]
-    assert "on its dev pairs (30-100 lines, 50% translated): precision" in choice.describe()
+    assert "on its dev pairs: 50% translated, 30-100 lines: precision" in choice.describe()
+    assert ", 10% translated, 100-100 lines: precision" in choice.describe()
 
 
 def test_the_bundled_model_is_not_rewritten(tmp_path):

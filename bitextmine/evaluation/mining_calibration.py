@@ -22,7 +22,8 @@ from .threshold_grid import FLOORS, GRID, ZS, best, prf_table, settings
 
 SIZES = (30, 100, 300, 1000)  # source lines of the tasks, where the dev pairs allow (a task needs 1.5 N pairs)
 DRAWS = {30: 20, 100: 10, 300: 5, 1000: 3}  # draws per size (fewer at large sizes: their mean moves less)
-KEEP = 0.5  # share of a task's source lines whose translation is on the other side
+KEEP = 0.5  # share of a task's source lines whose translation is on the other side (the tasks the choice is made on)
+SPARSE = 0.1  # what the settings chosen give where translations are rarer is measured too, from 100 lines
 MIN_PAIRS = 45  # the fewest dev pairs that give a task of 30 lines
 
 
@@ -60,9 +61,9 @@ def draw_task(x: np.ndarray, y: np.ndarray, size: int, keep: float, rng: np.rand
     return x[pick], y[tgt[perm]], gold
 
 
-def sizes_for(n: int, sizes=SIZES) -> list[int]:
-    """The task sizes ``n`` dev pairs allow (a task of N lines takes up to 1.5 N pairs)."""
-    return [s for s in sizes if int(s * (1 + (1 - KEEP))) <= n]
+def sizes_for(n: int, sizes=SIZES, keep: float = KEEP) -> list[int]:
+    """The task sizes ``n`` dev pairs allow (a task of N lines at a share ``keep`` takes up to (2 - keep) N pairs)."""
+    return [s for s in sizes if int(s * (1 + (1 - keep))) <= n]
 
 
 def calibrate_pair(x: np.ndarray, y: np.ndarray, *, sizes=SIZES, seed: int = 0) -> PairCalibration:
@@ -80,9 +81,17 @@ def calibrate_pair(x: np.ndarray, y: np.ndarray, *, sizes=SIZES, seed: int = 0) 
              for s in usable}  # each (floors, zs, thresholds, 3)
     f1 = np.mean([g[..., 2] for g in grids.values()], 0)
     index = best(f1)
-    measured = [{"lines": s, "share": KEEP, **dict(zip(("precision", "recall", "f1"), map(float, g[index])))}
-                for s, g in grids.items()]
+    measured = [_measured(s, KEEP, g[index]) for s, g in grids.items()]
+    sparse = np.random.default_rng(seed + 1)  # its own draws: the choice above is the same with or without them
+    for s in (s for s in sizes_for(len(x), sizes, SPARSE) if s >= 100):
+        g = np.mean([prf_table(*draw_task(x, y, s, SPARSE, sparse)) for _ in range(DRAWS.get(s, 3))], 0)
+        measured.append(_measured(s, SPARSE, g[index]))
     return PairCalibration(settings(index), measured, float(f1[index]), float(f1[_global_index()]), len(x))
+
+
+def _measured(lines: int, share: float, prf: np.ndarray) -> dict:
+    """One entry of what settings measured: {lines, share, precision, recall, f1}."""
+    return {"lines": lines, "share": share, **dict(zip(("precision", "recall", "f1"), map(float, prf)))}
 
 
 def _global_index() -> tuple:

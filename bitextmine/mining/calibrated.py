@@ -149,14 +149,17 @@ class Choice:
 
 
 def _expected(measured: tuple) -> str:
-    """What calibrated settings measured on their dev pairs, as the settings line says it ("" when unknown)."""
+    """What calibrated settings measured on their dev pairs, as the settings line says it ("" when unknown): per
+    share of translations, the range of precision and recall over the task sizes."""
     if not measured:
         return ""
-    span = lambda k: f"{min(m[k] for m in measured):.2f}-{max(m[k] for m in measured):.2f}"  # noqa: E731
-    lines = f"{min(m['lines'] for m in measured):,}-{max(m['lines'] for m in measured):,}"
-    shares = sorted({f"{m['share']:.0%}" for m in measured})
-    return (f"; on its dev pairs ({lines} lines, {'/'.join(shares)} translated): precision {span('precision')}, "
-            f"recall {span('recall')}")
+    parts = []
+    for share in sorted({m["share"] for m in measured}, reverse=True):
+        of = [m for m in measured if m["share"] == share]
+        span = lambda k: f"{min(m[k] for m in of):.2f}-{max(m[k] for m in of):.2f}"  # noqa: E731
+        lines = f"{min(m['lines'] for m in of):,}-{max(m['lines'] for m in of):,}"
+        parts.append(f"{share:.0%} translated, {lines} lines: precision {span('precision')}, recall {span('recall')}")
+    return "; on its dev pairs: " + ", ".join(parts)
 
 
 Detect = Callable[[int], "str | None"]  # side 0 (source) or 1 (target) -> its detected language, or None
