@@ -31,6 +31,13 @@ def is_version(found, versions) -> bool:
     return type(found) is int and found in versions
 
 
+def is_finite_number(value) -> bool:
+    """Whether a value read from a JSON file is a finite number (a boolean is not one, nor NaN or an infinity)."""
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def regular_file(path: str) -> None:
     """ModelFormatError when ``path`` exists and is not a regular file (a named pipe would block the read for
     ever; a folder or device is no model file). A missing file is left to the reader to name."""

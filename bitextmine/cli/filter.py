@@ -80,7 +80,7 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
     """
     from contextlib import nullcontext
 
-    from ..filtering.pipeline import SCORE_USES, filter_tsv, stats_text, write_stats
+    from ..filtering.pipeline import SCORE_USES, filter_tsv, stats_text
     from ..loading import load_model
     from ..tabular import output_format, table_kind
 
@@ -117,8 +117,9 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
     if stats_path == "-":
         click.echo(stats_text(stats), nl=False)
     elif stats_path:
-        try:
-            write_stats(stats, stats_path)
+        try:  # through a partial file, as every output: a failed write leaves no file that looks complete
+            with atomic_output(stats_path) as f:
+                f.write(stats_text(stats))
         except OSError as e:
             raise cannot_write(stats_path, e) from None
     top = ", ".join(f"{k} {v}" for k, v in sorted(stats.reasons.items(), key=lambda kv: -kv[1]))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections import Counter, deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import BinaryIO, Callable, Iterator
@@ -516,19 +515,5 @@ def stats_text(stats: FilterStats) -> str:
 
 
 def write_stats(stats: FilterStats, path: str) -> None:
-    """The run's counts as JSON in ``path``: through a partial file renamed into place (a regular file; a pipe
-    or device is written directly), so that a failed write leaves no file that looks complete."""
-    import stat
-
-    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(stats_text(stats))
-        return
-    tmp = path + ".partial"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(stats_text(stats))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(stats_text(stats))

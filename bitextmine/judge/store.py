@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..errors import ModelFormatError, is_version, regular_file
+from ..errors import ModelFormatError, is_finite_number, is_version, regular_file
 from .features import BASE, DEFICIT, FEATURES, Pieces, pair_features
 from .logistic import predict
 
@@ -246,8 +246,9 @@ def _check_language(lang: str, c, path: str, folder: str, features: tuple) -> No
                                f"{', '.join(CLASSIFIERS)}")
     logistic = kind(c) == "logistic"
     numbers = NUMBERS + (LOGISTIC if logistic else ())
-    ok = all(_finite(c.get(k)) for k in numbers) and (not logistic or all(
-        isinstance(c.get(k), list) and len(c[k]) == n_features and all(_finite(v) for v in c[k]) for k in VECTORS))
+    ok = all(is_finite_number(c.get(k)) for k in numbers) and (not logistic or all(
+        isinstance(c.get(k), list) and len(c[k]) == n_features and all(is_finite_number(v) for v in c[k])
+        for k in VECTORS))
     if not ok:
         vectors = f" and {n_features} numbers each for {', '.join(VECTORS)}" if logistic else ""
         raise ModelFormatError(f"{path}: language {lang!r}: expected finite numbers {', '.join(numbers)}{vectors}")
@@ -261,10 +262,6 @@ def _check_language(lang: str, c, path: str, folder: str, features: tuple) -> No
     for name in files:
         if not os.path.isfile(os.path.join(folder, name)):
             raise ModelFormatError(f"{os.path.join(folder, name)}: missing; the second stage of {lang!r} needs it")
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
 
 
 def save_second_stage(model_dir: str, languages: dict, tables: dict, chosen_on: str = "", compact: bool = False,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from ..config import Floors, MineConfig
-from ..errors import ConfigError, ModelFormatError
+from ..errors import ConfigError, ModelFormatError, is_finite_number
 
 # 1: "languages" keyed by the language paired with English; 2: keyed by the pair ("de-en", codes sorted), each
 # entry with what its settings measured on the dev pairs they were chosen on ("measured", optional)
@@ -53,8 +53,6 @@ def check_section(section: dict, where: str) -> None:
     """ModelFormatError naming ``where`` unless ``section`` is a "mining" section of a version this reads whose
     entries each give a finite number for every key of :data:`KEYS` (version 2: keyed by a pair of codes, and
     each "measured" entry numbers for :data:`MEASURED`)."""
-    import math
-
     version = section.get("version") if isinstance(section, dict) else section
     if version not in (1, SECTION_VERSION):
         raise ModelFormatError(f"{where}: \"mining\" version {version!r}; this bitextmine reads versions 1 and "
@@ -62,16 +60,15 @@ def check_section(section: dict, where: str) -> None:
     langs = section.get("languages")
     if not isinstance(langs, dict):
         raise ModelFormatError(f"{where}: \"mining\" has no \"languages\" object")
-    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
     for key, s in langs.items():
         if version == 2 and (not isinstance(key, str) or key.count("-") != 1 or key != pair_key(*key.split("-"))):
             raise ModelFormatError(f"{where}: \"mining\" key {key!r}: expected a pair of codes, sorted (\"de-en\")")
-        if not isinstance(s, dict) or any(not number(s.get(k)) for k in KEYS):
+        if not isinstance(s, dict) or any(not is_finite_number(s.get(k)) for k in KEYS):
             raise ModelFormatError(f"{where}: \"mining\" language {key!r}: expected finite numbers for "
                                    f"{', '.join(KEYS)}")
         measured = s.get("measured", [])
-        if not isinstance(measured, list) or any(not isinstance(m, dict) or not all(number(m.get(k)) for k in MEASURED)
-                                                 for m in measured):
+        if not isinstance(measured, list) or any(
+                not isinstance(m, dict) or not all(is_finite_number(m.get(k)) for k in MEASURED) for m in measured):
             raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"measured\" must be a list of objects with "
                                    f"numbers for {', '.join(MEASURED)}")
 
@@ -249,13 +246,19 @@ def with_second_stage(choice: Choice, stage) -> Choice:
     return replace(choice, config=replace(c, min_prob=min_prob), judged_floor=float(found["floor"]), judged=other)
 
 
+def may_fall_back(config: MineConfig, share: float | None) -> bool:
+    """Whether a run whose stage puts the share of translations among the candidates it judged at ``share``
+    (None: it judged none) is one the fail safe looks at: config.fail_safe_share or more."""
+    return share is not None and share >= config.fail_safe_share
+
+
 def fail_safe(choice: Choice, kept: int, floors_kept: int, share: float | None) -> Choice:
     """``choice`` without its second stage, saying why (``fell_back``), when the stage is out of its depth: its
     own estimate of the share of translations among the candidates it judged (``share``: their mean score
     before its prior step) reaches config.fail_safe_share, and it keeps (``kept`` pairs) fewer than
     config.fail_safe_keep of the ``floors_kept`` pairs the floors alone print. Else ``choice`` as it is."""
     c = choice.config
-    if share is None or share < c.fail_safe_share or kept >= c.fail_safe_keep * floors_kept:
+    if not may_fall_back(c, share) or kept >= c.fail_safe_keep * floors_kept:
         return choice
     why = (f"it kept {kept:,} of the {floors_kept:,} pairs the floors print where it puts the share of translations "
            f"at {share:.0%}, so the floors' pairs are printed (fail safe)")

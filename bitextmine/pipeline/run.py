@@ -19,7 +19,7 @@ from . import dedup, stages
 from .engine import make_engine
 from .plan import plan_side, read_chunk_ids
 from .stages import SIDES
-from .workdir import Lock, WorkDir, input_record, load_arrays, verifies
+from .workdir import Lock, WorkDir, input_files, input_record, load_arrays, verifies
 
 Progress = Callable[[str, int, int], None]  # (stage, tasks done so far, tasks in all)
 
@@ -81,18 +81,8 @@ def input_stamps(paths) -> dict:
     """{file: (size, mtime in ns, inode)} of every file the inputs ``paths`` name (a folder or glob of shards:
     its files; standard input and pipes, read once, have none)."""
     from ..corpus import read_once
-    from ..tabular import shards, table_kind
 
-    files = []
-    for p in paths:
-        if not p or p == "-" or read_once(p):
-            continue
-        if os.path.isdir(p):
-            files += [os.path.join(d, n) for d, _, names in sorted(os.walk(p)) for n in sorted(names)]
-        elif not os.path.exists(p) and table_kind(p):
-            files += list(shards(p))
-        else:
-            files.append(p)
+    files = [f for p in paths if p and p != "-" and not read_once(p) for f in input_files(p)]
     return {f: _stamp(f) for f in files}
 
 
@@ -290,9 +280,12 @@ def _fail_safe(run: _Run, config: MineConfig, sources: dict, explain: bool, judg
                rejected: dict, rules: tuple | None) -> tuple:
     """(pairs, choice, rejected): the second stage's pairs, or where it is out of its depth
     (:func:`bitextmine.mining.calibrated.fail_safe`) those of the floors alone, as --no-second-stage selects
-    them (the run's own margins; the rules' counts of that selection)."""
-    from ..mining.calibrated import fail_safe
+    them (the run's own margins; the rules' counts of that selection). Those are selected only where the share of
+    translations the stage estimates lets it fall back at all: most runs, where translations are rare, skip it."""
+    from ..mining.calibrated import fail_safe, may_fall_back
 
+    if not may_fall_back(config, judge.share):
+        return pairs, choice, rejected
     counts: dict = {}
     screen = None if rules is None else _screen(run, rules[0], rules[1], counts)
     floors = _select(run, config, sources, explain, None, 0, screen)

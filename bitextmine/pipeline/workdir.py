@@ -161,6 +161,18 @@ def verifies(path: str) -> bool:
         return False
 
 
+def input_files(path: str) -> list[str]:
+    """The files an input names: a directory's (such as a chunked encoding), in name order; a glob of Parquet or
+    JSONL shards: the files it matches; else the path itself (absolute when ``path`` is)."""
+    from ..tabular import shards, table_kind
+
+    if os.path.isdir(path):
+        return [os.path.join(folder, name) for folder, _, files in sorted(os.walk(path)) for name in sorted(files)]
+    if not os.path.exists(path) and table_kind(path):
+        return [os.path.abspath(f) for f in shards(path)]
+    return [path]
+
+
 def input_record(path: str) -> dict:
     """The fingerprint of an input that a resume compares: {"path": absolute path, "size": bytes, "sha256":
     of every byte} (a directory, such as a chunked encoding: its files' sizes summed and their relative
@@ -171,19 +183,15 @@ def input_record(path: str) -> dict:
     if path == "-":
         return {"path": "-"}
     from ..corpus import read_once
-    from ..tabular import shards, table_kind
 
     if read_once(path):  # a pipe: its bytes are read once, by the run
         return {"path": os.path.abspath(path), "size": None, "sha256": None}
 
     path = os.path.abspath(path)
-    if os.path.isdir(path):
-        every = [os.path.join(folder, name) for folder, _, files in sorted(os.walk(path)) for name in sorted(files)]
-        base = path
-    elif not os.path.exists(path) and table_kind(path):  # a glob of Parquet or JSONL shards: the files it matches
-        every, base = [os.path.abspath(f) for f in shards(path)], os.path.dirname(path)
-    else:
+    every = input_files(path)
+    if every == [path]:
         return {"path": path, "size": os.path.getsize(path), "sha256": file_sha256(path)}
+    base = path if os.path.isdir(path) else os.path.dirname(path)
     h, size = hashlib.sha256(), 0
     for full in every:
         size += os.path.getsize(full)
