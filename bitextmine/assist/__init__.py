@@ -3,6 +3,6 @@ second stage's score (``mine --assist``). The fast model still finds and propose
 encodes only the lines of the pairs the second stage judges."""
 
 from .encoders import AssistEncoder, load_assist, resolve_assist
-from .joined import JOINED, AssistedJudge, joined_score, standout
+from .joined import JOINED, AssistedJudge, join_aligned, joined_score, standout
 
-__all__ = ["AssistEncoder", "AssistedJudge", "JOINED", "joined_score", "load_assist", "standout", "resolve_assist"]
+__all__ = ["AssistEncoder", "AssistedJudge", "JOINED", "join_aligned", "joined_score", "load_assist", "standout", "resolve_assist"]

@@ -76,3 +76,21 @@ class AssistedJudge:
             s, t = np.asarray(s, np.int64)[ok], np.asarray(t, np.int64)[ok]
             out[ok] = joined_score(stage[ok], standout(self.cosine, s, t))
         return out
+
+
+def join_aligned(p: np.ndarray, src: list[str], tgt: list[str], assist) -> np.ndarray:
+    """float32 (n,): the second stage's scores ``p`` (n,) of the given pairs (src[i], tgt[i]) (``filter --score
+    prob``, ``score --margin prob``) joined with ``assist``'s standout of each pair the stage judged (p > 0); the
+    assist encodes each distinct line of those pairs once."""
+    p = np.asarray(p, np.float32)
+    judged = np.flatnonzero(p > 0)
+    out = np.zeros(len(p), np.float32)
+    if len(judged) == 0:
+        return out
+    lines = {}
+    s = np.array([lines.setdefault(("s", src[i]), len(lines)) for i in judged.tolist()], np.int64)
+    t = np.array([lines.setdefault(("t", tgt[i]), len(lines)) for i in judged.tolist()], np.int64)
+    x = assist.encode([text for _, text in lines])  # keys in insertion order: row r is the r-th line met
+    cosine = lambda a, b: np.einsum("ij,ij->i", x[a], x[b])
+    out[judged] = joined_score(p[judged], standout(cosine, s, t))
+    return out

@@ -13,7 +13,7 @@ from .help import GroupedCommand
 F = FilterConfig
 OPTION_GROUPS = (
     ("Input", ("scol", "tcol", "src_col", "tgt_col", "id_col")),
-    ("Scoring", ("min_aligned", "score_column", "k", "judge_lines", "sif")),
+    ("Scoring", ("min_aligned", "score_column", "k", "judge_lines", "assist", "sif")),
     ("Parallel work", ("chunk_lines", "workers")),
     ("Rules", RULE_NAMES),
 )
@@ -52,6 +52,9 @@ OPTION_GROUPS = (
 @click.option("--judge-lines", type=click.IntRange(1), default=F.judge_lines, show_default=True,
               help="--score prob: pairs the second stage judges together, each pair's margin taken among them (within "
                    "a chunk, at most the stage's max_lines).")
+@click.option("--assist", default=None, metavar="use|e5|DIR",
+              help="--score prob: join an assisting encoder's cosine of each judged pair to the stage's score, as "
+                   "'mine --assist' does (docs/assist.md).  [default: none]")
 @click.option("--workers", type=click.IntRange(0), default=F.workers, show_default=True,
               help="Worker processes (0 = one per core); the output is the same for any number.")
 @lang_options("switches on this side's script rule and language-identifier check (--script, --langid).")
@@ -61,7 +64,7 @@ OPTION_GROUPS = (
 @quiet_option
 def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, min_score, min_aligned, score_column, k,
                chunk_lines,
-               judge_lines, workers, src_lang, tgt_lang, model_dir, sif, quiet, **rule_kw):
+               judge_lines, assist, workers, src_lang, tgt_lang, model_dir, sif, quiet, **rule_kw):
     """Filter a noisy parallel TSV (stdin or INPUT; .gz/.xz/.zst read transparently).
 
     A Parquet or JSONL INPUT (.parquet, .jsonl[.gz], a folder or glob of shards) gives the lines
@@ -95,13 +98,13 @@ def filter_cmd(input, output, rejects, annotate, stats_path, scol, tcol, score, 
                                         "--tgt-col)")
     if score == "none":
         refuse_unused(("model_dir", "sif", "score_column"), "a --score (margin, cosine or prob)")
-    for names, needs in ((("k",), "--score margin or prob"), (("judge_lines",), "--score prob")):
+    for names, needs in ((("k",), "--score margin or prob"), (("judge_lines", "assist"), "--score prob")):
         refuse_unused([n for n in names if n not in SCORE_USES[score]], needs)  # given at another value than its default
     refuse_unused_rule_options(rule_kw, (src_lang, tgt_lang))
     rules = rules_from(rule_kw)
     columns = columns_from(rule_kw)
     config = FilterConfig(score=score, min_score=min_score, min_aligned=min_aligned, chunk_lines=chunk_lines,
-                          judge_lines=judge_lines, k=k,
+                          judge_lines=judge_lines, k=k, assist=assist or "",
                           workers=workers, scol=scol, tcol=tcol)
     model = load_model(model_dir) if score != "none" else None
     bar = progress_bar(quiet, unit="line", desc="filter")

@@ -30,6 +30,9 @@ E = EncodeConfig
 @click.option("--judge-lines", type=click.IntRange(1), default=ScoreConfig.judge_lines, show_default=True,
               help="--margin prob: pairs the second stage judges together, each pair's margin taken among them (within "
                    "a chunk, at most the stage's max_lines).")
+@click.option("--assist", default=None, metavar="use|e5|DIR",
+              help="--margin prob: join an assisting encoder's cosine of each judged pair to the stage's score, as "
+                   "'mine --assist' does (docs/assist.md).  [default: none]")
 @click.option("--src-lang", default="", help="--margin prob: the source column's language (ISO 639-1).")
 @click.option("--tgt-lang", default="", help="--margin prob: the target column's language (ISO 639-1).")
 @click.option("-k", "--k", type=click.IntRange(1), default=ScoreConfig.k, show_default=True,
@@ -38,7 +41,7 @@ E = EncodeConfig
 @column_options("src_col", "tgt_col", "id_col")
 @device_option(E.device)
 @quiet_option
-def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lines, src_lang, tgt_lang, sif, device,
+def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lines, assist, src_lang, tgt_lang, sif, device,
           quiet, **kw):
     """Append the cosine similarity (or --margin score) of src<TAB>tgt to each line (FILE or '-' = stdin).
 
@@ -62,7 +65,7 @@ def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lin
     from ..scoring import MARGIN_USES
 
     for names, needs in ((("k",), "--margin ratio, distance or prob"),
-                         (("chunk_lines", "judge_lines", "src_lang", "tgt_lang"), "--margin prob")):
+                         (("chunk_lines", "judge_lines", "assist", "src_lang", "tgt_lang"), "--margin prob")):
         refuse_unused([n for n in names if n not in MARGIN_USES[margin]], needs)
     if output_format(output) == "parquet":
         raise ConfigError(f"--output {output}: score writes TSV lines; name the output .tsv (filter --annotate "
@@ -72,7 +75,8 @@ def score(file, output, model_dir, batch_size, margin, k, chunk_lines, judge_lin
     with atomic_output(output) as out:
         n = score_file(file, out, model, config=replace(EncodeConfig(), batch_size=batch_size, device=device, sif=sif),
                        score=ScoreConfig(margin=margin, k=k, chunk_lines=chunk_lines, judge_lines=judge_lines,
-                                         src_lang=src_lang, tgt_lang=tgt_lang), columns=columns_from(kw),
+                                         src_lang=src_lang, tgt_lang=tgt_lang, assist=assist or ""),
+                       columns=columns_from(kw),
                        progress=bar.update)
     bar.close()
     info(quiet, f"scored {n} lines")

@@ -134,8 +134,13 @@ def _worker_init(model, rules: RuleConfig, config: FilterConfig, src_lang, tgt_l
 
         embedder = SentenceEmbedder(model, sif=sif, device="cpu")
     judged = judged_language(model, src_lang, tgt_lang) if config.score == "prob" else None
+    assist = None
+    if config.assist:
+        from ..assist import resolve_assist
+
+        assist = resolve_assist(config.assist)
     _W.update(model=model, rules=rules, config=config, langs=(src_lang, tgt_lang), embedder=embedder, judged=judged,
-              aligned=checks_alignment(model, config, src_lang, tgt_lang))
+              aligned=checks_alignment(model, config, src_lang, tgt_lang), assist=assist)
 
 
 def _check_chunk(chunk: _Chunk) -> _Checked:
@@ -192,7 +197,7 @@ def checks_alignment(model, config: FilterConfig, src_lang: str | None, tgt_lang
                 src_lang != tgt_lang and {src_lang, tgt_lang} <= known)
 
 
-SCORE_USES = {"cosine": (), "none": (), "margin": ("k",), "prob": ("k", "judge_lines")}  # FilterConfig's per score
+SCORE_USES = {"cosine": (), "none": (), "margin": ("k",), "prob": ("k", "judge_lines", "assist")}  # FilterConfig's per score
 
 
 def _score(src: list[str], tgt: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -212,8 +217,13 @@ def _score(src: list[str], tgt: list[str]) -> tuple[np.ndarray, np.ndarray]:
     if config.score == "prob":
         from ..judge.aligned import aligned_probability
 
-        return aligned_probability(x, y, src_pieces, tgt_pieces, (src, tgt), model.second_stage, _W["judged"],
-                                   _W["langs"][0] == PIVOT, config.k, config.judge_lines), aligned
+        p = aligned_probability(x, y, src_pieces, tgt_pieces, (src, tgt), model.second_stage, _W["judged"],
+                                _W["langs"][0] == PIVOT, config.k, config.judge_lines)
+        if _W["assist"] is not None:
+            from ..assist import join_aligned
+
+            p = join_aligned(p, src, tgt, _W["assist"])
+        return p, aligned
     return (cos if config.score == "cosine" else margin), aligned
 
 
@@ -298,7 +308,7 @@ def filter_tsv(
     unused = options_set(config, [n for n in SCORE_USES["prob"] if n not in SCORE_USES[config.score]])
     if unused:
         raise ConfigError(f"{', '.join(unused)}: not used by --score {config.score}; drop them or choose the score "
-                          "that uses them (k: margin, prob; judge-lines: prob)")
+                          "that uses them (k: margin, prob; judge-lines, assist: prob)")
     if config.scol == config.tcol:
         raise ConfigError(f"--scol and --tcol are both {config.scol}; expected two different columns")
     if annotate and rejects is not None:
@@ -314,6 +324,8 @@ def filter_tsv(
 
         check_prob_options(config.chunk_lines, config.judge_lines, config.k, sif, "--score prob")
         judged_language(model, src_lang, tgt_lang)
+    if config.assist:
+        _check_assist(config, src_lang, tgt_lang)
     if score_column is None:
         score_column = config.score != "none" and config.min_score is None
     name = "<stdin>" if input_path == "-" else input_path
@@ -363,6 +375,16 @@ def filter_tsv(
     finally:
         torch.set_num_threads(saved_threads)
     return stats
+
+
+def _check_assist(config: FilterConfig, src_lang: str | None, tgt_lang: str | None) -> None:
+    """ConfigError unless the assist joins a second stage's score (--score prob) and knows both languages; the
+    assist loaded once here, so a broken one fails before any line is read."""
+    from ..assist import load_assist
+
+    if config.score != "prob":
+        raise ConfigError(f"--assist {config.assist} joins the second stage's score: it needs --score prob")
+    load_assist(config.assist).check_languages((src_lang, tgt_lang))
 
 
 def judged_language(model, src_lang: str | None, tgt_lang: str | None, option: str = "--score prob") -> str:
