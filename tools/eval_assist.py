@@ -1,4 +1,4 @@
-"""mine's defaults with and without --assist on task folders (src.txt, tgt.txt, gold.tsv: 1-based line pairs),
+"""mine's defaults with and without --assist (or either: --runs) on task folders (src.txt, tgt.txt, gold.tsv: 1-based line pairs),
 with the languages given as the folders name them (.../LANG/SHARE/DRAW, English on the target side):
 
     python tools/eval_assist.py --out assist.jsonl TASKS/eval/*/*/d[01] TASKS/tatoeba/*/*/d[01]
@@ -40,15 +40,18 @@ def main() -> None:
     ap.add_argument("folders", nargs="+")
     ap.add_argument("--out", required=True, help="JSON lines, one per task and run")
     ap.add_argument("--assist", default="use")
+    ap.add_argument("--model", default=None, help="a model directory  [default: the bundled model]")
+    ap.add_argument("--runs", nargs="+", default=["defaults", "assist"], choices=["defaults", "assist"])
     args = ap.parse_args()
-    model = load_model(None)
+    model = load_model(args.model)
     table = collections.defaultdict(list)
     with open(args.out, "a", encoding="utf-8") as log:
         for folder in args.folders:
             group, lang, share, draw = folder.rstrip("/").split("/")[-4:]
             with open(f"{folder}/gold.tsv", encoding="utf-8") as f:
                 gold = {tuple(int(x) for x in line.split("\t")) for line in f if line.strip()}
-            for name, config in (("defaults", MineConfig()), ("assist", replace(MineConfig(), assist=args.assist))):
+            runs = {"defaults": MineConfig(), "assist": replace(MineConfig(), assist=args.assist)}
+            for name, config in ((n, runs[n]) for n in args.runs):
                 try:
                     pairs, secs, stats = run(folder, model, config, lang)
                 except ConfigError as e:  # e.g. an assist that does not know the language
