@@ -160,6 +160,8 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     summary = (f"{stats.pairs} pairs from {stats.src_lines} x {stats.tgt_lines} lines "
                f"({stats.src_unique} x {stats.tgt_unique} distinct, {stats.src_empty} + {stats.tgt_empty} empty "
                f"lines skipped)")
+    if stats.info.get("assist_lines"):
+        summary += f"; the assist encoded {stats.info['assist_lines']} lines"
     if stats.rejected:
         summary += "; dropped by rules: " + ", ".join(f"{k} {v}" for k, v in stats.rejected.items())
     if "recall" in stats.info:
