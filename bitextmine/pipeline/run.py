@@ -128,7 +128,7 @@ _ROWS = ("*/emb-*", "*/moments*", *_INDEX)
 REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed", "ivf_backend"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
         "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": (),
-        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS, "assist": ("*/assist.npz",), "table": _ROWS,
+        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS, "assist": ("*/assist-*",), "table": _ROWS,
         "sample_draw": _KNN}  # how the reference samples are drawn (a work directory of an earlier version: another way)
 
 
@@ -711,26 +711,30 @@ def _assist_line(asked, assist, choice) -> str:
     return f"; assist {assist.kind} joins the second stage's score (min-prob {choice.config.min_prob:g})"
 
 
+ASSIST_BLOCK = 8192  # lines the assist encodes between two files written: a stopped run resumes from the last
+
+
 def _assist_cosine(run: _Run, assist):
     """The assist's cosine of pairs (src rows, tgt rows int64 (c,)) -> float32 (c,): each side's distinct rows
-    encoded once and kept in the work directory ({side}/assist.npz: rows, x), so a resumed run encodes only rows
-    it has not."""
+    encoded once, ASSIST_BLOCK at a time, each block kept in the work directory ({side}/assist-NNNNNN.npz: rows,
+    x) as it is done, so a stopped or resumed run encodes only rows it has not (progress: stage "assist")."""
     def vectors(side: str, rows: np.ndarray) -> np.ndarray:
         if assist.kind == "npy":  # any encoder's embeddings of every line: read, not encoded
             return assist.rows(side, _row_lines(run, side, rows))
-        path = run.work.path(f"{side}/assist.npz")
-        have = load_arrays(path) if os.path.exists(path) else {"rows": np.zeros(0, np.int64), "x": None}
-        new = np.setdiff1d(rows, have["rows"])
+        have_rows, have_x, blocks = _assist_blocks(run, side)
+        new = np.setdiff1d(rows, have_rows)
         if len(new):
             text = _texts(run, side, new, False)[0]
-            x = assist.encode([text[r] for r in new.tolist()])
-            run.assist_lines += len(new)
-            all_rows = np.concatenate([have["rows"], new])
-            all_x = x if have["x"] is None else np.concatenate([have["x"], x])
-            order = np.argsort(all_rows)
-            save_arrays(path, rows=all_rows[order], x=all_x[order])
-            have = {"rows": all_rows[order], "x": all_x[order]}
-        return have["x"][np.searchsorted(have["rows"], rows)]
+            starts = range(0, len(new), ASSIST_BLOCK)
+            for done, a in enumerate(starts, 1):
+                part = new[a:a + ASSIST_BLOCK]
+                x = assist.encode([text[r] for r in part.tolist()])
+                save_arrays(run.work.path(f"{side}/assist-{blocks + done - 1:06d}.npz"), rows=part, x=x)
+                run.assist_lines += len(part)
+                if run.progress:
+                    run.progress("assist", done, len(starts))
+            have_rows, have_x, _ = _assist_blocks(run, side)
+        return have_x[np.searchsorted(have_rows, rows)]
 
     def cosine(s: np.ndarray, t: np.ndarray) -> np.ndarray:
         us, si = np.unique(s, return_inverse=True)
@@ -738,6 +742,22 @@ def _assist_cosine(run: _Run, assist):
         xs, xt = vectors("src", us), vectors("tgt", ut)
         return np.einsum("ij,ij->i", xs[si.reshape(-1)], xt[ti.reshape(-1)]).astype(np.float32)
     return cosine
+
+
+def _assist_blocks(run: _Run, side: str) -> tuple[np.ndarray, np.ndarray | None, int]:
+    """(rows int64 ascending, their vectors float32 (r, d) or None, the number the next file takes): every whole
+    block the assist wrote for ``side`` (a file without its checksum, from a run stopped while writing it, is
+    left out and its rows encoded again)."""
+    import glob
+
+    files = sorted(glob.glob(run.work.path(f"{side}/assist-*.npz")))
+    nxt = 1 + max((int(os.path.basename(f)[7:13]) for f in files), default=-1)
+    parts = [load_arrays(f) for f in files if verifies(f)]
+    if not parts:
+        return np.zeros(0, np.int64), None, nxt
+    rows = np.concatenate([p["rows"] for p in parts])
+    order = np.argsort(rows)
+    return rows[order], np.concatenate([p["x"] for p in parts])[order], nxt
 
 
 def _row_lines(run: _Run, side: str, rows: np.ndarray) -> np.ndarray:
