@@ -219,11 +219,9 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
     lang = judged_language(model, score.src_lang or None, score.tgt_lang or None, "--margin prob")
     assist = None
     if score.assist:
-        from .assist import choose_assist, load_assist
+        from .assist import assist_for
 
-        langs = (score.src_lang or None, score.tgt_lang or None)
-        assist = load_assist(choose_assist(score.assist, langs))
-        assist.check_languages(langs)
+        assist = assist_for(score.assist, (score.src_lang or None, score.tgt_lang or None))
     read, scol, tcol = input_lines(path, columns)
     enc = Encoder(model, config)
     name = "<stdin>" if path == "-" else path

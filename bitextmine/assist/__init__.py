@@ -2,7 +2,7 @@
 second stage's score (``mine --assist``). The fast model still finds and proposes the candidates; the assist
 encodes only the lines of the pairs the second stage judges."""
 
-from .encoders import AssistEncoder, choose_assist, load_assist, precomputed_assist, resolve_assist
+from .encoders import AssistEncoder, assist_for, choose_assist, load_assist, precomputed_assist, resolve_assist
 from .joined import JOINED, AssistedJudge, join_aligned, joined_score, standout
 
-__all__ = ["AssistEncoder", "AssistedJudge", "JOINED", "choose_assist", "join_aligned", "joined_score", "load_assist", "standout", "resolve_assist"]
+__all__ = ["AssistEncoder", "AssistedJudge", "JOINED", "assist_for", "choose_assist", "join_aligned", "joined_score", "load_assist", "standout", "resolve_assist"]

@@ -50,21 +50,22 @@ class AssistEncoder:
         """kind npy: float32 (r, d) L2-normalised rows ``lines`` (0-based line numbers int64 (r,)) of ``side``'s
         (src, tgt) embeddings file."""
         from ..encoding import open_embeddings
+        from ..search.exact import RowView
 
         path = self.path.split("\t")[side == "tgt"]
         x = open_embeddings(path)
         if len(lines) and lines.max() >= len(x):
             raise ConfigError(f"{path}: {len(x)} rows, but the {side} side has a line {int(lines.max()) + 1}: "
                               "an assist embeddings file needs a row for every line")
-        x = np.asarray(x[np.asarray(lines, np.int64)], np.float32)
-        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        return RowView(x, np.asarray(lines, np.int64), normalise=True)[:]
 
     def encode(self, lines: list[str]) -> np.ndarray:
         """float32 (n, d) L2-normalised embeddings of ``lines`` (n strings), BATCH lines per call."""
+        from ..judge.interaction import unit_rows
+
         model = _model(self)
         parts = [np.asarray(model(lines[a:a + BATCH]), np.float32) for a in range(0, len(lines), BATCH)]
-        x = np.concatenate(parts) if parts else np.zeros((0, 1), np.float32)
-        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        return unit_rows(np.concatenate(parts) if parts else np.zeros((0, 1), np.float32))
 
 
 def choose_assist(name: str, langs: tuple) -> str:
@@ -116,6 +117,14 @@ def load_assist(name: str) -> AssistEncoder:
     """:func:`resolve_assist`, with the model loaded now (so a broken one fails before any stage)."""
     assist = resolve_assist(name)
     _model(assist)
+    return assist
+
+
+def assist_for(name: str, langs: tuple) -> AssistEncoder:
+    """The assist ``name`` stands for with sides in ``langs`` (:func:`choose_assist`), loaded
+    (:func:`load_assist`); ConfigError where it does not know one of the languages."""
+    assist = load_assist(choose_assist(name, langs))
+    assist.check_languages(langs)
     return assist
 
 

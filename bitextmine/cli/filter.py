@@ -7,7 +7,7 @@ import click
 from ..config import SCORES, FilterConfig
 from .common import (RULE_NAMES, atomic_output, cannot_write, check_distinct_outputs, check_not_inputs, check_output, column_options,
                      columns_from, info, lang_options, model_option, progress_bar, quiet_option, refuse_unused,
-                     refuse_unused_rule_options, rule_options, rules_from, sif_option, FINITE, FiniteRange)
+                     refuse_unused_rule_options, rule_options, rules_from, sif_option, assist_option, FINITE, FiniteRange)
 from .help import GroupedCommand
 
 F = FilterConfig
@@ -52,9 +52,7 @@ OPTION_GROUPS = (
 @click.option("--judge-lines", type=click.IntRange(1), default=F.judge_lines, show_default=True,
               help="--score prob: pairs the second stage judges together, each pair's margin taken among them (within "
                    "a chunk, at most the stage's max_lines).")
-@click.option("--assist", default=None, metavar="auto|use|e5|DIR",
-              help="--score prob: join an assisting encoder's cosine of each judged pair to the stage's score, as "
-                   "'mine --assist' does (docs/assist.md).  [default: none]")
+@assist_option("--score prob")
 @click.option("--workers", type=click.IntRange(0), default=F.workers, show_default=True,
               help="Worker processes (0 = one per core); the output is the same for any number.")
 @lang_options("switches on this side's script rule and language-identifier check (--script, --langid).")

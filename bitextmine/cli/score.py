@@ -8,7 +8,7 @@ import click
 
 from ..config import SCORE_MARGINS, EncodeConfig, ScoreConfig
 from .common import (atomic_output, check_not_inputs, check_output, column_options, columns_from, device_option, info,
-                     model_option, progress_bar, quiet_option, refuse_unused, sif_option)
+                     model_option, progress_bar, quiet_option, refuse_unused, sif_option, assist_option)
 from .help import GroupedCommand
 
 E = EncodeConfig
@@ -30,9 +30,7 @@ E = EncodeConfig
 @click.option("--judge-lines", type=click.IntRange(1), default=ScoreConfig.judge_lines, show_default=True,
               help="--margin prob: pairs the second stage judges together, each pair's margin taken among them (within "
                    "a chunk, at most the stage's max_lines).")
-@click.option("--assist", default=None, metavar="auto|use|e5|DIR",
-              help="--margin prob: join an assisting encoder's cosine of each judged pair to the stage's score, as "
-                   "'mine --assist' does (docs/assist.md).  [default: none]")
+@assist_option("--margin prob")
 @click.option("--src-lang", default="", help="--margin prob: the source column's language (ISO 639-1).")
 @click.option("--tgt-lang", default="", help="--margin prob: the target column's language (ISO 639-1).")
 @click.option("-k", "--k", type=click.IntRange(1), default=ScoreConfig.k, show_default=True,

@@ -380,11 +380,11 @@ def filter_tsv(
 def _check_assist(config: FilterConfig, src_lang: str | None, tgt_lang: str | None) -> None:
     """ConfigError unless the assist joins a second stage's score (--score prob) and knows both languages; the
     assist loaded once here, so a broken one fails before any line is read."""
-    from ..assist import choose_assist, load_assist
+    from ..assist import assist_for
 
     if config.score != "prob":
         raise ConfigError(f"--assist {config.assist} joins the second stage's score: it needs --score prob")
-    load_assist(choose_assist(config.assist, (src_lang, tgt_lang))).check_languages((src_lang, tgt_lang))
+    assist_for(config.assist, (src_lang, tgt_lang))
 
 
 def judged_language(model, src_lang: str | None, tgt_lang: str | None, option: str = "--score prob") -> str:

@@ -19,7 +19,7 @@ from . import dedup, stages
 from .engine import make_engine
 from .plan import plan_side, read_chunk_ids
 from .stages import SIDES
-from ..assist import AssistedJudge, choose_assist, load_assist
+from ..assist import AssistedJudge, assist_for
 from .workdir import Lock, WorkDir, input_files, input_record, load_arrays, save_arrays, verifies
 
 Progress = Callable[[str, int, int], None]  # (stage, tasks done so far, tasks in all)
@@ -674,24 +674,24 @@ def mine_files(
 
 
 def _assist(config: MineConfig, assist_emb: tuple[str, str] | None, langs: tuple):
-    """The run's assist: config.assist's encoder (auto: the one for the sides' languages ``langs``,
-    :func:`bitextmine.assist.choose_assist`), or the embeddings files ``assist_emb`` (src, tgt), or None."""
+    """The run's assist: config.assist's encoder for the sides' languages ``langs``
+    (:func:`bitextmine.assist.assist_for`: ConfigError where it does not know one), or the embeddings files
+    ``assist_emb`` (src, tgt), or None."""
     if assist_emb and config.assist:
         raise ConfigError(f"--assist {config.assist} and assist embeddings files: give one of them")
     if assist_emb:
         from ..assist import precomputed_assist
 
         return precomputed_assist(*assist_emb)
-    return load_assist(choose_assist(config.assist, langs)) if config.assist else None
+    return assist_for(config.assist, langs) if config.assist else None
 
 
 def _with_assist(choice, assist):
     """(choice, assist or None): with the assist's score floor (the joined score's --min-prob, unless given). A run
     no second stage judges has no score for the assist to join: it runs without it (the settings line says why),
-    unless the stage was turned off (ConfigError). ConfigError where the assist does not know a side's language."""
+    unless the stage was turned off (ConfigError)."""
     from ..assist import JOINED
 
-    assist.check_languages(choice.languages)
     if not choice.judged:
         if not choice.config.second_stage:
             raise ConfigError("--assist joins the second stage's score: drop --no-second-stage")
