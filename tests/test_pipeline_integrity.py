@@ -378,7 +378,7 @@ def test_an_input_changed_while_the_run_reads_it_stops_the_run(files, toy_model,
 
 def test_a_short_write_in_the_work_directory_names_the_file_and_leaves_no_temporary(tmp_path, monkeypatch):
     """numpy's short write on a full disk is an OSError with no file and no error number."""
-    from bitextmine.pipeline.workdir import save_npy
+    from bitextmine.pipeline.workdir import save_arrays, save_npy
 
     def short(*a, **kw):
         raise OSError("153600 requested and 17376 written")
@@ -387,4 +387,9 @@ def test_a_short_write_in_the_work_directory_names_the_file_and_leaves_no_tempor
     with pytest.raises(OSError) as e:
         save_npy(str(tmp_path / "a.npy"), np.zeros(3))
     assert e.value.filename.startswith(str(tmp_path / "a.npy.tmp-")) and "is the disk full?" in e.value.strerror
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(np, "savez", short)  # save_arrays writes through the same file
+    with pytest.raises(OSError) as e:
+        save_arrays(str(tmp_path / "a.npz"), a=np.zeros(3))
+    assert e.value.filename.startswith(str(tmp_path / "a.npz.tmp-")) and "is the disk full?" in e.value.strerror
     assert os.listdir(tmp_path) == []

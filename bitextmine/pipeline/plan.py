@@ -22,7 +22,7 @@ import os
 import numpy as np
 
 from ..corpus import GZIP_MAGIC, XZ_MAGIC, ZSTD_MAGIC, decode_block, iter_blocks, open_binary, read_once
-from .workdir import WorkDir, atomic_path, commit, load_json, save_json, verifies
+from .workdir import WorkDir, atomic_path, commit, load_json, save_json, verifies, writing
 
 PLAN_FILE = "plan.json"
 
@@ -84,7 +84,7 @@ def plan_side(work: WorkDir, side: str, path: str, chunk_lines: int, column: str
         if compressed:
             c["file"] = os.path.join(side, f"chunk-{len(chunks):06d}.txt")
             tmp = atomic_path(work.path(c["file"]))
-            with open(tmp, "wb") as g:
+            with writing(tmp) as g:
                 g.writelines(cur)
             commit(tmp, work.path(c["file"]))
         chunks.append(c)

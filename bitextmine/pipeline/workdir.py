@@ -101,7 +101,7 @@ def _parse_json(path: str, fix: str) -> dict:
 def save_arrays(path: str, **arrays: np.ndarray) -> None:
     """Write named arrays to ``path`` (.npz, uncompressed) atomically, with its checksum."""
     tmp = atomic_path(path)
-    with open(tmp, "wb") as f:
+    with writing(tmp) as f:
         np.savez(f, **arrays)
     commit(tmp, path)
 
