@@ -726,14 +726,17 @@ def _assist_cosine(run: _Run, assist):
         if len(new):
             text = _texts(run, side, new, False)[0]
             starts = range(0, len(new), ASSIST_BLOCK)
+            parts = [] if have_x is None else [have_x]
             for done, a in enumerate(starts, 1):
                 part = new[a:a + ASSIST_BLOCK]
-                x = assist.encode([text[r] for r in part.tolist()])
-                save_arrays(run.work.path(f"{side}/assist-{blocks + done - 1:06d}.npz"), rows=part, x=x)
+                parts.append(assist.encode([text[r] for r in part.tolist()]))
+                save_arrays(run.work.path(f"{side}/assist-{blocks + done - 1:06d}.npz"), rows=part, x=parts[-1])
                 run.assist_lines += len(part)
                 if run.progress:
                     run.progress("assist", done, len(starts))
-            have_rows, have_x, _ = _assist_blocks(run, side)
+            all_rows = np.concatenate([have_rows, new])  # the blocks just written, kept here: not read back
+            order = np.argsort(all_rows)
+            have_rows, have_x = all_rows[order], np.concatenate(parts)[order]
         return have_x[np.searchsorted(have_rows, rows)]
 
     def cosine(s: np.ndarray, t: np.ndarray) -> np.ndarray:
