@@ -149,7 +149,8 @@ class MineConfig:
     # stage lost a translation in fr and cs, gained one in de, tr and ar; from 300 lines it gains: benchmarks.md)
     second_stage_min_lines: int = 100
     # An assisting encoder (bitextmine/assist/): "" (none), auto (use where it knows both languages, else e5),
-    # use, e5, or a local sentence-transformers model directory. Its cosine of each pair the second stage judges joins the stage's score (docs/assist.md)
+    # use, e5, or a local sentence-transformers model directory. Its cosine of each pair the second stage judges
+    # joins the stage's score (docs/assist.md)
     assist: str = ""
     # Fail safe: where the stage's own estimate of the share of translations among the candidates it judged
     # (their mean score before its prior step) reaches fail_safe_share and it keeps fewer than fail_safe_keep of
