@@ -48,7 +48,8 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], *, init: Callabl
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context("spawn")
     gc.freeze()  # the children inherit these objects frozen; this process takes them back below
     try:
-        pool = ctx.Pool(workers, initializer=_child_init, initargs=(init, init_args))
+        with _stop_signals_blocked():
+            pool = ctx.Pool(workers, initializer=_child_init, initargs=(init, init_args))
     finally:
         gc.unfreeze()
     with pool:
@@ -103,6 +104,8 @@ def _child_init(init: Callable[..., None], init_args: tuple) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as Ctrl-C: the terminal's group gets it, the parent stops the pool
+    if hasattr(signal, "pthread_sigmask"):  # blocked since the fork (_stop_signals_blocked): one sent since ends it now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -110,6 +113,27 @@ def _child_init(init: Callable[..., None], init_args: tuple) -> None:
     if threadpool_limits is not None:
         threadpool_limits(1, user_api="blas")
     init(*init_args, child=True)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """SIGTERM, SIGINT and SIGHUP blocked in this thread inside the block, where the pool forks its first workers
+    and starts the thread that forks their replacements (a thread keeps the mask it started with): a worker starts
+    with them blocked until :func:`_child_init` has set their handling. A worker the pool stopped (SIGTERM) as it
+    was starting ran the parent's handler instead, which in a command is Python code raising an exception: raised
+    in the child between the fork and the pool's code, it went on running the parent's program (a copy of the test
+    suite, which its parent waited for without end)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextlib.contextmanager

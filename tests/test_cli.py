@@ -593,3 +593,16 @@ def test_sigterm_ends_a_run_with_one_line_and_leaves_nothing_behind(tmp_path, si
     err = p.communicate(timeout=120)[1]
     assert p.returncode == code and err.strip().splitlines()[-1] == line, err
     assert not list(tmp.glob("bitextmine-*")) and not out.exists() and not (tmp_path / "out.tsv.partial").exists()
+
+
+def test_a_command_run_in_process_leaves_the_signal_handlers_as_it_found_them(tmp_path):
+    """The commands turn SIGTERM into a clean stop while they run; left installed, the handler was inherited by
+    every process a caller forked afterwards (a test suite's worker pools among them)."""
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)
+    p = tmp_path / "in.tsv"
+    p.write_text("The house is small.\tDas Haus ist klein.\n")
+    r = CliRunner().invoke(main, ["filter", str(p), "--score", "none"])
+    assert r.exit_code == 0, r.output
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)) == before

@@ -1,8 +1,10 @@
 import os
 import signal
+import time
 
 import pytest
 
+from bitextmine import parallel
 from bitextmine.parallel import ordered_map
 
 STATE = {}
@@ -153,3 +155,63 @@ def test_workers_leave_ctrl_c_to_the_parent():
     KeyboardInterrupt traceback), the parent stops the pool."""
     got = list(ordered_map(_sigint_handler, range(6), init=lambda child: None, workers=2, inline=1))
     assert got == [True] * 6, got
+
+
+def _signal_state(_item):
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    return _AT_START, signal.SIGTERM in blocked, signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+_AT_START = None  # in a worker: whether SIGTERM was blocked when its set-up began
+
+
+def _recording_child_init(init, init_args):
+    global _AT_START
+    _AT_START = signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    _ORIGINAL_CHILD_INIT(init, init_args)
+
+
+_ORIGINAL_CHILD_INIT = parallel._child_init
+
+
+def test_workers_start_with_stop_signals_blocked_until_their_set_up_sets_them(monkeypatch):
+    monkeypatch.setattr(parallel, "_child_init", _recording_child_init)
+    got = set(ordered_map(_signal_state, range(6), init=lambda child: None, workers=2, inline=1))
+    assert got == {(True, False, True)}, got
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the parent's mask is as it was
+
+
+def _double(x):
+    return 2 * x
+
+
+def _slow_second_start(marker_dir):
+    def child_init(init, init_args):
+        try:  # the first worker starts at once; the others are still starting when the map ends
+            os.close(os.open(os.path.join(marker_dir, "first"), os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            time.sleep(1)
+        _ORIGINAL_CHILD_INIT(init, init_args)
+    return child_init
+
+
+def test_a_worker_stopped_while_starting_never_runs_the_parents_handler(tmp_path, monkeypatch):
+    """The pool stops its workers with SIGTERM when the map ends. A worker still starting ran the parent's handler
+    (a command's raises an exception), which between the fork and the pool's code went on running the parent's
+    program: a copy of the test suite that its parent waited for without end."""
+    parent = os.getpid()
+
+    def handler(signum, frame):
+        if os.getpid() != parent:
+            open(os.path.join(tmp_path, f"ran-in-{os.getpid()}"), "w").close()
+        raise RuntimeError("the parent's handler")
+
+    monkeypatch.setattr(parallel, "_child_init", _slow_second_start(str(tmp_path)))
+    before = signal.signal(signal.SIGTERM, handler)
+    try:
+        for _ in range(3):
+            (tmp_path / "first").unlink(missing_ok=True)
+            assert list(ordered_map(_double, range(3), init=lambda child: None, workers=3, inline=0)) == [0, 2, 4]
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert os.getpid() == parent and sorted(p.name for p in tmp_path.iterdir()) == ["first"]

@@ -58,7 +58,7 @@ class Group(click.Group):
 
     def invoke(self, ctx):
         _utf8_streams()
-        _terminate_as_interrupt()
+        before = _terminate_as_interrupt()
         try:
             return super().invoke(ctx)
         except BitextmineError as e:
@@ -81,6 +81,8 @@ class Group(click.Group):
             click.echo("Error: an input holds a value nested too deeply to read (JSON nested hundreds of levels "
                        "deep); expected one flat record per line", err=True)
             sys.exit(1)
+        finally:  # a command run in process (click's test runner, a Python caller) leaves the handlers as it found them
+            _restore_handlers(before)
 
 
 class _Terminated(KeyboardInterrupt):
@@ -91,19 +93,29 @@ class _Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-def _terminate_as_interrupt() -> None:
+def _terminate_as_interrupt() -> dict:
+    """SIGTERM and SIGHUP raise :class:`_Terminated` where the run is; returns the handlers replaced."""
     import signal
 
     def handler(signum, frame):
         signal.signal(signum, signal.SIG_DFL)  # a second one ends the process at once
         raise _Terminated(signum)
 
+    before = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         try:
             if signal.getsignal(sig) == signal.SIG_DFL:  # under nohup SIGHUP is ignored: it stays so
-                signal.signal(sig, handler)
+                before[sig] = signal.signal(sig, handler)
         except ValueError:  # not the main thread (an embedding application): its own handlers stay
             pass
+    return before
+
+
+def _restore_handlers(before: dict) -> None:
+    import signal
+
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
 
 
 def _utf8_streams() -> None:
