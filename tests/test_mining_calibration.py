@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from bitextmine.cli import main
 from bitextmine.errors import ConfigError
-from bitextmine.evaluation.mining_calibration import (MIN_PAIRS, calibrate_mining, calibrate_pair, distinct_pairs,
-                                                      draw_task, sizes_for)
+from bitextmine.evaluation.mining_calibration import (DEFAULTS_SHARES, MIN_PAIRS, calibrate_mining, calibrate_pair,
+                                                      distinct_pairs, draw_task, measure_defaults, sizes_for)
 from bitextmine.evaluation.threshold_grid import FLOORS, GRID, ZS
 from bitextmine.loading import load_model
 from conftest import toy_corpus, write_lines
@@ -62,16 +62,18 @@ def test_calibrate_pair_chooses_a_grid_point_and_says_what_it_measured(toy_model
 
 def test_calibrate_mining_stores_the_pair_and_mine_uses_and_reports_it(toy_model_dir, tmp_path):
     """Stored in the model directory beside what it held; mine applies it to that pair (either order) and its
-    settings line says what the settings measured."""
+    settings line says what the settings measured (the floors alone: --no-measure-defaults)."""
     model_dir = str(tmp_path / "m")
     shutil.copytree(toy_model_dir, model_dir)
     s, t = toy_corpus(300, seed=22)
     files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
-    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files])
+    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files,
+                                  "--no-measure-defaults"])
     assert r.exit_code == 0, r.output
     section = json.load(open(os.path.join(model_dir, "config.json")))["mining"]
     assert section["version"] == 2 and list(section["languages"]) == ["de-en"]
     assert [m["lines"] for m in section["languages"]["de-en"]["measured"]] == [30, 100, 100]
+    assert "defaults_measured" not in section["languages"]["de-en"]
     model = load_model(model_dir)
     assert model.fingerprint == load_model(toy_model_dir).fingerprint
 
@@ -81,7 +83,70 @@ def test_calibrate_mining_stores_the_pair_and_mine_uses_and_reports_it(toy_model
     choice = choose(MineConfig(), model.mining, ("en", "de"), lambda side: None)
     assert choice.calibrated and choice.config.threshold == section["languages"]["de-en"]["threshold"]
     assert "on its dev pairs: 50% translated, 30-100 lines: precision" in choice.describe()
-    assert ", 10% translated, 100-100 lines: precision" in choice.describe()
+    assert ", 10% translated, 100 lines: precision" in choice.describe()
+
+
+def test_calibrate_mining_measures_mines_defaults_end_to_end_and_mine_says_it(toy_model_dir, tmp_path):
+    """By default the command also runs mine with the settings chosen on tasks drawn from the dev pairs; the
+    settings line of a run judged as those were (here: no second stage, the toy model has none) says it."""
+    model_dir = str(tmp_path / "m")
+    shutil.copytree(toy_model_dir, model_dir)
+    s, t = toy_corpus(700, seed=25)
+    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
+    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files])
+    assert r.exit_code == 0, r.output
+    assert "mine's defaults end to end (without the second stage):" in r.output
+    entry = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]
+    got = entry["defaults_measured"]
+    assert [m["share"] for m in got] == list(DEFAULTS_SHARES) and entry["defaults_second_stage"] is False
+    assert all(100 <= m["lines"] <= 1000 and 0 <= m["precision"] <= 1 and 0 <= m["recall"] <= 1 for m in got)
+
+    from bitextmine.config import MineConfig
+    from bitextmine.mining.calibrated import choose
+
+    said = choose(MineConfig(), load_model(model_dir).mining, ("de", "en"), lambda side: None).describe()
+    assert f"end to end on its dev pairs: 50% translated, {got[-1]['lines']:,} lines: precision " \
+           f"{got[-1]['precision']:.2f}, recall {got[-1]['recall']:.2f}" in said
+    given = choose(MineConfig(threshold=1.1), load_model(model_dir).mining, ("de", "en"), lambda side: None)
+    assert "on its dev pairs" not in given.describe()  # a setting given: the figures are not the run's
+
+
+def test_measure_defaults_equals_mine_run_on_the_same_task_and_counted_by_hand(toy_model, toy_model_dir, tmp_path):
+    """Against a slow, obvious reference: the same task drawn with the same seed, written out, mined by the
+    command with the same settings, its pairs counted against the gold by hand."""
+    from bitextmine.judge.tasks import build_task, clean_pool
+
+    s, t = toy_corpus(700, seed=26)
+    settings = {"threshold": 1.05, "min_z": 2.0, "min_cosine": 0.0}
+    got, judged = measure_defaults(toy_model, ("de", "en"), s, t, settings, shares=(0.1,), lines=200, draws=1,
+                                   seed=3)
+    task = build_task(clean_pool(list(zip(s, t)))[0], 200, 0.1, np.random.default_rng(3))
+    files = write_lines(tmp_path / "s", task.src), write_lines(tmp_path / "t", task.tgt)
+    r = CliRunner().invoke(main, ["mine", *files, "--model", toy_model_dir, "--src-lang", "de", "--tgt-lang", "en",
+                                  "--trust-lang", "--threshold", "1.05", "--min-z", "2", "--min-cosine", "0", "--ids",
+                                  "-q"])
+    assert r.exit_code == 0, r.output
+    pairs = {(int(line.split("\t")[-2]), int(line.split("\t")[-1])) for line in r.output.splitlines()}  # ids last
+    right = sum(p in task.gold for p in pairs)
+    precision, recall = right / len(pairs), right / len(task.gold)
+    assert got == [{"lines": 200, "share": 0.1, "precision": pytest.approx(precision), "recall": pytest.approx(recall),
+                    "f1": pytest.approx(2 * precision * recall / (precision + recall))}] and judged is False
+    assert measure_defaults(toy_model, ("de", "fr"), s, t, settings) == ([], False)  # no English side
+
+
+def test_a_stored_end_to_end_measurement_is_checked_on_load():
+    from bitextmine.errors import ModelFormatError
+    from bitextmine.mining.calibrated import check_section
+
+    ok = {"threshold": 1.2, "min_z": 4.0, "min_cosine": 0.4}
+    m = {"lines": 1000, "share": 0.01, "precision": 0.9, "recall": 0.8, "f1": 0.85}
+    check_section({"version": 2, "languages": {"de-en": {**ok, "defaults_measured": [m],
+                                                         "defaults_second_stage": True}}}, "x")
+    with pytest.raises(ModelFormatError, match="\"defaults_measured\" without \"defaults_second_stage\""):
+        check_section({"version": 2, "languages": {"de-en": {**ok, "defaults_measured": [m]}}}, "x")
+    with pytest.raises(ModelFormatError, match="\"defaults_measured\" must be a list of objects"):
+        check_section({"version": 2, "languages": {"de-en": {**ok, "defaults_measured": [{**m, "f1": "x"}],
+                                                             "defaults_second_stage": False}}}, "x")
 
 
 def test_the_bundled_model_is_not_rewritten(tmp_path):
@@ -107,6 +172,8 @@ def test_train_with_two_languages_comes_out_calibrated(tmp_path):
     n = int(section["chosen_on"].split(": ")[1].split()[0])  # the distinct ones of the 200 held apart
     assert list(section["languages"]) == ["de-en"] and 45 <= n <= 200
     assert any(m.startswith(f"mining settings for de-en on {n} held-apart pairs") for m in logs)
+    assert [m["share"] for m in section["languages"]["de-en"]["defaults_measured"]] == list(DEFAULTS_SHARES)
+    assert any(m.startswith("mine's defaults on held-apart tasks (without the second stage): 1% of") for m in logs)
     train([spec], str(tmp_path / "one"), config=config, tokenizer_config=TokenizerConfig(vocab_size=800),
           progress=lambda e: logs.append(e.get("message", "")))
     assert "mining" not in json.load(open(tmp_path / "one" / "config.json"))

@@ -15,9 +15,13 @@ from .help import GroupedCommand
               help="Two ISO 639-1 codes and two line-aligned files of dev pairs in those languages, never trained "
                    "on (repeatable; at least 45 pairs, 1,500 for the largest tasks).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the tasks' draws.")
+@click.option("--measure-defaults/--no-measure-defaults", default=True, show_default=True,
+              help="Also measure what 'mine' prints with the settings chosen and the model's second stage, end to end "
+                   "on tasks drawn from the dev pairs (1/5/10/50 % translated, up to 1,000 lines a side, 2 draws; "
+                   "pairs with English), and store it for mine's settings line.")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
-def calibrate_mining(model_dir, pairs, seed, dry_run, quiet):
+def calibrate_mining(model_dir, pairs, seed, measure_defaults, dry_run, quiet):
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
@@ -31,12 +35,18 @@ def calibrate_mining(model_dir, pairs, seed, dry_run, quiet):
     from ..loading import load_model
 
     model = load_model(model_dir)
-    got = run(model, pairs, seed=seed, write=not dry_run)
+    got = run(model, pairs, seed=seed, write=not dry_run, defaults=measure_defaults)
     for key, c in got.items():
         s = c.settings
         click.echo(f"{key}: --threshold {s['threshold']:g} --min-z {s['min_z']:g} --min-cosine {s['min_cosine']:g} "
                    f"(mean F1 {c.f1:.3f}; global defaults {c.global_f1:.3f}; {c.pairs} dev pairs)")
         for m in c.measured:
+            click.echo(f"  {m['lines']:>5} lines, {m['share']:.0%} translated: precision {m['precision']:.3f}, "
+                       f"recall {m['recall']:.3f}, F1 {m['f1']:.3f}")
+        if c.defaults_measured:
+            stage = "with" if c.defaults_second_stage else "without"
+            click.echo(f"  mine's defaults end to end ({stage} the second stage):")
+        for m in c.defaults_measured:
             click.echo(f"  {m['lines']:>5} lines, {m['share']:.0%} translated: precision {m['precision']:.3f}, "
                        f"recall {m['recall']:.3f}, F1 {m['f1']:.3f}")
     if not quiet:

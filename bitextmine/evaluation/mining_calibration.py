@@ -12,7 +12,7 @@ F1 (:func:`bitextmine.evaluation.threshold_grid.best`), as for the bundled model
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -25,6 +25,12 @@ DRAWS = {30: 20, 100: 10, 300: 5, 1000: 3}  # draws per size (fewer at large siz
 KEEP = 0.5  # share of a task's source lines whose translation is on the other side (the tasks the choice is made on)
 SPARSE = 0.1  # what the settings chosen give where translations are rarer is measured too, from 100 lines
 MIN_PAIRS = 45  # the fewest dev pairs that give a task of 30 lines
+# mine's defaults (the settings chosen, and the second stage where the model has one) measured end to end on tasks
+# of English and another language drawn from the same dev pairs (bitextmine.judge.tasks: same-domain distractors)
+DEFAULTS_SHARES = (0.01, 0.05, 0.1, 0.5)
+DEFAULTS_LINES = 1000  # lines a side of those tasks, fewer (down to DEFAULTS_MIN_LINES) where the pairs run out
+DEFAULTS_MIN_LINES = 50
+DEFAULTS_DRAWS = 2
 
 
 @dataclass(frozen=True)
@@ -32,17 +38,22 @@ class PairCalibration:
     """The settings chosen for a language pair and what they measured: ``settings`` {threshold, min_z,
     min_cosine}; ``measured`` [{lines, share, precision, recall, f1}] per task size (mean over its draws);
     ``global_f1`` the mean F1 of the global defaults (:class:`bitextmine.config.Floors`) on the same tasks,
-    ``f1`` that of the settings chosen; ``pairs`` the dev pairs used."""
+    ``f1`` that of the settings chosen; ``pairs`` the dev pairs used; ``defaults_measured`` what mine's defaults
+    measured end to end (:func:`measure_defaults`, [] when not measured) and ``defaults_second_stage`` whether
+    the second stage judged those runs."""
 
     settings: dict
     measured: list = field(default_factory=list)
     f1: float = 0.0
     global_f1: float = 0.0
     pairs: int = 0
+    defaults_measured: list = field(default_factory=list)
+    defaults_second_stage: bool = False
 
     def entry(self) -> dict:
         """The pair's entry of a model's "mining" section (:func:`bitextmine.mining.calibrated.write_section`)."""
-        return {**self.settings, "measured": self.measured}
+        extra = {"defaults_measured": self.defaults_measured, "defaults_second_stage": self.defaults_second_stage}
+        return {**self.settings, "measured": self.measured, **(extra if self.defaults_measured else {})}
 
 
 def draw_task(x: np.ndarray, y: np.ndarray, size: int, keep: float, rng: np.random.Generator):
@@ -115,11 +126,77 @@ def distinct_pairs(src: list[str], tgt: list[str]) -> tuple[list[str], list[str]
     return out_s, out_t
 
 
+def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[str], settings: dict, *,
+                     shares=DEFAULTS_SHARES, lines: int = DEFAULTS_LINES, draws: int = DEFAULTS_DRAWS,
+                     seed: int = 0) -> tuple[list[dict], bool]:
+    """What ``mine`` measures end to end with ``settings`` ({threshold, min_z, min_cosine}) and the model's second
+    stage for ``langs`` where it has one, on tasks drawn from the dev pairs (``src``, ``tgt``: line-aligned texts
+    in ``langs``, one of them English): per share of translations, ``draws`` tasks of ``lines`` lines a side (fewer
+    where the pairs cannot fill them) built by :func:`bitextmine.judge.tasks.build_task`. Returns ([{lines, share,
+    precision, recall, f1}] means over the draws, whether the second stage judged the runs); ([], False) for a
+    pair without English or pairs too few for a task of DEFAULTS_MIN_LINES lines."""
+    from ..judge.tasks import clean_pool
+
+    if "en" not in langs or langs[0] == langs[1]:
+        return [], False
+    other = langs[1] if langs[0] == "en" else langs[0]
+    pool, _ = clean_pool(list(zip(tgt, src)) if langs[0] == "en" else list(zip(src, tgt)))
+    rng = np.random.default_rng(seed)
+    out, judged = [], False
+    for share in shares:
+        runs = [r for r in (_run_task(model, other, pool, share, lines, rng, settings) for _ in range(draws)) if r]
+        if runs:
+            judged = judged or any(r[1] for r in runs)
+            prf = np.mean([r[2] for r in runs], 0)
+            out.append(_measured(int(min(r[0] for r in runs)), share, prf))
+    return out, judged
+
+
+def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, settings: dict):
+    """(lines a side, whether the second stage judged, (precision, recall, F1)) of mine on one task drawn from
+    ``pool`` ((``lang`` text, English text) pairs), or None when the pool fills no task of DEFAULTS_MIN_LINES."""
+    import io
+    import os
+    import tempfile
+
+    from ..config import MineConfig
+    from ..judge.tasks import PoolTooSmall, build_task
+    from ..pipeline import mine_files
+
+    task = None
+    while task is None and lines >= DEFAULTS_MIN_LINES:
+        try:
+            task = build_task(pool, lines, share, rng)
+        except PoolTooSmall:
+            lines = int(lines * 0.8)
+    if task is None or not task.gold:
+        return None
+    config = MineConfig(**{k: float(settings[k]) for k in ("threshold", "min_z", "min_cosine")}, trust_langs=True)
+    with tempfile.TemporaryDirectory(prefix="bitextmine-calibrate-") as d:
+        paths = [os.path.join(d, name) for name in ("src.txt", "tgt.txt")]
+        for path, texts in zip(paths, (task.src, task.tgt)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.writelines(t + "\n" for t in texts)
+        out = io.StringIO()
+        stats = mine_files(*paths, out, model=model, config=config, ids=True, src_lang=lang, tgt_lang="en")
+    got = {(int(c[-2].split(",")[0]), int(c[-1].split(",")[0])) for c in
+           (line.split("\t") for line in out.getvalue().splitlines())}
+    return len(task.src), "second-stage:" in stats.signature, _prf(got, task.gold)
+
+
+def _prf(got: set, gold: set) -> tuple[float, float, float]:
+    """Precision (1 where nothing was printed), recall and F1 of the pairs ``got`` against ``gold``."""
+    right = len(got & gold)
+    p, r = right / len(got) if got else 1.0, right / len(gold)
+    return p, r, 2 * p * r / (p + r) if p + r else 0.0
+
+
 def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = True,
-                     chosen_on: str = "") -> dict[str, PairCalibration]:
+                     chosen_on: str = "", defaults: bool = True) -> dict[str, PairCalibration]:
     """Calibrate ``model``'s mining settings for each of ``pairs`` ((language, language, file, file): line-aligned
     dev pairs of those two ISO 639-1 codes, never trained on) and, with ``write``, store them with what they
-    measured in the model directory's "mining" section (:func:`bitextmine.mining.calibrated.write_section`:
+    measured (with ``defaults``, also what mine's defaults measured end to end: :func:`measure_defaults`, pairs
+    with English) in the model directory's "mining" section (:func:`bitextmine.mining.calibrated.write_section`:
     beside the pairs it already holds; the bundled model is read-only: ConfigError). Returns {pair key "de-en":
     :class:`PairCalibration`}."""
     from ..corpus import read_parallel
@@ -136,7 +213,11 @@ def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = 
         if a == b:
             raise ConfigError(f"--pair {a} {b}: expected two different languages")
         src, tgt = distinct_pairs(*read_parallel(path_a, path_b))
-        out[pair_key(a, b)] = calibrate_pair(encode(src, model), encode(tgt, model), sizes=sizes, seed=seed)
+        c = calibrate_pair(encode(src, model), encode(tgt, model), sizes=sizes, seed=seed)
+        if defaults:
+            got, judged = measure_defaults(model, (a, b), src, tgt, c.settings, seed=seed)
+            c = replace(c, defaults_measured=got, defaults_second_stage=judged)
+        out[pair_key(a, b)] = c
     if write:
         write_section(model.path, {k: c.entry() for k, c in out.items()},
                       chosen_on or f"bitextmine calibrate-mining on dev pairs, seed {seed}")

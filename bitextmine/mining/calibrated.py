@@ -29,11 +29,14 @@ from ..config import Floors, MineConfig
 from ..errors import ConfigError, ModelFormatError, is_finite_number
 
 # 1: "languages" keyed by the language paired with English; 2: keyed by the pair ("de-en", codes sorted), each
-# entry with what its settings measured on the dev pairs they were chosen on ("measured", optional)
+# entry with what its settings measured on the dev pairs they were chosen on ("measured", optional), and what mine's
+# defaults measured end to end there, second stage included where the model has one ("defaults_measured" and
+# "defaults_second_stage", optional)
 SECTION_VERSION = 2
 KEYS = ("threshold", "min_z", "min_cosine")  # the MineConfig fields a calibration sets
 PIVOT = "en"
 MEASURED = ("lines", "share", "precision", "recall", "f1")  # the numbers of each "measured" entry
+OPTIONAL = ("measured", "defaults_measured", "defaults_second_stage")  # what an entry may hold besides KEYS
 
 
 def pair_key(a: str, b: str) -> str:
@@ -66,11 +69,15 @@ def check_section(section: dict, where: str) -> None:
         if not isinstance(s, dict) or any(not is_finite_number(s.get(k)) for k in KEYS):
             raise ModelFormatError(f"{where}: \"mining\" language {key!r}: expected finite numbers for "
                                    f"{', '.join(KEYS)}")
-        measured = s.get("measured", [])
-        if not isinstance(measured, list) or any(
-                not isinstance(m, dict) or not all(is_finite_number(m.get(k)) for k in MEASURED) for m in measured):
-            raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"measured\" must be a list of objects with "
-                                   f"numbers for {', '.join(MEASURED)}")
+        for name in ("measured", "defaults_measured"):
+            measured = s.get(name, [])
+            if not isinstance(measured, list) or any(not isinstance(m, dict) or not all(
+                    is_finite_number(m.get(k)) for k in MEASURED) for m in measured):
+                raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"{name}\" must be a list of objects with "
+                                       f"numbers for {', '.join(MEASURED)}")
+        if "defaults_measured" in s and not isinstance(s.get("defaults_second_stage"), bool):
+            raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"defaults_measured\" without "
+                                   "\"defaults_second_stage\" (true or false)")
 
 
 def settings_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> dict | None:
@@ -88,6 +95,15 @@ def measured_for(section: dict | None, src_lang: str | None, tgt_lang: str | Non
     if not section or not src_lang or not tgt_lang:
         return []
     return list(entries(section).get(pair_key(src_lang, tgt_lang), {}).get("measured", []))
+
+
+def defaults_measured_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> tuple[list, bool]:
+    """(what mine's defaults measured end to end on the pair's dev pairs ([{lines, share, precision, recall,
+    f1}], or []), whether its second stage judged those runs)."""
+    if not section or not src_lang or not tgt_lang:
+        return [], False
+    found = entries(section).get(pair_key(src_lang, tgt_lang), {})
+    return list(found.get("defaults_measured", [])), bool(found.get("defaults_second_stage", False))
 
 
 def apply(config: MineConfig, section: dict | None, src_lang: str | None, tgt_lang: str | None) -> tuple[MineConfig, bool]:
@@ -115,6 +131,9 @@ class Choice:
     judged: str | None = None  # the language (with English) whose second stage judges the candidates, or None
     fell_back: str = ""  # why the floors' pairs were printed instead of the stage's (:func:`fail_safe`), or ""
     measured: tuple = ()  # calibrated: what the settings measured on their dev pairs (:func:`measured_for`)
+    # calibrated: what mine's defaults measured end to end there, and whether the second stage judged those runs
+    defaults_measured: tuple = ()
+    defaults_judged: bool = False
     not_judged: str = ""  # why a second stage the model has for the languages was not applied ("": it was, or none)
     reference_lines: int = 0  # > 0: the stage gets margins as sides of this many lines give them (mining/reference.py)
     side_lines: int = 0  # with reference_lines: the run's larger side, distinct lines
@@ -139,13 +158,22 @@ class Choice:
             f"; second stage not applied: {self.not_judged}" if self.not_judged else "")
         if self.calibrated:
             return (f"settings calibrated for {self.languages[0]}-{self.languages[1]}: {values}{judged}"
-                    f"{_expected(self.measured)}{sides}")
+                    f"{self._expected()}{sides}")
         which = "global defaults" if (c.threshold, c.min_z, c.min_cosine) == (d.threshold, d.min_z, d.min_cosine) \
             else "settings given"
         return f"{which}: {values}{judged}, not per language: {self.reason}{sides}"
 
 
-def _expected(measured: tuple) -> str:
+    def _expected(self) -> str:
+        """What the settings line says the run may expect: what mine's defaults measured end to end on the dev
+        pairs where this run is judged as those runs were (second stage or not), else what the floors measured
+        there where no second stage judges this run, else nothing."""
+        if self.defaults_measured and bool(self.judged) == self.defaults_judged:
+            return _expected(self.defaults_measured, "end to end on its dev pairs")
+        return "" if self.judged else _expected(self.measured)
+
+
+def _expected(measured: tuple, where: str = "on its dev pairs") -> str:
     """What calibrated settings measured on their dev pairs, as the settings line says it ("" when unknown): per
     share of translations, the range of precision and recall over the task sizes."""
     if not measured:
@@ -153,10 +181,16 @@ def _expected(measured: tuple) -> str:
     parts = []
     for share in sorted({m["share"] for m in measured}, reverse=True):
         of = [m for m in measured if m["share"] == share]
-        span = lambda k: f"{min(m[k] for m in of):.2f}-{max(m[k] for m in of):.2f}"  # noqa: E731
-        lines = f"{min(m['lines'] for m in of):,}-{max(m['lines'] for m in of):,}"
+        span = lambda k: _span([m[k] for m in of], "{:.2f}")  # noqa: E731
+        lines = _span([int(m["lines"]) for m in of], "{:,}")
         parts.append(f"{share:.0%} translated, {lines} lines: precision {span('precision')}, recall {span('recall')}")
-    return "; on its dev pairs: " + ", ".join(parts)
+    return f"; {where}: " + ", ".join(parts)
+
+
+def _span(values: list, form: str) -> str:
+    """The range of ``values`` ("lo-hi"), or its one value, each written with ``form``."""
+    lo, hi = form.format(min(values)), form.format(max(values))
+    return lo if lo == hi else f"{lo}-{hi}"
 
 
 Detect = Callable[[int], "str | None"]  # side 0 (source) or 1 (target) -> its detected language, or None
@@ -192,8 +226,10 @@ def choose(config: MineConfig, section: dict | None, langs: tuple[str | None, st
     reason = _why_not(section, *known)
     if reason:
         return Choice(plain_config, False, known, found, reason, given=given)
+    defaults, judged = defaults_measured_for(section, *known) if not given else ([], False)
     return Choice(apply(config, section, *known)[0], True, known, found, "", given=given,
-                  measured=tuple(measured_for(section, *known)) if not given else ())
+                  measured=tuple(measured_for(section, *known)) if not given else (),
+                  defaults_measured=tuple(defaults), defaults_judged=judged)
 
 
 def check_declared(langs: tuple[str | None, str | None], detect: Detect, paths: tuple[str, str]) -> None:
@@ -299,8 +335,9 @@ def _why_not(section: dict, src: str | None, tgt: str | None) -> str:
 
 def write_section(model_dir: str, languages: dict[str, dict], chosen_on: str) -> None:
     """Store ``languages`` ({pair key "de-en", or a code meaning that language with English: {threshold, min_z,
-    min_cosine[, measured]}}) in the "mining" section of ``model_dir``/config.json, beside the pairs it already
-    holds (the model's weights and fingerprint unchanged); written as version 2, replaced atomically."""
+    min_cosine[, measured, defaults_measured, defaults_second_stage]}}) in the "mining" section of
+    ``model_dir``/config.json, beside the pairs it already holds (the model's weights and fingerprint
+    unchanged); written as version 2, replaced atomically."""
     path = os.path.join(model_dir, "config.json")
     with open(path, encoding="utf-8") as f:
         config = json.load(f)
@@ -308,7 +345,7 @@ def write_section(model_dir: str, languages: dict[str, dict], chosen_on: str) ->
     held = {**entries(config.get("mining")), **new}
     section = {"version": SECTION_VERSION, "chosen_on": chosen_on,
                "languages": {key: {**{k: float(s[k]) for k in KEYS},
-                                   **({"measured": s["measured"]} if s.get("measured") else {})}
+                                   **{k: s[k] for k in OPTIONAL if s.get(k, []) != []}}
                              for key, s in sorted(held.items())}}
     check_section(section, path)
     config["mining"] = section

@@ -134,8 +134,9 @@ def train(
         _save_model(run, out_dir, stopped_early, info, log)
     if not stopped_early and os.path.isdir(ckpt_dir):
         shutil.rmtree(ckpt_dir)
+    calibrated = None
     if config.calibrate and not stopped_early:
-        _calibrate(out_dir, languages, dev_src, dev_tgt, config.seed, log)
+        calibrated = _calibrate(out_dir, languages, dev_src, dev_tgt, config.seed, log)
     if second_stage is not None and not stopped_early:
         from ..judge.build import build_second_stage
 
@@ -143,6 +144,8 @@ def train(
         report = build_second_stage(out_dir, corpora, second_stage)
         log("second stage: " + "; ".join(f"{k}: {v['candidates']:,} candidates, {v['translations']:,} translations"
                                          for k, v in report.items()))
+    if calibrated is not None:  # with the second stage just built, where there is one
+        _measure_defaults(out_dir, languages, dev_src, *calibrated, config.seed, log)
     best = run.state["best_score"]
     return TrainResult(out_dir, run.state["step"], time.time() - t0, rate,
                        best if np.isfinite(best) else float("nan"), run.state["history"])
@@ -151,7 +154,8 @@ def train(
 def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int, log) -> None:
     """The saved model's mining settings for its one language pair, chosen on the held-apart dev pairs
     (:func:`bitextmine.evaluation.mining_calibration.calibrate_mining`), when two languages are recorded and
-    there are enough dev pairs; else a log line saying why not."""
+    there are enough dev pairs, returned as (PairCalibration, distinct dev sources, their targets); else a log
+    line saying why not, and None."""
     from ..evaluation.mining_calibration import MIN_PAIRS, calibrate_pair, distinct_pairs
     from ..encoding import encode
     from ..loading import load_model
@@ -161,17 +165,56 @@ def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int,
     if len(langs) != 2:
         log("mining settings not calibrated: record the model's two languages (--lang XX --lang YY) to calibrate "
             "them on the held-apart pairs")
-        return
+        return None
     src, tgt = distinct_pairs(dev_src, dev_tgt)
     if len(src) < MIN_PAIRS:
         log(f"mining settings not calibrated: {len(src)} distinct dev pairs, fewer than {MIN_PAIRS} (--dev-pairs)")
-        return
+        return None
     model = load_model(out_dir)
     c = calibrate_pair(encode(src, model), encode(tgt, model), seed=seed)
     write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {len(src)} held-apart pairs, seed {seed}")
     s = c.settings
     log(f"mining settings for {pair_key(*langs)} on {len(src)} held-apart pairs: threshold {s['threshold']:g}, "
         f"min-z {s['min_z']:g}, min-cosine {s['min_cosine']:g} (mean F1 {c.f1:.3f}; global defaults {c.global_f1:.3f})")
+    return c, src, tgt
+
+
+def _measure_defaults(out_dir: str, languages, dev_src: list, c, src: list, tgt: list, seed: int, log) -> None:
+    """What mine's defaults measure end to end on tasks from the held-apart pairs
+    (:func:`bitextmine.evaluation.mining_calibration.measure_defaults`; a pair with English), stored beside the
+    settings ``c`` chose; the sides' languages told apart by reading the dev pairs' first side."""
+    from ..evaluation.mining_calibration import measure_defaults
+    from ..loading import load_model
+    from ..mining.calibrated import pair_key, write_section
+
+    langs = _side_languages(tuple(dict.fromkeys(languages)), dev_src)
+    got, judged = measure_defaults(load_model(out_dir), langs, src, tgt, c.settings, seed=seed)
+    if not got:
+        from ..evaluation.mining_calibration import DEFAULTS_MIN_LINES
+
+        why = (f"{'-'.join(langs)} has no English side" if "en" not in langs else
+               f"{c.pairs} held-apart pairs fill no task of {DEFAULTS_MIN_LINES} lines")
+        log(f"mine's defaults not measured end to end: {why}")
+        return
+    c = replace(c, defaults_measured=got, defaults_second_stage=judged)
+    write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {c.pairs} held-apart pairs, seed {seed}")
+    log(f"mine's defaults on held-apart tasks ({'with' if judged else 'without'} the second stage): " + ", ".join(
+        f"{m['share']:.0%} of {m['lines']:,} lines P {m['precision']:.2f} R {m['recall']:.2f}" for m in got))
+
+
+def _side_languages(languages: tuple, dev_src: list) -> tuple:
+    """The two recorded languages in the order of the dev pairs' sides: English first where most of the first 100
+    source lines read as English rather than the other language (langdetect between the two), else as recorded."""
+    from ..language import detect, has_profile
+
+    if "en" not in languages or len(languages) != 2:
+        return languages
+    other = languages[1] if languages[0] == "en" else languages[0]
+    if not has_profile(other):
+        return languages
+    sample = dev_src[:100]
+    english = sum(detect(t, ("en", other))[0] == "en" for t in sample)
+    return ("en", other) if 2 * english > len(sample) else (other, "en")
 
 
 def _checked_config(config: TrainConfig, init_model, tokenizer_path, log) -> TrainConfig:
