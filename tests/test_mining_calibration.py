@@ -126,7 +126,7 @@ def test_measure_defaults_equals_mine_run_on_the_same_task_and_counted_by_hand(t
                                   "--trust-lang", "--threshold", "1.05", "--min-z", "2", "--min-cosine", "0", "--ids",
                                   "-q"])
     assert r.exit_code == 0, r.output
-    pairs = {(int(line.split("\t")[-2]), int(line.split("\t")[-1])) for line in r.output.splitlines()}  # ids last
+    pairs = {(int(line.split("\t")[-2]), int(line.split("\t")[-1])) for line in r.stdout.splitlines()}  # ids last
     right = sum(p in task.gold for p in pairs)
     precision, recall = right / len(pairs), right / len(task.gold)
     assert got == [{"lines": 200, "share": 0.1, "precision": pytest.approx(precision), "recall": pytest.approx(recall),
@@ -178,3 +178,38 @@ def test_train_with_two_languages_comes_out_calibrated(tmp_path):
           progress=lambda e: logs.append(e.get("message", "")))
     assert "mining" not in json.load(open(tmp_path / "one" / "config.json"))
     assert any("record the model's two languages" in m for m in logs)
+
+
+def test_keep_settings_adds_what_the_models_own_defaults_measure(toy_model_dir, tmp_path):
+    """--keep-settings keeps the settings (and their provenance) and adds what mine measures with them; mine run
+    with no setting given on the same task (the model's calibrated defaults) gives the same figures."""
+    from bitextmine.judge.tasks import build_task, clean_pool
+
+    model_dir = str(tmp_path / "m")
+    shutil.copytree(toy_model_dir, model_dir)
+    s, t = toy_corpus(700, seed=27)
+    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
+    invoke = lambda *extra: CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en",  # noqa: E731
+                                                      *files, *extra])
+    r = invoke("--keep-settings")
+    assert r.exit_code == 1 and r.output == "Error: --keep-settings: the model holds no settings for de-en to keep\n"
+    assert invoke("--no-measure-defaults").exit_code == 0
+    before = json.load(open(os.path.join(model_dir, "config.json")))["mining"]
+    r = invoke("--keep-settings")
+    assert r.exit_code == 0 and "(kept, the model's; 700 dev pairs)" in r.output, r.output
+    after = json.load(open(os.path.join(model_dir, "config.json")))["mining"]
+    assert after["chosen_on"].startswith(before["chosen_on"] + "; mine's defaults measured by")
+    kept = {k: v for k, v in after["languages"]["de-en"].items() if not k.startswith("defaults")}
+    assert kept == before["languages"]["de-en"] and len(after["languages"]["de-en"]["defaults_measured"]) == 4
+    assert invoke("--keep-settings", "--no-measure-defaults").output.startswith("Error: --keep-settings measures")
+
+    model = load_model(model_dir)
+    got, _ = measure_defaults(model, ("de", "en"), s, t, kept, shares=(0.1,), lines=200, draws=1, seed=5)
+    task = build_task(clean_pool(list(zip(s, t)))[0], 200, 0.1, np.random.default_rng(5))
+    paths = write_lines(tmp_path / "s", task.src), write_lines(tmp_path / "t", task.tgt)
+    r = CliRunner().invoke(main, ["mine", *paths, "--model", model_dir, "--src-lang", "de", "--tgt-lang", "en",
+                                  "--trust-lang", "--ids", "-q"])
+    assert r.exit_code == 0, r.output
+    pairs = {(int(line.split("\t")[-2]), int(line.split("\t")[-1])) for line in r.stdout.splitlines()}
+    right = sum(p in task.gold for p in pairs)
+    assert (got[0]["precision"], got[0]["recall"]) == pytest.approx((right / len(pairs), right / len(task.gold)))

@@ -19,9 +19,12 @@ from .help import GroupedCommand
               help="Also measure what 'mine' prints with the settings chosen and the model's second stage, end to end "
                    "on tasks drawn from the dev pairs (1/5/10/50 % translated, up to 1,000 lines a side, 2 draws; "
                    "pairs with English), and store it for mine's settings line.")
+@click.option("--keep-settings", is_flag=True,
+              help="Keep the settings the model holds for each pair and only measure what 'mine' prints with them "
+                   "end to end.")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
-def calibrate_mining(model_dir, pairs, seed, measure_defaults, dry_run, quiet):
+def calibrate_mining(model_dir, pairs, seed, measure_defaults, keep_settings, dry_run, quiet):
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
@@ -35,11 +38,13 @@ def calibrate_mining(model_dir, pairs, seed, measure_defaults, dry_run, quiet):
     from ..loading import load_model
 
     model = load_model(model_dir)
-    got = run(model, pairs, seed=seed, write=not dry_run, defaults=measure_defaults)
+    got = run(model, pairs, seed=seed, write=not dry_run, defaults=measure_defaults, keep=keep_settings)
     for key, c in got.items():
         s = c.settings
+        how = ("kept, the model's" if c.kept else
+               f"mean F1 {c.f1:.3f}; global defaults {c.global_f1:.3f}")
         click.echo(f"{key}: --threshold {s['threshold']:g} --min-z {s['min_z']:g} --min-cosine {s['min_cosine']:g} "
-                   f"(mean F1 {c.f1:.3f}; global defaults {c.global_f1:.3f}; {c.pairs} dev pairs)")
+                   f"({how}; {c.pairs} dev pairs)")
         for m in c.measured:
             click.echo(f"  {m['lines']:>5} lines, {m['share']:.0%} translated: precision {m['precision']:.3f}, "
                        f"recall {m['recall']:.3f}, F1 {m['f1']:.3f}")

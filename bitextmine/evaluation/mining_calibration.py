@@ -40,7 +40,8 @@ class PairCalibration:
     ``global_f1`` the mean F1 of the global defaults (:class:`bitextmine.config.Floors`) on the same tasks,
     ``f1`` that of the settings chosen; ``pairs`` the dev pairs used; ``defaults_measured`` what mine's defaults
     measured end to end (:func:`measure_defaults`, [] when not measured) and ``defaults_second_stage`` whether
-    the second stage judged those runs."""
+    the second stage judged those runs; ``kept``: the settings are those the model held, not chosen here (no F1
+    surface: ``f1`` and ``global_f1`` are NaN)."""
 
     settings: dict
     measured: list = field(default_factory=list)
@@ -49,6 +50,7 @@ class PairCalibration:
     pairs: int = 0
     defaults_measured: list = field(default_factory=list)
     defaults_second_stage: bool = False
+    kept: bool = False
 
     def entry(self) -> dict:
         """The pair's entry of a model's "mining" section (:func:`bitextmine.mining.calibrated.write_section`)."""
@@ -192,16 +194,21 @@ def _prf(got: set, gold: set) -> tuple[float, float, float]:
 
 
 def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = True,
-                     chosen_on: str = "", defaults: bool = True) -> dict[str, PairCalibration]:
+                     chosen_on: str = "", defaults: bool = True, keep: bool = False) -> dict[str, PairCalibration]:
     """Calibrate ``model``'s mining settings for each of ``pairs`` ((language, language, file, file): line-aligned
     dev pairs of those two ISO 639-1 codes, never trained on) and, with ``write``, store them with what they
     measured (with ``defaults``, also what mine's defaults measured end to end: :func:`measure_defaults`, pairs
-    with English) in the model directory's "mining" section (:func:`bitextmine.mining.calibrated.write_section`:
+    with English) in the model directory's "mining" section; with ``keep``, the settings the model holds for
+    each pair are kept (ConfigError where it holds none) and only what mine's defaults measure is added (:func:`bitextmine.mining.calibrated.write_section`:
     beside the pairs it already holds; the bundled model is read-only: ConfigError). Returns {pair key "de-en":
     :class:`PairCalibration`}."""
     from ..corpus import read_parallel
     from ..encoding import encode
     from ..mining.calibrated import pair_key, write_section
+
+    if keep and not defaults:
+        raise ConfigError("--keep-settings measures mine's defaults with the settings the model holds: drop "
+                          "--no-measure-defaults")
 
     if write and not model.path:
         raise ConfigError("the model has no directory to store its calibration in")
@@ -213,15 +220,28 @@ def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = 
         if a == b:
             raise ConfigError(f"--pair {a} {b}: expected two different languages")
         src, tgt = distinct_pairs(*read_parallel(path_a, path_b))
-        c = calibrate_pair(encode(src, model), encode(tgt, model), sizes=sizes, seed=seed)
+        c = _kept(model, a, b, len(src)) if keep else calibrate_pair(encode(src, model), encode(tgt, model),
+                                                                      sizes=sizes, seed=seed)
         if defaults:
             got, judged = measure_defaults(model, (a, b), src, tgt, c.settings, seed=seed)
             c = replace(c, defaults_measured=got, defaults_second_stage=judged)
         out[pair_key(a, b)] = c
     if write:
-        write_section(model.path, {k: c.entry() for k, c in out.items()},
-                      chosen_on or f"bitextmine calibrate-mining on dev pairs, seed {seed}")
+        made = f"bitextmine calibrate-mining on dev pairs, seed {seed}"
+        if keep:  # the settings' own provenance stays
+            made = f"{model.mining.get('chosen_on', '')}; mine's defaults measured by {made} (--keep-settings)"
+        write_section(model.path, {k: c.entry() for k, c in out.items()}, chosen_on or made)
     return out
+
+
+def _kept(model, a: str, b: str, pairs: int) -> PairCalibration:
+    """The settings ``model`` holds for a-b, with what they measured, as a PairCalibration (``kept``)."""
+    from ..mining.calibrated import measured_for, pair_key, settings_for
+
+    held = settings_for(model.mining, a, b)
+    if held is None:
+        raise ConfigError(f"--keep-settings: the model holds no settings for {pair_key(a, b)} to keep")
+    return PairCalibration(held, measured_for(model.mining, a, b), float("nan"), float("nan"), pairs, kept=True)
 
 
 def _is_bundled(path: str) -> bool:
