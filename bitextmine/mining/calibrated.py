@@ -31,12 +31,13 @@ from ..errors import ConfigError, ModelFormatError, is_finite_number
 # 1: "languages" keyed by the language paired with English; 2: keyed by the pair ("de-en", codes sorted), each
 # entry with what its settings measured on the dev pairs they were chosen on ("measured", optional), and what mine's
 # defaults measured end to end there, second stage included where the model has one ("defaults_measured" and
-# "defaults_second_stage", optional)
+# "defaults_second_stage", optional), and with an assist joining the stage ("assist_measured": {the assist's
+# fingerprint: {"assist": its name, "measured": [...]}}, optional)
 SECTION_VERSION = 2
 KEYS = ("threshold", "min_z", "min_cosine")  # the MineConfig fields a calibration sets
 PIVOT = "en"
 MEASURED = ("lines", "share", "precision", "recall", "f1")  # the numbers of each "measured" entry
-OPTIONAL = ("measured", "defaults_measured", "defaults_second_stage")  # what an entry may hold besides KEYS
+OPTIONAL = ("measured", "defaults_measured", "defaults_second_stage", "assist_measured")  # what an entry may hold besides KEYS
 
 
 def pair_key(a: str, b: str) -> str:
@@ -75,9 +76,32 @@ def check_section(section: dict, where: str) -> None:
                     is_finite_number(m.get(k)) for k in MEASURED) for m in measured):
                 raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"{name}\" must be a list of objects with "
                                        f"numbers for {', '.join(MEASURED)}")
+        _check_assist_measured(s.get("assist_measured", {}), f"{where}: \"mining\" {key!r}")
         if "defaults_measured" in s and not isinstance(s.get("defaults_second_stage"), bool):
             raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"defaults_measured\" without "
                                    "\"defaults_second_stage\" (true or false)")
+
+
+def _check_assist_measured(found, where: str) -> None:
+    """ModelFormatError naming ``where`` unless ``found`` is {fingerprint: {"assist": name, "measured": [entries
+    with numbers for MEASURED]}}."""
+    ok = isinstance(found, dict) and all(
+        isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("assist"), str)
+        and isinstance(v.get("measured"), list) and all(
+            isinstance(m, dict) and all(is_finite_number(m.get(n)) for n in MEASURED) for m in v["measured"])
+        for k, v in found.items())
+    if not ok:
+        raise ModelFormatError(f"{where}: \"assist_measured\" must map an assist's fingerprint to {{\"assist\": its "
+                               f"name, \"measured\": a list of objects with numbers for {', '.join(MEASURED)}}}")
+
+
+def assist_measured_for(section: dict | None, langs: tuple, fingerprint: str) -> list[dict]:
+    """What mine measured end to end on the pair's dev pairs with the assist of ``fingerprint`` joining the
+    second stage ([{lines, share, precision, recall, f1}]), or []."""
+    if not section or not all(langs):
+        return []
+    found = entries(section).get(pair_key(*langs), {}).get("assist_measured", {})
+    return list(found.get(fingerprint, {}).get("measured", []))
 
 
 def settings_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> dict | None:

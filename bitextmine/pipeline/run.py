@@ -622,7 +622,7 @@ def mine_files(
             if choice.reference_lines:  # every row's candidate is kept: the stage's floor applies to reference margins
                 choice = replace(choice, judged_floor=-float("inf"))
         if assist is not None:
-            choice, assist = _with_assist(choice, assist)
+            choice, assist = _with_assist(choice, assist, model.mining)
             config = choice.config
         kinds = {s: resolve_index(config.index, n_rows[s], config.auto_flat_max) for s in SIDES}
         _encode(run, sources, model, dict(zip(SIDES, side_configs(encode_config, marked, SIDES))))
@@ -686,16 +686,20 @@ def _assist(config: MineConfig, assist_emb: tuple[str, str] | None, langs: tuple
     return assist_for(config.assist, langs) if config.assist else None
 
 
-def _with_assist(choice, assist):
-    """(choice, assist or None): with the assist's score floor (the joined score's --min-prob, unless given). A run
-    no second stage judges has no score for the assist to join: it runs without it (the settings line says why),
-    unless the stage was turned off (ConfigError)."""
+def _with_assist(choice, assist, section: dict | None):
+    """(choice, assist or None): with the assist's score floor (the joined score's --min-prob, unless given), and
+    for the settings line what the model's calibration ``section`` holds of mine measured with this assist (not
+    the figures without it). A run no second stage judges has no score for the assist to join: it runs without it
+    (the settings line says why), unless the stage was turned off (ConfigError)."""
     from ..assist import JOINED
+    from ..mining.calibrated import assist_measured_for
 
     if not choice.judged:
         if not choice.config.second_stage:
             raise ConfigError("--assist joins the second stage's score: drop --no-second-stage")
         return choice, None
+    figures = () if choice.given else tuple(assist_measured_for(section, choice.languages, assist.fingerprint))
+    choice = replace(choice, defaults_measured=figures, defaults_judged=True)
     if "min_prob" in choice.given:
         return choice, assist
     return replace(choice, config=replace(choice.config, min_prob=float(JOINED["min_score"]))), assist
