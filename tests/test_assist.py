@@ -293,11 +293,12 @@ def test_a_run_with_the_assist_says_what_the_calibration_measured_with_it_and_no
     from bitextmine.mining.calibrated import write_section, entries
 
     model_dir = _bundled_copy(tmp_path)
+    held = {k: v for k, v in entries(load_model(model_dir).mining)["de-en"].items() if k != "assist_measured"}
+    write_section(model_dir, {"de-en": held}, "a test")  # the defaults' figures without the assist only
     _, plain = mine(replace(SMALL, assist="use"), model=load_model(model_dir))
     assert "assist use joins" in plain.info["settings"] and "end to end" not in plain.info["settings"]  # not its own
     fp = resolve_assist("use").fingerprint
     measured = [{"lines": 1000, "share": 0.5, "precision": 0.97, "recall": 0.91, "f1": 0.94}]
-    held = entries(load_model(model_dir).mining)["de-en"]
     write_section(model_dir, {"de-en": {**held, "assist_measured": {fp: {"assist": "use", "measured": measured}}}},
                   "a test")
     _, stats = mine(replace(SMALL, assist="use"), model=load_model(model_dir))

@@ -202,6 +202,9 @@ def test_keep_settings_adds_what_the_models_own_defaults_measure(toy_model_dir, 
     kept = {k: v for k, v in after["languages"]["de-en"].items() if not k.startswith("defaults")}
     assert kept == before["languages"]["de-en"] and len(after["languages"]["de-en"]["defaults_measured"]) == 4
     assert invoke("--keep-settings", "--no-measure-defaults").output.startswith("Error: --keep-settings measures")
+    assert invoke("--keep-settings", "--dry-run").exit_code == 0 and invoke("--keep-settings").exit_code == 0
+    again = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["chosen_on"]
+    assert again == after["chosen_on"]  # measured again: the provenance says it once
 
     model = load_model(model_dir)
     got, _ = measure_defaults(model, ("de", "en"), s, t, kept, shares=(0.1,), lines=200, draws=1, seed=5)

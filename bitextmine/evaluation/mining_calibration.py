@@ -34,6 +34,7 @@ DEFAULTS_SHARES = (0.01, 0.05, 0.1, 0.5)
 DEFAULTS_LINES = 1000  # lines a side of those tasks, fewer (down to DEFAULTS_MIN_LINES) where the pairs run out
 DEFAULTS_MIN_LINES = 50
 DEFAULTS_DRAWS = 2
+MEASURED_BY = "; mine's defaults measured by "  # what --keep-settings adds to the provenance of the settings kept
 
 
 @dataclass(frozen=True)
@@ -238,8 +239,9 @@ def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = 
         out[pair_key(a, b)] = c
     if write:
         made = f"bitextmine calibrate-mining on dev pairs, seed {seed}"
-        if keep:  # the settings' own provenance stays
-            made = f"{model.mining.get('chosen_on', '')}; mine's defaults measured by {made} (--keep-settings)"
+        if keep:  # the settings' own provenance stays (without what an earlier measurement added)
+            own = model.mining.get("chosen_on", "").split(MEASURED_BY)[0]
+            made = f"{own}{MEASURED_BY}{made} (--keep-settings)"
         write_section(model.path, {k: c.entry() for k, c in out.items()}, chosen_on or made)
     return out
 
