@@ -47,9 +47,7 @@ def calibrate_mining(model_dir, pairs, seed, measure_defaults, keep_settings, as
                f"mean F1 {c.f1:.3f}; global defaults {c.global_f1:.3f}")
         click.echo(f"{key}: --threshold {s['threshold']:g} --min-z {s['min_z']:g} --min-cosine {s['min_cosine']:g} "
                    f"({how}; {c.pairs} dev pairs)")
-        for m in c.measured:
-            click.echo(f"  {m['lines']:>5} lines, {m['share']:.0%} translated: precision {m['precision']:.3f}, "
-                       f"recall {m['recall']:.3f}, F1 {m['f1']:.3f}")
+        _figures(c.measured)
         if c.defaults_measured:
             stage = "with" if c.defaults_second_stage else "without"
             click.echo(f"  mine's defaults end to end ({stage} the second stage):")

@@ -12,7 +12,6 @@ F1 (:func:`bitextmine.evaluation.threshold_grid.best`), as for the bundled model
 
 from __future__ import annotations
 
-import io
 import os
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -165,11 +164,11 @@ def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[st
 
 def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, settings: dict, assist: str = ""):
     """(lines a side, whether the second stage (with ``assist``: the assist) judged, (precision, recall, F1)) of
-    mine on one task drawn from
-    ``pool`` ((``lang`` text, English text) pairs), or None when the pool fills no task of DEFAULTS_MIN_LINES."""
+    mine on one task drawn from ``pool`` ((``lang`` text, English text) pairs), or None when the pool fills no task
+    of DEFAULTS_MIN_LINES. Precision is 1 where nothing was printed."""
     from ..config import MineConfig
     from ..judge.tasks import PoolTooSmall, build_task
-    from ..pipeline import mine_files
+    from .sparse_tasks import mined, prf, write_task
 
     task = None
     while task is None and lines >= DEFAULTS_MIN_LINES:
@@ -182,22 +181,10 @@ def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, setti
     config = MineConfig(**{k: float(settings[k]) for k in ("threshold", "min_z", "min_cosine")}, trust_langs=True,
                         assist=assist)
     with tempfile.TemporaryDirectory(prefix="bitextmine-calibrate-") as d:
-        paths = [os.path.join(d, name) for name in ("src.txt", "tgt.txt")]
-        for path, texts in zip(paths, (task.src, task.tgt)):
-            with open(path, "w", encoding="utf-8") as f:
-                f.writelines(t + "\n" for t in texts)
-        out = io.StringIO()
-        stats = mine_files(*paths, out, model=model, config=config, ids=True, src_lang=lang, tgt_lang="en")
-    got = {(int(c[-2].split(",")[0]), int(c[-1].split(",")[0])) for c in
-           (line.split("\t") for line in out.getvalue().splitlines())}
-    return len(task.src), ("|assist:" if assist else "second-stage:") in stats.signature, _prf(got, task.gold)
-
-
-def _prf(got: set, gold: set) -> tuple[float, float, float]:
-    """Precision (1 where nothing was printed), recall and F1 of the pairs ``got`` against ``gold``."""
-    right = len(got & gold)
-    p, r = right / len(got) if got else 1.0, right / len(gold)
-    return p, r, 2 * p * r / (p + r) if p + r else 0.0
+        write_task(task, d)
+        printed, _, stats = mined(d, model, config, (lang, "en"))
+    judged = ("|assist:" if assist else "second-stage:") in stats.signature
+    return len(task.src), judged, prf(printed, task.gold) if printed else (1.0, 0.0, 0.0)
 
 
 def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = True,

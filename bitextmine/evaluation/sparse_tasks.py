@@ -164,13 +164,14 @@ def write_task(task: Task, folder: str) -> None:
         json.dump(task.dropped, f, indent=1)
 
 
-def mined(folder: str, model, config) -> tuple[list[tuple[int, int]], np.ndarray, object]:
-    """(printed pairs (src line, tgt line) from 1, their scores: float (n,), stats) of mine_files on a task."""
+def mined(folder: str, model, config, langs: tuple = (None, None)) -> tuple[list[tuple[int, int]], np.ndarray, object]:
+    """(printed pairs (src line, tgt line) from 1, their scores: float (n,), stats) of mine_files on a task, the
+    sides' languages ``langs`` (src, tgt) given or (None) detected."""
     from ..pipeline import mine_files
 
     out = io.StringIO()
     stats = mine_files(os.path.join(folder, "src.txt"), os.path.join(folder, "tgt.txt"), out, model=model,
-                       config=config, ids=True)
+                       config=config, ids=True, src_lang=langs[0], tgt_lang=langs[1])
     pairs, scores = [], []
     for row in out.getvalue().splitlines():
         cols = row.split("\t")

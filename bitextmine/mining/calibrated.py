@@ -37,7 +37,8 @@ SECTION_VERSION = 2
 KEYS = ("threshold", "min_z", "min_cosine")  # the MineConfig fields a calibration sets
 PIVOT = "en"
 MEASURED = ("lines", "share", "precision", "recall", "f1")  # the numbers of each "measured" entry
-OPTIONAL = ("measured", "defaults_measured", "defaults_second_stage", "assist_measured")  # what an entry may hold besides KEYS
+# what an entry may hold besides KEYS
+OPTIONAL = ("measured", "defaults_measured", "defaults_second_stage", "assist_measured")
 
 
 def pair_key(a: str, b: str) -> str:
@@ -71,9 +72,7 @@ def check_section(section: dict, where: str) -> None:
             raise ModelFormatError(f"{where}: \"mining\" language {key!r}: expected finite numbers for "
                                    f"{', '.join(KEYS)}")
         for name in ("measured", "defaults_measured"):
-            measured = s.get(name, [])
-            if not isinstance(measured, list) or any(not isinstance(m, dict) or not all(
-                    is_finite_number(m.get(k)) for k in MEASURED) for m in measured):
+            if not _measured_list(s.get(name, [])):
                 raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"{name}\" must be a list of objects with "
                                        f"numbers for {', '.join(MEASURED)}")
         _check_assist_measured(s.get("assist_measured", {}), f"{where}: \"mining\" {key!r}")
@@ -87,21 +86,29 @@ def _check_assist_measured(found, where: str) -> None:
     with numbers for MEASURED]}}."""
     ok = isinstance(found, dict) and all(
         isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("assist"), str)
-        and isinstance(v.get("measured"), list) and all(
-            isinstance(m, dict) and all(is_finite_number(m.get(n)) for n in MEASURED) for m in v["measured"])
-        for k, v in found.items())
+        and _measured_list(v.get("measured")) for k, v in found.items())
     if not ok:
         raise ModelFormatError(f"{where}: \"assist_measured\" must map an assist's fingerprint to {{\"assist\": its "
                                f"name, \"measured\": a list of objects with numbers for {', '.join(MEASURED)}}}")
 
 
+def _measured_list(found) -> bool:
+    """Whether ``found`` is a list of objects with a finite number for each of :data:`MEASURED`."""
+    return isinstance(found, list) and all(
+        isinstance(m, dict) and all(is_finite_number(m.get(k)) for k in MEASURED) for m in found)
+
+
+def _entry(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> dict:
+    """The section's entry for the pair of languages, or {} (no section, a language unknown, no entry)."""
+    if not section or not src_lang or not tgt_lang:
+        return {}
+    return entries(section).get(pair_key(src_lang, tgt_lang), {})
+
+
 def assist_measured_for(section: dict | None, langs: tuple, fingerprint: str) -> list[dict]:
     """What mine measured end to end on the pair's dev pairs with the assist of ``fingerprint`` joining the
     second stage ([{lines, share, precision, recall, f1}]), or []."""
-    if not section or not all(langs):
-        return []
-    found = entries(section).get(pair_key(*langs), {}).get("assist_measured", {})
-    return list(found.get(fingerprint, {}).get("measured", []))
+    return list(_entry(section, *langs).get("assist_measured", {}).get(fingerprint, {}).get("measured", []))
 
 
 def settings_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> dict | None:
@@ -116,17 +123,13 @@ def settings_for(section: dict | None, src_lang: str | None, tgt_lang: str | Non
 def measured_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> list[dict]:
     """What the pair's calibrated settings measured on their dev pairs ([{lines, share, precision, recall,
     f1}], :data:`MEASURED`), or []."""
-    if not section or not src_lang or not tgt_lang:
-        return []
-    return list(entries(section).get(pair_key(src_lang, tgt_lang), {}).get("measured", []))
+    return list(_entry(section, src_lang, tgt_lang).get("measured", []))
 
 
 def defaults_measured_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> tuple[list, bool]:
     """(what mine's defaults measured end to end on the pair's dev pairs ([{lines, share, precision, recall,
     f1}], or []), whether its second stage judged those runs)."""
-    if not section or not src_lang or not tgt_lang:
-        return [], False
-    found = entries(section).get(pair_key(src_lang, tgt_lang), {})
+    found = _entry(section, src_lang, tgt_lang)
     return list(found.get("defaults_measured", [])), bool(found.get("defaults_second_stage", False))
 
 
@@ -359,8 +362,8 @@ def _why_not(section: dict, src: str | None, tgt: str | None) -> str:
 
 def write_section(model_dir: str, languages: dict[str, dict], chosen_on: str) -> None:
     """Store ``languages`` ({pair key "de-en", or a code meaning that language with English: {threshold, min_z,
-    min_cosine[, measured, defaults_measured, defaults_second_stage]}}) in the "mining" section of
-    ``model_dir``/config.json, beside the pairs it already holds (the model's weights and fingerprint
+    min_cosine[, measured, defaults_measured, defaults_second_stage, assist_measured]}}) in the "mining" section
+    of ``model_dir``/config.json, beside the pairs it already holds (the model's weights and fingerprint
     unchanged); written as version 2, replaced atomically."""
     path = os.path.join(model_dir, "config.json")
     with open(path, encoding="utf-8") as f:
