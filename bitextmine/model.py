@@ -75,7 +75,8 @@ class Model:
 
     @property
     def second_stage(self):
-        """The model's second stage (:class:`bitextmine.judge.SecondStage`), or None; read once."""
+        """The model's second stage (:class:`bitextmine.judge.SecondStage`), or None; read once, with the settings
+        (min_prob, max_lines) of the model's calibration where it holds them."""
         if "_second_stage" not in self.__dict__:
             from .judge import load_second_stage
             from .lexicon import vocabulary_fingerprint
@@ -85,8 +86,10 @@ class Model:
             # the tables name the SentencePiece vocabulary; an export read back (interop) has the same piece ids
             # in its tokenizer.json, checked when it was written
             fp = vocabulary_fingerprint(self.tokenizer.proto) if isinstance(self.tokenizer, Tokenizer) else None
+            from .mining.calibrated import calibrated_stage
+
             stage = load_second_stage(self.path, fp, self.embeddings, self.config.get("unk_id")) if self.path else None
-            self.__dict__["_second_stage"] = stage
+            self.__dict__["_second_stage"] = calibrated_stage(stage, self.mining)
         return self.__dict__["_second_stage"]
 
     @property

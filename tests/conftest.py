@@ -62,6 +62,27 @@ def toy_model_dir(tmp_path_factory, toy_files):
 
 
 @pytest.fixture(scope="session")
+def toy_stage_dir(tmp_path_factory, toy_model_dir):
+    """The toy model with a second stage for "de" built from two toy corpora (named as German-English)."""
+    import shutil
+
+    from bitextmine.config import SecondStageConfig
+    from bitextmine.corpus import CorpusSpec
+    from bitextmine.judge.build import build_second_stage
+
+    d = tmp_path_factory.mktemp("stage")
+    out = str(d / "m")
+    shutil.copytree(toy_model_dir, out)
+    specs = []
+    for k in range(2):
+        src, tgt = toy_corpus(1200, seed=10 + k)
+        specs.append(CorpusSpec(src=write_lines(d / f"c{k}.de", src), tgt=write_lines(d / f"c{k}.en", tgt)))
+    report = build_second_stage(out, specs, SecondStageConfig(sizes=(200,), shares=(0.05, 0.5), task_pairs=500))
+    assert set(report) == {"de"} and report["de"]["translations"] > 0
+    return out
+
+
+@pytest.fixture(scope="session")
 def toy_model(toy_model_dir):
     from bitextmine.loading import load_model
 

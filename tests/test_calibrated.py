@@ -78,13 +78,13 @@ def calibrated_dir(tmp_path, toy_model_dir):
 
 def test_write_section_round_trips_and_keeps_the_fingerprint(calibrated_dir, toy_model_dir):
     model = load_model(calibrated_dir)
-    assert model.mining["version"] == 2
+    assert model.mining["version"] == 3
     assert model.mining["languages"]["de-en"] == {"threshold": 1e9, "min_z": 0.0, "min_cosine": 0.0}
     assert model.mining["chosen_on"] == "a test"
     assert model.fingerprint == load_model(toy_model_dir).fingerprint
 
 
-@pytest.mark.parametrize("section, says", [({"version": 3, "languages": {}}, "version 3"),
+@pytest.mark.parametrize("section, says", [({"version": 4, "languages": {}}, "version 4"),
                                            ({"version": 1}, "no \"languages\""),
                                            ({"version": 1, "languages": {"de": {"threshold": "x"}}}, "'de'"),
                                            ({"version": 2, "languages": {"en-de": {"threshold": 1, "min_z": 0,

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-from bitextmine.config import MineConfig, SecondStageConfig
+from bitextmine.config import MineConfig
 from bitextmine.errors import ModelFormatError
 from bitextmine.judge.features import Pieces, lexical_features
 from bitextmine.judge.logistic import adjust_to_prior, fit_logistic, predict
@@ -197,24 +197,6 @@ def test_the_judge_drops_a_candidate_before_the_one_to_one_selection():
 
 
 # ---------------------------------------------------------------------------------------------- on disk
-
-
-@pytest.fixture(scope="module")
-def toy_stage_dir(tmp_path_factory, toy_model_dir):
-    """The toy model with a second stage for "de" built from two toy corpora (named as German-English)."""
-    from bitextmine.corpus import CorpusSpec
-    from bitextmine.judge.build import build_second_stage
-
-    d = tmp_path_factory.mktemp("stage")
-    out = str(d / "m")
-    shutil.copytree(toy_model_dir, out)
-    specs = []
-    for k in range(2):
-        src, tgt = toy_corpus(1200, seed=10 + k)
-        specs.append(CorpusSpec(src=write_lines(d / f"c{k}.de", src), tgt=write_lines(d / f"c{k}.en", tgt)))
-    report = build_second_stage(out, specs, SecondStageConfig(sizes=(200,), shares=(0.05, 0.5), task_pairs=500))
-    assert set(report) == {"de"} and report["de"]["translations"] > 0
-    return out
 
 
 def test_build_writes_a_stage_that_loads_and_is_checked(toy_stage_dir, tmp_path):

@@ -15,8 +15,8 @@ the mean F1 over the groups of tasks (each kind and share weighs the same) among
 densest share is at most --dense-loss below mining without the second stage (the language's calibrated floors
 alone, which `mine` also applies with it). The table: per language, kind, share and size, F1 (precision /
 recall) at the chosen floor, and the best F1 of any floor chosen after the fact for that cell alone.
-``--write`` stores the floors in the model's second_stage/second_stage.json, and as each language's
-``max_lines`` the largest task it was calibrated on (the stage judges a run's own margins up to what was measured,
+``--write`` stores the floors in the model's calibration (config.json, "mining": each pair's "second_stage"), and
+as each language's ``max_lines`` the largest task it was calibrated on (the stage judges a run's own margins up to what was measured,
 reference margins above it), or ``--max-lines`` R: tasks with a side of more than R lines are then mined with
 reference margins from samples of R rows (:mod:`bitextmine.mining.reference`), as `mine` mines them.
 """
@@ -30,48 +30,22 @@ import os
 import numpy as np
 
 from bitextmine.evaluation.sparse_tasks import LANGS, build_context_task, draw_tasks, read_news, read_pairs
+from bitextmine.evaluation.stage_calibration import GRID, best_floor, mean_f1, prf_at
+from bitextmine.evaluation.stage_calibration import task_cells as stage_cells
 from bitextmine.judge.tasks import PoolTooSmall, clean_pool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data")
 HOLDOUT = os.path.join(HERE, "..", ".bench", "holdout")
 
-GRID = np.round(np.r_[0.002, 0.005, 0.01, 0.02, 0.03, 0.04, np.arange(0.05, 0.95, 0.025), np.arange(0.95, 0.996, 0.005)], 3)
 
 
 def task_cells(task, model, stage, lang: str) -> dict:
-    """The candidates of one task: margin, probability, gold or not, whether they pass the language's
-    calibrated floors (threshold, min-z, min-cosine: `mine` applies them with the second stage); and the
-    number of gold pairs."""
-    from bitextmine.judge.train import task_features
-
-    cands, X = task_features(task.src, task.tgt, model, stage, lang, float(stage.languages[lang]["floor"]))
-    return cells_of(task, cands, X, model, stage, lang)
-
-
-def cells_of(task, cands: np.ndarray, X: np.ndarray, model, stage, lang: str) -> dict:
-    """:func:`task_cells` of a task's candidates int64 (c, 2) and their features float64 (c, f)."""
-    from bitextmine.judge.train import labels
+    """The candidates of one task with the language's calibrated floors (stage_calibration.task_cells)."""
     from bitextmine.mining.calibrated import settings_for
 
-    gold = np.array(sorted(task.gold), np.int64) - 1
-    prob = stage.adjusted(lang, X)
-    fl = settings_for(model.mining, lang, "en") or {"threshold": 0.0, "min_z": 0.0, "min_cosine": -1.0}
-    floors = (X[:, 0] >= fl["threshold"]) & (X[:, 1] >= fl["min_cosine"]) & (X[:, 2] >= fl["min_z"])
-    return {"pairs": cands, "margin": X[:, 0], "prob": prob, "hit": labels(cands, gold), "floors": floors,
-            "n_gold": len(gold), "lines": len(task.src)}
-
-
-def prf_at(c: dict, p: float) -> tuple[float, float, float]:
-    """P, R, F1 of the pairs mode max keeps among the candidates passing the floors whose probability reaches
-    p (p < 0: the floors alone, `mine --no-second-stage`)."""
-    from bitextmine.mining.select import greedy_one_to_one
-
-    ok = np.flatnonzero(c["floors"] & (c["prob"] >= p))
-    keep = ok[greedy_one_to_one(c["pairs"][ok, 0], c["pairs"][ok, 1], c["margin"][ok])]
-    tp = int(c["hit"][keep].sum())
-    prec, rec = tp / max(len(keep), 1), tp / max(c["n_gold"], 1)
-    return prec, rec, 2 * tp / (len(keep) + c["n_gold"]) if tp else 0.0
+    floors = settings_for(model.mining, lang, "en") or {"threshold": 0.0, "min_z": 0.0, "min_cosine": -1.0}
+    return stage_cells(task, model, stage, lang, floors)
 
 
 def tasks_of(lang: str, shares, draws: int, seed: int, sizes=("1000", "max"), news_shares=(), news_size: int = 1500,
@@ -101,15 +75,6 @@ def tasks_of(lang: str, shares, draws: int, seed: int, sizes=("1000", "max"), ne
                 continue
             out.append(("news", share, str(news_size), task))
     return out
-
-
-def mean_f1(tasks: list, p: float) -> float:
-    """The mean over the (kind, share) groups of ``tasks`` [(kind, share, label, cells)] of their mean F1 at
-    probability floor p: each group weighs the same."""
-    groups: dict = {}
-    for kind, share, _, c in tasks:
-        groups.setdefault((kind, share), []).append(prf_at(c, p)[2])
-    return float(np.mean([np.mean(v) for v in groups.values()]))
 
 
 def main() -> None:
@@ -146,11 +111,10 @@ def main() -> None:
     for lang in args.langs:
         tasks = [(k, share, label, task_cells(t, model, stage, lang)) for k, share, label, t in
                  tasks_of(lang, args.shares, args.draws, args.seed, args.sizes, args.news_shares, args.news_size)]
-        f1 = {p: mean_f1(tasks, p) for p in GRID}
+        groups = [((k, share), c) for k, share, _, c in tasks]  # each kind and share weighs the same
         dense = [c for k, s, _, c in tasks if k == "pool" and s == max(args.shares)]
-        without = np.mean([prf_at(c, -1.0)[2] for c in dense])
-        keeps = [p for p in GRID if np.mean([prf_at(c, p)[2] for c in dense]) >= without - args.dense_loss]
-        best = max(keeps or GRID, key=lambda p: (f1[p], -abs(p - 0.5)))
+        best = best_floor(groups, dense, args.dense_loss)
+        f1 = {best: mean_f1(groups, best)}
         chosen[lang] = float(best)
         largest[lang] = args.max_lines or max(c["lines"] for _, _, _, c in tasks)
         for kind, share, label in sorted({(k, s, lb) for k, s, lb, _ in tasks}, key=lambda x: (x[0] != "pool", x[1])):
@@ -169,21 +133,32 @@ def main() -> None:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"chosen": chosen, "cells": cells, "largest": largest}, f, indent=1)
     if args.write:
-        path = os.path.join(stage.folder, "second_stage.json")
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        for lang, p in chosen.items():
-            data["languages"][lang]["min_prob"] = p
-            data["languages"][lang]["max_lines"] = largest[lang]  # own margins up to it, reference margins above
-        data["chosen_on"] = ("tools/calibrate_second_stage.py on the sparse dev tasks (gold pairs held apart from the "
-                             "model's training or from Tatoeba v1; above the dev pool's size, distractors from the training "
-                             f"corpora), shares {args.shares}, sizes {args.sizes}, and news tasks of {args.news_size} lines "
-                             f"at shares {args.news_shares} (de, fr, cs, ru, zh), {args.draws} draws, seed {args.seed}"
-                             + (f"; reference margins above {args.max_lines} lines a side" if args.max_lines else ""))
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(path + ".tmp", path)
-        print(f"wrote {path}")
+        write(model, chosen, largest, cells, (
+            "tools/calibrate_second_stage.py on the sparse dev tasks (gold pairs held apart from the model's training "
+            "or from Tatoeba v1; above the dev pool's size, distractors from the training corpora), shares "
+            f"{args.shares}, sizes {args.sizes}, and news tasks of {args.news_size} lines at shares {args.news_shares} "
+            f"(de, fr, cs, ru, zh), {args.draws} draws, seed {args.seed}"
+            + (f"; reference margins above {args.max_lines} lines a side" if args.max_lines else "")))
+        print(f"wrote {model.path}/config.json")
+
+
+def write(model, chosen: dict, largest: dict, cells: dict, how: str) -> None:
+    """Store each language's chosen min_prob and max_lines in the model's calibration (config.json, "mining": the
+    pair's "second_stage", with what the floor measured on the pool tasks of 1,000 lines), beside its floors."""
+    from bitextmine.mining.calibrated import entries, pair_key, write_section
+
+    held = entries(model.mining)
+    new = {}
+    for lang, p in chosen.items():
+        key = pair_key(lang, "en")
+        if key not in held:
+            raise SystemExit(f"{model.path}: no mining settings for {key}; calibrate them first (calibrate-mining)")
+        measured = [{"lines": c["lines"], "share": float(name.split()[2]), "precision": c["p"], "recall": c["r"],
+                     "f1": c["f1"]} for name, c in cells.items() if name.startswith(f"{lang} pool ") and
+                    name.endswith(" 1000")]
+        new[key] = {**held[key], "second_stage": {"min_prob": p, "max_lines": int(largest[lang]), "measured": measured,
+                                                  "chosen_on": how}}
+    write_section(model.path, new, model.mining.get("chosen_on", ""))
 
 
 if __name__ == "__main__":

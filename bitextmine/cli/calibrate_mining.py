@@ -20,8 +20,8 @@ from .help import GroupedCommand
                    "on tasks drawn from the dev pairs (1/5/10/50 % translated, up to 1,000 lines a side, 2 draws; "
                    "pairs with English), and store it for mine's settings line.")
 @click.option("--keep-settings", is_flag=True,
-              help="Keep the settings the model holds for each pair and only measure what 'mine' prints with them "
-                   "end to end.")
+              help="Keep the settings the model holds for each pair (floors and the second stage's) and only measure "
+                   "what 'mine' prints with them end to end.")
 @assist_option("Measure 'mine --assist' end to end too")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
@@ -29,7 +29,10 @@ def calibrate_mining(model_dir, pairs, seed, measure_defaults, keep_settings, as
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
-    pairs. Tasks: 30 to 1,000 source lines, half with their translation on the other side.
+    pairs. Tasks: 30 to 1,000 source lines, half with their translation on the other side. For a pair of English
+    and a language of the model's second stage, also the score a pair needs (--min-prob) and the largest side
+    whose own margins the stage judges, chosen on tasks of 1/5/10/50 % translated (up to 1,000 lines a side,
+    2 draws).
 
     \b
     Example:
@@ -48,6 +51,11 @@ def calibrate_mining(model_dir, pairs, seed, measure_defaults, keep_settings, as
         click.echo(f"{key}: --threshold {s['threshold']:g} --min-z {s['min_z']:g} --min-cosine {s['min_cosine']:g} "
                    f"({how}; {c.pairs} dev pairs)")
         _figures(c.measured)
+        if c.stage:
+            how = "kept, the model's" if c.stage.get("kept") else "chosen on tasks from the dev pairs"
+            click.echo(f"  second stage: --min-prob {c.stage['min_prob']:g} ({how}), its own margins up to "
+                       f"{c.stage['max_lines']:,} lines a side" + (":" if c.stage["measured"] else ""))
+            _figures(c.stage["measured"])
         if c.defaults_measured:
             stage = "with" if c.defaults_second_stage else "without"
             click.echo(f"  mine's defaults end to end ({stage} the second stage):")

@@ -44,7 +44,8 @@ class PairCalibration:
     ``f1`` that of the settings chosen; ``pairs`` the dev pairs used; ``defaults_measured`` what mine's defaults
     measured end to end (:func:`measure_defaults`, [] when not measured) and ``defaults_second_stage`` whether
     the second stage judged those runs; ``kept``: the settings are those the model held, not chosen here (no F1
-    surface: ``f1`` and ``global_f1`` are NaN)."""
+    surface: ``f1`` and ``global_f1`` are NaN); ``stage``: the second stage's settings for the pair
+    ({min_prob, max_lines, measured[, kept]}: :func:`measure_pair`), {} where it has none."""
 
     settings: dict
     measured: list = field(default_factory=list)
@@ -56,12 +57,14 @@ class PairCalibration:
     kept: bool = False
     assist_measured: dict = field(default_factory=dict)  # {fingerprint: {"assist": name, "measured": [...]}}
     assist_note: str = ""  # why the assist asked for was not measured on this pair, or ""
+    stage: dict = field(default_factory=dict)  # the second stage's settings for the pair ({} where it has none)
 
     def entry(self) -> dict:
         """The pair's entry of a model's "mining" section (:func:`bitextmine.mining.calibrated.write_section`)."""
         extra = {"defaults_measured": self.defaults_measured, "defaults_second_stage": self.defaults_second_stage}
         return {**self.settings, "measured": self.measured, **(extra if self.defaults_measured else {}),
-                **({"assist_measured": self.assist_measured} if self.assist_measured else {})}
+                **({"assist_measured": self.assist_measured} if self.assist_measured else {}),
+                **({"second_stage": self.stage} if self.stage else {})}
 
 
 def draw_task(x: np.ndarray, y: np.ndarray, size: int, keep: float, rng: np.random.Generator):
@@ -137,8 +140,8 @@ def distinct_pairs(src: list[str], tgt: list[str]) -> tuple[list[str], list[str]
 def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[str], settings: dict, *,
                      shares=DEFAULTS_SHARES, lines: int = DEFAULTS_LINES, draws: int = DEFAULTS_DRAWS,
                      seed: int = 0, assist: str = "") -> tuple[list[dict], bool]:
-    """What ``mine`` measures end to end with ``settings`` ({threshold, min_z, min_cosine}) and the model's second
-    stage for ``langs`` where it has one, on tasks drawn from the dev pairs (``src``, ``tgt``: line-aligned texts
+    """What ``mine`` measures end to end with ``settings`` ({threshold, min_z, min_cosine}[, min_prob: the second
+    stage's]) and the model's second stage for ``langs`` where it has one, on tasks drawn from the dev pairs (``src``, ``tgt``: line-aligned texts
     in ``langs``, one of them English): per share of translations, ``draws`` tasks of ``lines`` lines a side (fewer
     where the pairs cannot fill them) built by :func:`bitextmine.judge.tasks.build_task`. Returns ([{lines, share,
     precision, recall, f1}] means over the draws, whether the second stage judged the runs); ([], False) for a
@@ -167,24 +170,80 @@ def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, setti
     mine on one task drawn from ``pool`` ((``lang`` text, English text) pairs), or None when the pool fills no task
     of DEFAULTS_MIN_LINES. Precision is 1 where nothing was printed."""
     from ..config import MineConfig
-    from ..judge.tasks import PoolTooSmall, build_task
     from .sparse_tasks import mined, prf, write_task
 
-    task = None
-    while task is None and lines >= DEFAULTS_MIN_LINES:
-        try:
-            task = build_task(pool, lines, share, rng)
-        except PoolTooSmall:
-            lines = int(lines * 0.8)
-    if task is None or not task.gold:
+    task = _draw(pool, share, lines, rng)
+    if task is None:
         return None
+    min_prob = float(settings["min_prob"]) if settings.get("min_prob") is not None else None
     config = MineConfig(**{k: float(settings[k]) for k in ("threshold", "min_z", "min_cosine")}, trust_langs=True,
-                        assist=assist)
+                        assist=assist, min_prob=min_prob)
     with tempfile.TemporaryDirectory(prefix="bitextmine-calibrate-") as d:
         write_task(task, d)
         printed, _, stats = mined(d, model, config, (lang, "en"))
     judged = ("|assist:" if assist else "second-stage:") in stats.signature
     return len(task.src), judged, prf(printed, task.gold) if printed else (1.0, 0.0, 0.0)
+
+
+def _draw(pool: list, share: float, lines: int, rng):
+    """A task (:func:`bitextmine.judge.tasks.build_task`) of ``lines`` lines a side, fewer (down to
+    DEFAULTS_MIN_LINES) where ``pool`` cannot fill it, with gold pairs; or None."""
+    from ..judge.tasks import PoolTooSmall, build_task
+
+    while lines >= DEFAULTS_MIN_LINES:
+        try:
+            task = build_task(pool, lines, share, rng)
+            return task if task.gold else None
+        except PoolTooSmall:
+            lines = int(lines * 0.8)
+    return None
+
+
+def choose_stage(model, langs: tuple[str, str], src: list[str], tgt: list[str], floors: dict, *,
+                 shares=DEFAULTS_SHARES, lines: int = DEFAULTS_LINES, draws: int = DEFAULTS_DRAWS, seed: int = 0):
+    """The second stage's settings for ``langs`` (a :class:`bitextmine.evaluation.stage_calibration.StageChoice`)
+    chosen with the pair's ``floors`` on tasks drawn as :func:`measure_defaults` draws them from the dev pairs
+    (``src``, ``tgt``), from a seed of their own (seed + 1: other draws than those measured); None where the
+    model has no stage for the pair or the pairs fill no task."""
+    from ..judge.tasks import clean_pool
+    from .stage_calibration import choose_stage as choose
+
+    stage = model.second_stage
+    other = langs[1] if langs[0] == "en" else langs[0]
+    if "en" not in langs or other == "en" or stage is None or other not in stage.languages:
+        return None
+    pool, _ = clean_pool(list(zip(tgt, src)) if langs[0] == "en" else list(zip(src, tgt)))
+    rng = np.random.default_rng(seed + 1)
+    tasks = [(share, t) for share in shares for t in (_draw(pool, share, lines, rng) for _ in range(draws)) if t]
+    return choose(model, other, tasks, floors) if tasks else None
+
+
+def with_stage(model, langs: tuple[str, str], src: list[str], tgt: list[str], c: PairCalibration, *,
+               seed: int = 0, keep: bool = False) -> PairCalibration:
+    """``c`` with the second stage's settings for the pair: chosen by :func:`choose_stage`, or with ``keep`` those
+    the model holds (marked kept); unchanged where the model has no stage for the pair."""
+    stage = model.second_stage
+    other = langs[1] if langs[0] == "en" else langs[0]
+    if not keep:
+        chosen = choose_stage(model, langs, src, tgt, c.settings, seed=seed)
+        return replace(c, stage=chosen.entry()) if chosen else c
+    if stage is None or "en" not in langs or other not in stage.languages:
+        return c
+    from ..mining.calibrated import stage_entry_for
+
+    held = stage_entry_for(model.mining, *langs) or {**{k: stage.languages[other][k] for k in (
+        "min_prob", "max_lines")}, "measured": [], "chosen_on": stage.chosen_on}  # the calibration's, else the file's
+    return replace(c, stage={**held, "min_prob": float(held["min_prob"]), "max_lines": int(held["max_lines"]),
+                             "kept": True})
+
+
+def measure_pair(model, langs: tuple[str, str], src: list[str], tgt: list[str], c: PairCalibration, *,
+                 seed: int = 0) -> PairCalibration:
+    """``c`` with what mine's defaults measure end to end with its settings and its second stage's
+    (:func:`measure_defaults`)."""
+    settings = {**c.settings, **({"min_prob": c.stage["min_prob"]} if c.stage else {})}
+    got, judged = measure_defaults(model, langs, src, tgt, settings, seed=seed)
+    return replace(c, defaults_measured=got, defaults_second_stage=judged)
 
 
 def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = True,
@@ -218,9 +277,9 @@ def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = 
         src, tgt = distinct_pairs(*read_parallel(path_a, path_b))
         c = _kept(model, a, b, len(src)) if keep else calibrate_pair(encode(src, model), encode(tgt, model),
                                                                       sizes=sizes, seed=seed)
+        c = with_stage(model, (a, b), src, tgt, c, seed=seed, keep=keep)
         if defaults:
-            got, judged = measure_defaults(model, (a, b), src, tgt, c.settings, seed=seed)
-            c = replace(c, defaults_measured=got, defaults_second_stage=judged)
+            c = measure_pair(model, (a, b), src, tgt, c, seed=seed)
         if assist:
             c = _with_assist_measured(c, model, (a, b), src, tgt, assist, seed)
         out[pair_key(a, b)] = c

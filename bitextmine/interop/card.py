@@ -185,8 +185,9 @@ def second_stage_section(stage) -> str:
             for lang, c in sorted(stage.languages.items())]
     return ("## Second stage\n\n`bitextmine mine` judges each candidate pair of these languages with English by a "
             f"classifier over its {_features_named(stage)} (`second_stage/`), and keeps "
-            "pairs whose probability of translation, adjusted to the run's share of translations, reaches min-prob; "
-            f"`filter --score prob` and `score --margin prob` give the same judgement. min-prob: "
+            "pairs whose score (not a calibrated probability), adjusted to the run's share of translations, "
+            "reaches min-prob; `filter --score prob` and `score --margin prob` give the same judgement. min-prob and "
+            "max lines: the model's calibration (config.json, \"mining\") where it holds them, else "
             f"{stage.chosen_on or 'not calibrated'}. In a run with a side of more than max lines, the stage gets "
             "margins as sides of max lines give them (neighbour means among that many lines drawn at random).\n\n"
             "| language | min-prob | margin floor | max lines | trained on |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n")

@@ -32,17 +32,20 @@ from ..errors import ConfigError, ModelFormatError, is_finite_number
 # entry with what its settings measured on the dev pairs they were chosen on ("measured", optional), and what mine's
 # defaults measured end to end there, second stage included where the model has one ("defaults_measured" and
 # "defaults_second_stage", optional), and with an assist joining the stage ("assist_measured": {the assist's
-# fingerprint: {"assist": its name, "measured": [...]}}, optional)
-SECTION_VERSION = 2
+# fingerprint: {"assist": its name, "measured": [...]}}, optional); 3: as 2, and for a pair of English and a
+# language of the model's second stage, the stage's settings ("second_stage": {"min_prob", "max_lines",
+# "measured"[, "kept", "chosen_on"]}, optional: where absent, those of the stage's own file apply)
+SECTION_VERSION = 3
+READS = (1, 2, 3)
 KEYS = ("threshold", "min_z", "min_cosine")  # the MineConfig fields a calibration sets
 PIVOT = "en"
 MEASURED = ("lines", "share", "precision", "recall", "f1")  # the numbers of each "measured" entry
 # what an entry may hold besides KEYS
-OPTIONAL = ("measured", "defaults_measured", "defaults_second_stage", "assist_measured")
+OPTIONAL = ("measured", "defaults_measured", "defaults_second_stage", "assist_measured", "second_stage")
 
 
 def pair_key(a: str, b: str) -> str:
-    """The key of a language pair in a version-2 section: the two codes sorted, joined by '-'."""
+    """The key of a language pair in a section of version 2 or later: the two codes sorted, joined by '-'."""
     return "-".join(sorted((a, b)))
 
 
@@ -51,22 +54,22 @@ def entries(section: dict | None) -> dict:
     if not section:
         return {}
     langs = section["languages"]
-    return dict(langs) if section.get("version") == 2 else {pair_key(k, PIVOT): v for k, v in langs.items()}
+    return dict(langs) if section.get("version") != 1 else {pair_key(k, PIVOT): v for k, v in langs.items()}
 
 
 def check_section(section: dict, where: str) -> None:
     """ModelFormatError naming ``where`` unless ``section`` is a "mining" section of a version this reads whose
-    entries each give a finite number for every key of :data:`KEYS` (version 2: keyed by a pair of codes, and
+    entries each give a finite number for every key of :data:`KEYS` (versions 2 and 3: keyed by a pair of codes, and
     each "measured" entry numbers for :data:`MEASURED`)."""
     version = section.get("version") if isinstance(section, dict) else section
-    if version not in (1, SECTION_VERSION):
-        raise ModelFormatError(f"{where}: \"mining\" version {version!r}; this bitextmine reads versions 1 and "
-                               f"{SECTION_VERSION}")
+    if version not in READS or isinstance(version, bool):
+        raise ModelFormatError(f"{where}: \"mining\" version {version!r}; this bitextmine reads versions "
+                               f"{', '.join(map(str, READS))}")
     langs = section.get("languages")
     if not isinstance(langs, dict):
         raise ModelFormatError(f"{where}: \"mining\" has no \"languages\" object")
     for key, s in langs.items():
-        if version == 2 and (not isinstance(key, str) or key.count("-") != 1 or key != pair_key(*key.split("-"))):
+        if version != 1 and (not isinstance(key, str) or key.count("-") != 1 or key != pair_key(*key.split("-"))):
             raise ModelFormatError(f"{where}: \"mining\" key {key!r}: expected a pair of codes, sorted (\"de-en\")")
         if not isinstance(s, dict) or any(not is_finite_number(s.get(k)) for k in KEYS):
             raise ModelFormatError(f"{where}: \"mining\" language {key!r}: expected finite numbers for "
@@ -76,6 +79,10 @@ def check_section(section: dict, where: str) -> None:
                 raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"{name}\" must be a list of objects with "
                                        f"numbers for {', '.join(MEASURED)}")
         _check_assist_measured(s.get("assist_measured", {}), f"{where}: \"mining\" {key!r}")
+        if "second_stage" in s and version != 3:
+            raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"second_stage\" in a section of version "
+                                   f"{version}; it came with version 3")
+        _check_stage_settings(s.get("second_stage"), key, f"{where}: \"mining\" {key!r}")
         if "defaults_measured" in s and not isinstance(s.get("defaults_second_stage"), bool):
             raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"defaults_measured\" without "
                                    "\"defaults_second_stage\" (true or false)")
@@ -90,6 +97,47 @@ def _check_assist_measured(found, where: str) -> None:
     if not ok:
         raise ModelFormatError(f"{where}: \"assist_measured\" must map an assist's fingerprint to {{\"assist\": its "
                                f"name, \"measured\": a list of objects with numbers for {', '.join(MEASURED)}}}")
+
+
+def _check_stage_settings(found, key: str, where: str) -> None:
+    """ModelFormatError naming ``where`` unless ``found`` is None or the second stage's settings of a pair with
+    English: {"min_prob": a number from 0 to 1, "max_lines": a whole number from 1, "measured": [entries with
+    numbers for MEASURED][, "kept": true or false][, "chosen_on": text]}."""
+    if found is None:
+        return
+    ok = (isinstance(found, dict) and PIVOT in key.split("-") and is_finite_number(found.get("min_prob"))
+          and 0 <= found["min_prob"] <= 1 and isinstance(found.get("max_lines"), int)
+          and not isinstance(found["max_lines"], bool) and found["max_lines"] >= 1
+          and _measured_list(found.get("measured")) and isinstance(found.get("kept", False), bool)
+          and isinstance(found.get("chosen_on", ""), str))
+    if not ok:
+        raise ModelFormatError(f"{where}: \"second_stage\" must be, for a pair with {PIVOT}, {{\"min_prob\": a number "
+                               "from 0 to 1, \"max_lines\": a whole number from 1, \"measured\": a list of objects "
+                               f"with numbers for {', '.join(MEASURED)}, optionally \"kept\" (true or false) and "
+                               "\"chosen_on\" (text)}")
+
+
+def stage_entry_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> dict | None:
+    """The "second_stage" object the calibration holds for the pair ({min_prob, max_lines, measured[, kept]}), or
+    None."""
+    return _entry(section, src_lang, tgt_lang).get("second_stage")
+
+
+def stage_settings_for(section: dict | None, lang: str) -> dict | None:
+    """The second stage's settings {min_prob, max_lines} that the calibration holds for ``lang`` with English, or
+    None (the stage's own file's then apply)."""
+    found = stage_entry_for(section, lang, PIVOT) if lang != PIVOT else None
+    return {"min_prob": float(found["min_prob"]), "max_lines": int(found["max_lines"])} if found else None
+
+
+def calibrated_stage(stage, section: dict | None):
+    """``stage`` (a :class:`bitextmine.judge.SecondStage`, or None) with each language's min_prob and max_lines
+    those of the model's calibration where it holds them (:func:`stage_settings_for`): the one place a run's stage
+    settings are resolved."""
+    if stage is None:
+        return None
+    langs = {lang: {**c, **(stage_settings_for(section, lang) or {})} for lang, c in stage.languages.items()}
+    return replace(stage, languages=langs)
 
 
 def _measured_list(found) -> bool:
@@ -364,7 +412,7 @@ def write_section(model_dir: str, languages: dict[str, dict], chosen_on: str) ->
     """Store ``languages`` ({pair key "de-en", or a code meaning that language with English: {threshold, min_z,
     min_cosine[, measured, defaults_measured, defaults_second_stage, assist_measured]}}) in the "mining" section
     of ``model_dir``/config.json, beside the pairs it already holds (the model's weights and fingerprint
-    unchanged); written as version 2, replaced atomically."""
+    unchanged); written as version 3, replaced atomically."""
     path = os.path.join(model_dir, "config.json")
     with open(path, encoding="utf-8") as f:
         config = json.load(f)

@@ -180,26 +180,33 @@ def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int,
 
 
 def _measure_defaults(out_dir: str, languages, dev_src: list, c, src: list, tgt: list, seed: int, log) -> None:
-    """What mine's defaults measure end to end on tasks from the held-apart pairs
-    (:func:`bitextmine.evaluation.mining_calibration.measure_defaults`; a pair with English), stored beside the
-    settings ``c`` chose; the sides' languages told apart by reading the dev pairs' first side."""
-    from ..evaluation.mining_calibration import measure_defaults
+    """The second stage's settings for the pair (where the model has one: min_prob and max_lines chosen on tasks
+    from the held-apart pairs, :func:`bitextmine.evaluation.mining_calibration.with_stage`) and what mine's
+    defaults measure end to end on other such tasks (:func:`bitextmine.evaluation.mining_calibration.measure_pair`;
+    a pair with English), stored beside the settings ``c`` chose; the sides' languages told apart by reading the
+    dev pairs' first side."""
+    from ..evaluation.mining_calibration import measure_pair, with_stage
     from ..loading import load_model
     from ..mining.calibrated import pair_key, write_section
 
     langs = _side_languages(tuple(dict.fromkeys(languages)), dev_src)
-    got, judged = measure_defaults(load_model(out_dir), langs, src, tgt, c.settings, seed=seed)
-    if not got:
+    model = load_model(out_dir)
+    c = with_stage(model, langs, src, tgt, c, seed=seed)
+    if c.stage:
+        log(f"second stage for {pair_key(*langs)} on held-apart tasks: min-prob {c.stage['min_prob']:g}, judging "
+            f"its own margins up to {c.stage['max_lines']:,} lines a side")
+    c = measure_pair(model, langs, src, tgt, c, seed=seed)
+    write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {c.pairs} held-apart pairs, seed {seed}")
+    if not c.defaults_measured:
         from ..evaluation.mining_calibration import DEFAULTS_MIN_LINES
 
         why = (f"{'-'.join(langs)} has no English side" if "en" not in langs else
                f"{c.pairs} held-apart pairs fill no task of {DEFAULTS_MIN_LINES} lines")
         log(f"mine's defaults not measured end to end: {why}")
         return
-    c = replace(c, defaults_measured=got, defaults_second_stage=judged)
-    write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {c.pairs} held-apart pairs, seed {seed}")
-    log(f"mine's defaults on held-apart tasks ({'with' if judged else 'without'} the second stage): " + ", ".join(
-        f"{m['share']:.0%} of {m['lines']:,} lines P {m['precision']:.2f} R {m['recall']:.2f}" for m in got))
+    log(f"mine's defaults on held-apart tasks ({'with' if c.defaults_second_stage else 'without'} the second stage): "
+        + ", ".join(f"{m['share']:.0%} of {m['lines']:,} lines P {m['precision']:.2f} R {m['recall']:.2f}"
+                    for m in c.defaults_measured))
 
 
 def _side_languages(languages: tuple, dev_src: list) -> tuple:

@@ -1,0 +1,109 @@
+"""Choose the second stage's settings for a language paired with English on dev tasks: the score a pair needs
+(``min_prob``) and the largest side whose own margins it judges (``max_lines``, the largest task it was chosen on).
+
+Each task is mined as `mine` mines it with the stage (every floor off but the stage's margin floor:
+:func:`bitextmine.judge.train.task_features`); for each score floor of :data:`GRID`, the candidates that reach it
+and pass the pair's floors (threshold, min-z, min-cosine, which `mine` applies with the stage) go through the 1:1
+selection by margin, and give precision, recall and F1 against the gold pairs. The floor chosen has the best mean
+F1 over the shares of translations (each share weighs the same) among the floors whose F1 at the densest share is
+at most ``dense_loss`` below the floors alone (`mine --no-second-stage`). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+GRID = np.round(np.r_[0.002, 0.005, 0.01, 0.02, 0.03, 0.04, np.arange(0.05, 0.95, 0.025),
+                      np.arange(0.95, 0.996, 0.005)], 3)
+DENSE_LOSS = 0.005  # the F1 at the densest share may fall at most this much below the floors alone
+
+
+@dataclass(frozen=True)
+class StageChoice:
+    """The stage's settings chosen for a language: ``min_prob``, ``max_lines``, what they measured on the tasks
+    they were chosen on, ``measured`` [{lines, share, precision, recall, f1}] (means over the draws), and
+    ``chosen_on``, those tasks in words."""
+
+    min_prob: float
+    max_lines: int
+    measured: list
+    chosen_on: str = ""
+
+    def entry(self) -> dict:
+        """The "second_stage" object of a pair's entry in a model's calibration."""
+        return {"min_prob": self.min_prob, "max_lines": self.max_lines, "measured": self.measured,
+                "chosen_on": self.chosen_on}
+
+
+def task_cells(task, model, stage, lang: str, floors: dict) -> dict:
+    """The candidates of one task (a :class:`bitextmine.judge.tasks.Task`, foreign against English): ``pairs``
+    int64 (c, 2), ``margin`` float64 (c,), ``prob`` the stage's score float64 (c,), ``hit`` bool (c,) (a gold
+    pair), ``floors`` bool (c,) (passes ``floors`` {threshold, min_z, min_cosine}); ``n_gold`` and ``lines``."""
+    from ..judge.train import labels, task_features
+
+    cands, X = task_features(task.src, task.tgt, model, stage, lang, float(stage.languages[lang]["floor"]))
+    gold = np.array(sorted(task.gold), np.int64).reshape(-1, 2) - 1
+    ok = (X[:, 0] >= floors["threshold"]) & (X[:, 1] >= floors["min_cosine"]) & (X[:, 2] >= floors["min_z"])
+    return {"pairs": cands, "margin": X[:, 0], "prob": stage.adjusted(lang, X), "hit": labels(cands, gold),
+            "floors": ok, "n_gold": len(gold), "lines": len(task.src)}
+
+
+def prf_at(cells: dict, p: float) -> tuple[float, float, float]:
+    """(precision, recall, F1) of the pairs the 1:1 selection by margin keeps among the candidates of
+    :func:`task_cells` that pass the floors and whose score reaches p (p < 0: the floors alone). Precision is 1
+    where none is kept."""
+    from ..mining.select import greedy_one_to_one
+
+    ok = np.flatnonzero(cells["floors"] & (cells["prob"] >= p))
+    keep = ok[greedy_one_to_one(cells["pairs"][ok, 0], cells["pairs"][ok, 1], cells["margin"][ok])]
+    tp = int(cells["hit"][keep].sum())
+    precision = tp / len(keep) if len(keep) else 1.0
+    return precision, tp / max(cells["n_gold"], 1), 2 * tp / (len(keep) + cells["n_gold"]) if tp else 0.0
+
+
+def mean_f1(tasks: list, p: float) -> float:
+    """The mean over the groups of ``tasks`` [(group, cells)] of their mean F1 at score floor p: each group (a
+    share of translations, or a kind and share) weighs the same."""
+    groups: dict = {}
+    for group, cells in tasks:
+        groups.setdefault(group, []).append(prf_at(cells, p)[2])
+    return float(np.mean([np.mean(v) for v in groups.values()]))
+
+
+def best_floor(tasks: list, dense: list, dense_loss: float = DENSE_LOSS, grid=GRID) -> float:
+    """The score floor of ``grid`` with the best :func:`mean_f1` over ``tasks`` [(group, cells)] among those whose
+    mean F1 on the ``dense`` tasks [cells] is at most ``dense_loss`` below the floors alone (all of the grid
+    when none is); ties go to the floor nearer 0.5."""
+    alone = np.mean([prf_at(c, -1.0)[2] for c in dense]) if dense else 0.0
+    keeps = [p for p in grid if not dense or np.mean([prf_at(c, p)[2] for c in dense]) >= alone - dense_loss]
+    return float(max(keeps or grid, key=lambda p: (mean_f1(tasks, p), -abs(p - 0.5))))
+
+
+def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float = DENSE_LOSS) -> StageChoice:
+    """The stage's settings for ``lang`` with English (:class:`StageChoice`) chosen on ``tasks`` [(share of
+    translations, Task)] (foreign against English) with the pair's ``floors`` {threshold, min_z, min_cosine}: the
+    score floor by :func:`best_floor` (the densest share's tasks as the dense ones), ``max_lines`` the largest
+    task's lines a side."""
+    cells = [(share, task_cells(task, model, model.second_stage, lang, floors)) for share, task in tasks]
+    densest = max(share for share, _ in cells)
+    p = best_floor(cells, [c for share, c in cells if share == densest], dense_loss)
+    measured = measured_at(cells, p)
+    largest = int(max(c["lines"] for _, c in cells))
+    shares = ", ".join(f"{m['share']:.0%}" for m in measured)
+    how = (f"calibrate-mining: {len(cells) // len(measured)} draws of tasks at {shares} translated, up to "
+           f"{largest:,} lines a side")
+    return StageChoice(p, largest, measured, how)
+
+
+def measured_at(cells: list, p: float) -> list[dict]:
+    """What score floor p measures on ``cells`` [(share, cells of a task)]: [{lines (the fewest of the share's
+    tasks), share, precision, recall, f1}] per share, means over its tasks."""
+    out = []
+    for share in sorted({share for share, _ in cells}):
+        mine = [c for s, c in cells if s == share]
+        prf = np.mean([prf_at(c, p) for c in mine], 0)
+        out.append({"lines": int(min(c["lines"] for c in mine)), "share": float(share),
+                    **dict(zip(("precision", "recall", "f1"), map(float, prf)))})
+    return out

@@ -1,0 +1,182 @@
+"""The second stage's settings in a model's calibration: chosen on dev tasks, stored, checked on load, and used."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bitextmine.cli import main
+from bitextmine.config import MineConfig
+from bitextmine.errors import ModelFormatError
+from bitextmine.evaluation.stage_calibration import GRID, best_floor, mean_f1, prf_at
+from bitextmine.loading import load_model
+from bitextmine.mining.calibrated import check_section
+from bitextmine.pipeline import mine_files
+from conftest import toy_corpus, write_lines
+
+
+def random_cells(rng, n=40, lines=12, gold=5) -> dict:
+    """Candidates of a made-up task: pairs of ``lines`` rows a side (distinct), the pairs (i, i) for i < gold the
+    translations, random margins, scores, and floors."""
+    pairs = np.unique(rng.integers(0, lines, (n, 2)), axis=0)
+    pairs = np.r_[pairs, [[i, i] for i in range(gold)]]
+    pairs = np.unique(pairs, axis=0)
+    return {"pairs": pairs.astype(np.int64), "margin": rng.random(len(pairs)).round(2) + 1.0,
+            "prob": rng.random(len(pairs)), "hit": (pairs[:, 0] == pairs[:, 1]) & (pairs[:, 0] < gold),
+            "floors": rng.random(len(pairs)) < 0.8, "n_gold": gold, "lines": lines}
+
+
+def slow_prf(c: dict, p: float) -> tuple[float, float, float]:
+    """The obvious reference: candidates in descending margin (ties: the earlier first), each kept when it passes
+    the floors, reaches p and both its rows are still free."""
+    used_s, used_t, kept = set(), set(), []
+    for i in sorted(range(len(c["pairs"])), key=lambda i: (-c["margin"][i], i)):
+        s, t = c["pairs"][i]
+        if c["floors"][i] and c["prob"][i] >= p and s not in used_s and t not in used_t:
+            used_s.add(s), used_t.add(t), kept.append(i)
+    tp = sum(bool(c["hit"][i]) for i in kept)
+    precision = tp / len(kept) if kept else 1.0
+    recall = tp / c["n_gold"]
+    return precision, recall, (2 * precision * recall / (precision + recall) if tp else 0.0)
+
+
+def test_prf_at_a_floor_against_the_obvious_selection():
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        c = random_cells(rng)
+        for p in (-1.0, 0.0, 0.3, 0.7, 1.0):
+            assert prf_at(c, p) == pytest.approx(slow_prf(c, p))
+
+
+def test_the_floor_chosen_is_the_best_mean_f1_among_those_the_dense_tasks_allow():
+    rng = np.random.default_rng(1)
+    tasks = [(share, random_cells(rng, gold=g)) for share, g in ((0.01, 1), (0.01, 2), (0.5, 6), (0.5, 6))]
+    dense = [c for share, c in tasks if share == 0.5]
+    grid = np.round(np.arange(0.0, 1.0, 0.05), 2)
+    alone = np.mean([slow_prf(c, -1.0)[2] for c in dense])
+    allowed = [p for p in grid if np.mean([slow_prf(c, p)[2] for c in dense]) >= alone - 0.01]
+
+    def by_hand(p):  # each share weighs the same
+        return np.mean([np.mean([slow_prf(c, p)[2] for s, c in tasks if s == share]) for share in (0.01, 0.5)])
+
+    chosen = best_floor(tasks, dense, 0.01, grid)
+    assert chosen in allowed and by_hand(chosen) == pytest.approx(max(by_hand(p) for p in allowed))
+    assert mean_f1(tasks, chosen) == pytest.approx(by_hand(chosen))
+    assert 0.002 in GRID and GRID.max() < 1
+
+
+def test_the_stage_settings_of_a_calibration_are_checked_on_load():
+    ok = {"threshold": 1.2, "min_z": 4.0, "min_cosine": 0.4}
+    m = {"lines": 1000, "share": 0.01, "precision": 0.9, "recall": 0.8, "f1": 0.85}
+    stage = {"min_prob": 0.4, "max_lines": 1000, "measured": [m], "chosen_on": "here"}
+    check_section({"version": 3, "languages": {"de-en": {**ok, "second_stage": stage}}}, "x")
+    check_section({"version": 3, "languages": {"de-en": {**ok, "second_stage": {**stage, "kept": True}}}}, "x")
+    for bad in ({**stage, "min_prob": 1.5}, {**stage, "max_lines": 0}, {**stage, "max_lines": 10.5},
+                {**stage, "measured": [{**m, "f1": None}]}, {**stage, "kept": "yes"}, {"min_prob": 0.4}):
+        with pytest.raises(ModelFormatError, match="\"second_stage\" must be, for a pair with en"):
+            check_section({"version": 3, "languages": {"de-en": {**ok, "second_stage": bad}}}, "x")
+    with pytest.raises(ModelFormatError, match="\"second_stage\" must be, for a pair with en"):
+        check_section({"version": 3, "languages": {"de-fr": {**ok, "second_stage": stage}}}, "x")
+    with pytest.raises(ModelFormatError, match="\"second_stage\" in a section of version 2; it came with version 3"):
+        check_section({"version": 2, "languages": {"de-en": {**ok, "second_stage": stage}}}, "x")
+    with pytest.raises(ModelFormatError, match="reads versions 1, 2, 3"):
+        check_section({"version": 4, "languages": {}}, "x")
+
+
+@pytest.fixture
+def calibrated_stage_dir(toy_stage_dir, tmp_path):
+    """A copy of the toy model with a second stage, calibrated on German-English dev pairs by the command."""
+    model_dir = str(tmp_path / "m")
+    shutil.copytree(toy_stage_dir, model_dir)
+    s, t = toy_corpus(700, seed=31)
+    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
+    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files])
+    assert r.exit_code == 0, r.output
+    return model_dir, files, r.output
+
+
+def test_calibrate_mining_chooses_the_stage_settings_and_mine_uses_them(calibrated_stage_dir, tmp_path):
+    model_dir, _, output = calibrated_stage_dir
+    entry = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]
+    got = entry["second_stage"]
+    assert got["min_prob"] in GRID and [m["share"] for m in got["measured"]] == [0.01, 0.05, 0.1, 0.5]
+    assert got["max_lines"] == max(m["lines"] for m in got["measured"]) and got["chosen_on"].startswith(
+        "calibrate-mining: 2 draws of tasks at 1%, 5%, 10%, 50% translated")
+    assert f"second stage: --min-prob {got['min_prob']:g} (chosen on tasks from the dev pairs)" in output
+    assert entry["defaults_second_stage"] is True
+
+    stage = load_model(model_dir).second_stage
+    assert (stage.languages["de"]["min_prob"], stage.languages["de"]["max_lines"]) == (got["min_prob"],
+                                                                                     got["max_lines"])
+    s, t = toy_corpus(2400, seed=32)  # sides above max_lines (at most 1,000): margins against samples
+    files = write_lines(tmp_path / "a.de", s[:1100]), write_lines(tmp_path / "b.en", t[1000:2100])
+    stats = mine_files(*files, io.StringIO(), model=load_model(model_dir), config=MineConfig(trust_langs=True),
+                       src_lang="de", tgt_lang="en")
+    assert f"|second-stage:de:min-prob{got['min_prob']:g}|" in stats.signature
+    assert f"margins against samples of {got['max_lines']:,} lines a side" in stats.info["settings"]
+
+
+def test_keep_settings_keeps_the_stage_settings_and_marks_them_kept(calibrated_stage_dir):
+    model_dir, files, _ = calibrated_stage_dir
+    before = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
+    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files,
+                                  "--keep-settings"])
+    assert r.exit_code == 0 and f"--min-prob {before['min_prob']:g} (kept, the model's)" in r.output, r.output
+    after = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
+    assert after == {**before, "kept": True}
+
+
+def test_a_model_whose_calibration_holds_no_stage_settings_uses_the_stage_files(toy_stage_dir):
+    model = load_model(toy_stage_dir)
+    on_disk = json.load(open(os.path.join(toy_stage_dir, "second_stage", "second_stage.json")))["languages"]["de"]
+    assert model.second_stage.languages["de"]["min_prob"] == on_disk["min_prob"]
+    assert model.second_stage.languages["de"]["max_lines"] == on_disk["max_lines"]
+
+
+def test_train_with_two_languages_and_a_second_stage_comes_out_with_its_settings_chosen(tmp_path):
+    """train --lang de --lang en --second-stage: the stage's min_prob and max_lines are chosen on the held-apart
+    pairs (not the 0.5 the stage's file holds) and mine's defaults measured with them."""
+    from bitextmine.config import SecondStageConfig, TokenizerConfig, TrainConfig
+    from bitextmine.corpus import CorpusSpec
+    from bitextmine.training.loop import train
+
+    s, t = toy_corpus(3000, seed=33)
+    spec = CorpusSpec(src=write_lines(tmp_path / "c.de", s), tgt=write_lines(tmp_path / "c.en", t))
+    logs = []
+    config = TrainConfig(dim=32, epochs=1, batch_size=32, megabatch_max=2, megabatch_every=20, dev_pairs=600,
+                         device="cpu")
+    train([spec], str(tmp_path / "m"), config=config, tokenizer_config=TokenizerConfig(vocab_size=800),
+          languages=("de", "en"), second_stage=SecondStageConfig(sizes=(200,), shares=(0.05, 0.5), task_pairs=500),
+          progress=lambda e: logs.append(e.get("message", "")))
+    entry = json.load(open(tmp_path / "m" / "config.json"))["mining"]["languages"]["de-en"]
+    got = entry["second_stage"]
+    assert got["min_prob"] in GRID and got["max_lines"] == max(m["lines"] for m in got["measured"])
+    assert entry["defaults_second_stage"] is True
+    assert any(m.startswith(f"second stage for de-en on held-apart tasks: min-prob {got['min_prob']:g}")
+               for m in logs)
+    on_disk = json.load(open(tmp_path / "m" / "second_stage" / "second_stage.json"))["languages"]["de"]
+    assert on_disk["min_prob"] == 0.5 and load_model(str(tmp_path / "m")).second_stage.languages["de"][
+        "min_prob"] == got["min_prob"]
+
+
+def test_keep_settings_on_a_calibration_without_stage_settings_takes_the_stage_files(toy_stage_dir, tmp_path):
+    from bitextmine.mining.calibrated import write_section
+
+    model_dir = str(tmp_path / "m")
+    shutil.copytree(toy_stage_dir, model_dir)
+    write_section(model_dir, {"de-en": {"threshold": 1.1, "min_z": 0.0, "min_cosine": 0.2}}, "by hand")
+    s, t = toy_corpus(400, seed=34)
+    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
+    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files,
+                                  "--keep-settings"])
+    assert r.exit_code == 0, r.output
+    on_disk = json.load(open(os.path.join(model_dir, "second_stage", "second_stage.json")))
+    got = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
+    assert got == {"min_prob": on_disk["languages"]["de"]["min_prob"], "kept": True, "measured": [],
+                   "max_lines": on_disk["languages"]["de"]["max_lines"], "chosen_on": on_disk["chosen_on"]}
