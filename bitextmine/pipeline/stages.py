@@ -367,6 +367,18 @@ def gather_rows(work: WorkDir, side: str, plans: dict, offsets: dict, sources: d
                            for c, _, local in by_chunk(offsets[side], rows)])
 
 
+def assist_file(side: str, block: int) -> str:
+    return f"{side}/assist-{block:06d}.npz"
+
+
+def assist_block(work: WorkDir, side: str, block: int, rows: np.ndarray, texts: list[str], assist) -> int:
+    """The assist's (a :class:`bitextmine.assist.AssistEncoder`) L2-normalised vectors float32 (r, d) of one block
+    of ``side``'s rows int64 (r,), whose texts are ``texts``, kept in the work directory (:func:`assist_file`:
+    rows, x); returns r. The assist's model is loaded once per process."""
+    save_arrays(work.path(assist_file(side, block)), rows=rows, x=assist.encode(texts))
+    return len(rows)
+
+
 def moments_file(side: str) -> str:
     return f"{side}/moments.npz"
 
