@@ -10,7 +10,7 @@ none a near repeat of a line it could translate):
   Tatoeba v1; a size above what the pool gives takes its distractors from the training corpora;
 - manuals: train/debian_docs (technical prose, never trained on), the pairs whose English key hashes odd
   (``hashlib.md5(key(English)).digest()[0] % 2 == 1``; the other half is the one the fail safe's figures were
-  chosen on), up to what the pool gives (Turkish: 250 lines);
+  chosen on), of the size asked for or the largest the pool fills (Turkish: 250 lines);
 - news: tools/sparse_tasks.py --news (de, fr, cs, ru, zh): held-apart news pairs among the sentences of their
   articles, 1,500 lines a side at every share but 50 %.
 Each task is mined as `mine` mines it with the stage (:func:`bitextmine.evaluation.stage_calibration.task_cells`:
@@ -55,6 +55,18 @@ def manuals_pool(lang: str, data: str) -> list[tuple[str, str]]:
     return clean_pool([p for p in pairs if hashlib.md5(key(p[1]).encode()).digest()[0] % 2 == 1])[0]
 
 
+def manuals_tasks(pool: list, size: int, share: float, seeds: list) -> list:
+    """One task per seed of ``size`` lines a side, or of the largest size (in steps of a tenth) the pool fills
+    for every seed."""
+    lines = min(size, int(len(pool) / (2 - share)))
+    while lines >= 50:
+        try:
+            return [build_task(pool, lines, share, np.random.default_rng(s)) for s in seeds]
+        except PoolTooSmall:
+            lines = int(lines * 0.9)
+    return []
+
+
 def tasks_for(kind: str, lang: str, share: float, size: str, draws: int, seed: int, data: str) -> list:
     """The tasks of one cell (none where the data cannot give them)."""
     seeds = [[seed, sum(map(ord, lang)), int(share * 1000), d] for d in range(draws)]
@@ -63,9 +75,7 @@ def tasks_for(kind: str, lang: str, share: float, size: str, draws: int, seed: i
             pool = clean_pool(read_pairs(lang, HOLDOUT, os.path.join(data, "dev", "tatoeba", "v1")))[0]
             return draw_tasks(pool, lang, size, share, seeds, train_dir=os.path.join(data, "train"))[1]
         if kind == "manuals":
-            pool = manuals_pool(lang, data)
-            lines = min(int(size), int(len(pool) / (2 - share)) // 50 * 50)
-            return [build_task(pool, lines, share, np.random.default_rng(s)) for s in seeds]
+            return manuals_tasks(manuals_pool(lang, data), int(size), share, seeds)
         if lang not in NEWS_LANGS or share >= 0.5:
             return []
         pool = clean_pool(read_pairs(lang, HOLDOUT, os.path.join(data, "dev", "tatoeba", "v1")))[0]
@@ -124,7 +134,8 @@ def bins(p: np.ndarray, y: np.ndarray) -> list[list]:
 def report(cells: dict) -> None:
     """Markdown: ECE per cell (the languages pooled, and the worst language), then the reliability bins of each
     kind and share, the languages and sizes pooled."""
-    print("\n| tasks | lines a side | share | candidates | ECE | worst language (ECE) | score >= 0.5: mean / translations |")
+    print("\n| tasks | lines a side | share | candidates | ECE | worst language (ECE) "
+          "| score >= 0.5: mean / translations |")
     print("|---|---|---|---|---|---|---|")
     for kind, size, share in sorted({k[:3] for k in cells}, key=lambda k: (k[0], int(k[1]), k[2])):
         mine = {k[3]: v for k, v in cells.items() if k[:3] == (kind, size, share)}

@@ -45,7 +45,7 @@ class PairCalibration:
     measured end to end (:func:`measure_defaults`, [] when not measured) and ``defaults_second_stage`` whether
     the second stage judged those runs; ``kept``: the settings are those the model held, not chosen here (no F1
     surface: ``f1`` and ``global_f1`` are NaN); ``stage``: the second stage's settings for the pair
-    ({min_prob, max_lines, measured[, kept]}: :func:`measure_pair`), {} where it has none."""
+    ({min_prob, max_lines, measured, chosen_on[, kept]}: :func:`with_stage`), {} where it has none."""
 
     settings: dict
     measured: list = field(default_factory=list)
@@ -141,12 +141,13 @@ def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[st
                      shares=DEFAULTS_SHARES, lines: int = DEFAULTS_LINES, draws: int = DEFAULTS_DRAWS,
                      seed: int = 0, assist: str = "") -> tuple[list[dict], bool]:
     """What ``mine`` measures end to end with ``settings`` ({threshold, min_z, min_cosine}[, min_prob: the second
-    stage's]) and the model's second stage for ``langs`` where it has one, on tasks drawn from the dev pairs (``src``, ``tgt``: line-aligned texts
-    in ``langs``, one of them English): per share of translations, ``draws`` tasks of ``lines`` lines a side (fewer
-    where the pairs cannot fill them) built by :func:`bitextmine.judge.tasks.build_task`. Returns ([{lines, share,
-    precision, recall, f1}] means over the draws, whether the second stage judged the runs); ([], False) for a
-    pair without English or pairs too few for a task of DEFAULTS_MIN_LINES lines. ``assist``: mine --assist
-    (MineConfig.assist) in every run, and the flag returned says whether it joined the stage's score."""
+    stage's]) and the model's second stage for ``langs`` where it has one, on tasks drawn from the dev pairs
+    (``src``, ``tgt``: line-aligned texts in ``langs``, one of them English): per share of translations, ``draws``
+    tasks of ``lines`` lines a side (fewer where the pairs cannot fill them) built by
+    :func:`bitextmine.judge.tasks.build_task`. Returns ([{lines, share, precision, recall, f1}] means over the
+    draws, whether the second stage judged the runs); ([], False) for a pair without English or pairs too few for
+    a task of DEFAULTS_MIN_LINES lines. ``assist``: mine --assist (MineConfig.assist) in every run, and the flag
+    returned says whether it joined the stage's score."""
     from ..judge.tasks import clean_pool
 
     if "en" not in langs or langs[0] == langs[1]:
