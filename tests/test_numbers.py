@@ -135,3 +135,22 @@ def test_thin_spaces_group_digits_and_any_scripts_zero_starts_a_fraction():
     assert digit_numbers("1\u2009200 km") == digit_numbers("1,200 km") == Counter({"1200": 1})
     for zero_point_five in ("०.५", "٠٫٥", "০.৫", "０.５"):  # Devanagari, Arabic-Indic, Bengali, full-width
         assert digit_numbers(zero_point_five) == digit_numbers("0.5") == Counter({"5<1": 1})
+
+
+@pytest.mark.parametrize("src, tgt, langs, agree", [
+    ("Llegué a las dos y media.", "I arrived at 2:30.", ("es", "en"), True),  # a half hour in a word
+    ("Llegué a las dos.", "I arrived at 2:30.", ("es", "en"), False),  # the half is missing
+    ("Nos esperan a las 14:30h.", "They expect us at 2:30.", ("es", "en"), True),  # 24- and 12-hour clocks
+    ("Despiértame a las cuatro de la mañana.", "Wake me up at 4:00 a.m.", ("es", "en"), True),  # o'clock
+    ("Wir treffen uns um halb drei.", "We meet at 2:30.", ("de", "en"), True),  # half to the next hour
+    ("Wir treffen uns um 14.30 Uhr.", "We meet at 2:30 p.m.", ("de", "en"), True),
+    ("Le train part à 14h30.", "The train leaves at 2:30 pm.", ("fr", "en"), True),
+    ("Le train part à 15h30.", "The train leaves at 2:30 pm.", ("fr", "en"), False),  # another hour
+    ("Es ist Viertel vor drei.", "It is 2:45.", ("de", "en"), True),
+    ("我两点半到。", "I arrive at 2:30.", ("zh", "en"), True),
+    ("Der Preis ist 14.30 Euro.", "The price is 2.30 euros.", ("de", "en"), False),  # a price, not a time
+    ("It costs 5 dollars at 2:30.", "Cuesta 6 dólares a las dos y media.", ("en", "es"), False),  # 5 is not 6
+])
+def test_clock_times_agree_in_either_clock_and_in_words(src, tgt, langs, agree):
+    assert numbers_agree(src, tgt, *langs) is agree
+    assert numbers_agree(tgt, src, *langs[::-1]) is agree

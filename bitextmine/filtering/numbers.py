@@ -234,12 +234,67 @@ def _side_language(text: str, lang: str | None) -> str | None:
 def numbers_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str | None = None) -> bool:
     """Whether each number written in digits on one side is on the other, in digits or in that side's
     language's number words (``src_lang``/``tgt_lang``: ISO 639-1 codes; None: the identifier's best guess,
-    asked only when the digits alone disagree)."""
+    asked only when the digits alone disagree); where they do not, whether they do once the clock times are
+    read as times (:func:`times_agree`)."""
     a, b = digit_numbers(src), digit_numbers(tgt)
     if a == b:
         return True
     only_a, only_b = a - b, b - a
-    return (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang))
+    if (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang)):
+        return True
+    return times_agree(src, tgt, src_lang, tgt_lang)
+
+
+# clock times: "2:30", "14:30h", "14h30", "9:00 a.m."; "14.30 Uhr" (a point only before Uhr, h or hod.)
+_TIME = re.compile(r"(?<![\d:.,])(\d{1,2})(?:[:h]|\.(?=\d\d\s*(?:uhr|h\b|hod)))([0-5]\d)(?![\d:])", re.IGNORECASE)
+# the words of a half hour and a quarter ("half past two", "dos y media", "halb drei", "两点半"), casefolded
+_HALF = {"en": "half", "es": "media medio", "fr": "demie demi", "de": "halb halbe halben", "cs": "půl",
+         "ru": "половина половине половину пол", "tr": "buçuk yarım", "ar": "نصف النصف والنصف ونصف",
+         "zh": "半", "ja": "半"}
+_QUARTER = {"en": "quarter", "es": "cuarto", "fr": "quart", "de": "viertel dreiviertel", "cs": "čtvrt třičtvrtě",
+            "ru": "четверть четверти", "tr": "çeyrek", "ar": "ربع الربع والربع إلا", "zh": "刻", "ja": "刻"}
+
+
+def clock_times(text: str) -> list[tuple[int, int]]:
+    """The clock times written in digits in ``text``: [(hour, minute)]."""
+    return [(int(_digits(h)), int(_digits(m))) for h, m in _TIME.findall(text)]
+
+
+def times_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str | None = None) -> bool:
+    """Whether the numbers of the two sides agree (:func:`numbers_agree` without times) once each clock time of
+    either side (:func:`clock_times`) is found on the other: as a time with the same hour on a 12-hour clock and the
+    same minutes ("14:30" and "2:30"), as its digits read as one number (its "230"), or in the other side's
+    words: the hour (or, at half past and a quarter to, the next one: "halb drei", "quarter to three") and the
+    minutes, which o'clock needs none of, and a half or a quarter may say in a word ("dos y media")."""
+    ta, tb = clock_times(src), clock_times(tgt)
+    if not ta and not tb:
+        return False
+    rest_a, rest_b = _TIME.sub(" ", src), _TIME.sub(" ", tgt)
+    a, b = digit_numbers(rest_a), digit_numbers(rest_b)
+    only_a, only_b = a - b, b - a
+    if (only_a and not _in_words(only_a, tgt, tgt_lang)) or (only_b and not _in_words(only_b, src, src_lang)):
+        return False
+    return (all(_time_in(t, tb, tgt, tgt_lang) for t in ta if t not in tb)
+            and all(_time_in(t, ta, src, src_lang) for t in tb if t not in ta))
+
+
+def _time_in(time: tuple[int, int], times: list, text: str, lang: str | None) -> bool:
+    """Whether the clock time (hour, minute) is in ``text``, whose clock times are ``times``."""
+    hour, minute = time
+    if any(h % 12 == hour % 12 and m == minute for h, m in times):
+        return True
+    if f"{hour}{minute:02d}" in digit_numbers(text):
+        return True
+    lang = _side_language(text, lang)
+    said = word_numbers(text, lang)
+    hours = {hour, hour % 12 or 12} | ({hour % 12 + 1} if minute in (30, 45) else set())
+    if not hours & said:
+        return False
+    low = text.casefold()
+    words = set(_WORD.findall(low)) | ({c for c in low if c in "半刻"} if lang in _CJK_LANGS else set())
+    half = set(_HALF.get(lang or "", "").split()) & words
+    quarter = set(_QUARTER.get(lang or "", "").split()) & words
+    return minute == 0 or minute in said or (minute == 30 and bool(half)) or (minute in (15, 45) and bool(quarter))
 
 
 def _in_words(numbers: Counter, text: str, lang: str | None) -> bool:
