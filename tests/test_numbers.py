@@ -154,3 +154,16 @@ def test_thin_spaces_group_digits_and_any_scripts_zero_starts_a_fraction():
 def test_clock_times_agree_in_either_clock_and_in_words(src, tgt, langs, agree):
     assert numbers_agree(src, tgt, *langs) is agree
     assert numbers_agree(tgt, src, *langs[::-1]) is agree
+
+
+@pytest.mark.parametrize("src, tgt, langs, agree", [
+    ("The United States said in May it had received reports.", "美国表示，今年 5 月份，美国收到大量报告。", ("en", "zh"), True),
+    ("The pictures were released on August 12.", "8月12日发布了一组图集。", ("en", "zh"), True),
+    ("The pictures were released on August 12.", "9月12日发布了一组图集。", ("en", "zh"), False),  # September
+    ("Выпуск вышел в мае 2020 года.", "The issue came out in 5/2020.", ("ru", "en"), True),
+    ("Выпуск вышел в июне 2020 года.", "The issue came out in 5/2020.", ("ru", "en"), False),
+    ("Am 5. März.", "On the 5th of 3.", ("de", "en"), True),
+])
+def test_month_names_are_the_months_numbers(src, tgt, langs, agree):
+    assert numbers_agree(src, tgt, *langs) is agree
+    assert numbers_agree(tgt, src, *langs[::-1]) is agree

@@ -9,8 +9,8 @@ placeholder ("%1$s") holds no number. Numbers are compared as strings of ASCII d
 ("007" is "7"), so a run of any length is one number (no conversion to int, which Python refuses beyond 4,300
 digits); a fraction of one is marked as such ("0.5" and ".5" are "5<1", not the "5" of "5"; "0.0" is "0").
 
-Words: cardinal numbers from 0 to 20, the tens, 100 and 1000 (and a few ordinals) in the languages of
-the bundled model (en, de, fr, es, cs, ru, tr, ar), and Chinese numerals (一 to 九 with 十, 百, 千, 万, 两,
+Words: cardinal numbers from 0 to 20, the tens, 100 and 1000 (and a few ordinals) and the months (1 to 12:
+"in May" and "5 月份") in the languages of the bundled model (en, de, fr, es, cs, ru, tr, ar), and Chinese numerals (一 to 九 with 十, 百, 千, 万, 两,
 for zh and ja). Only the words of a side's own language count: "on" is 10 in Turkish, not in English;
 "elf" is 11 in German, not in English. A side's language is the one declared for it, or else the
 identifier's best guess (:func:`bitextmine.language.best_language`); a language without a table here
@@ -88,6 +88,30 @@ _WORDS: dict[str, dict[int, str]] = {
            20: "عشرون عشرين", 30: "ثلاثون ثلاثين", 40: "أربعون أربعين", 50: "خمسون خمسين", 60: "ستون ستين",
            70: "سبعون سبعين", 80: "ثمانون ثمانين", 90: "تسعون تسعين", 100: "مائة مئة", 1000: "ألف"},
 }
+# the months, 1 to 12, as number words of each language ("in May" / "5 月份", "August 12" / "8月12日"); a month
+# name that is also another word ("may", "march", Turkish "aralık" = "range") reads as the month, so the rule
+# forgives a little more, never rejects more
+_MONTHS: dict[str, dict[int, str]] = {
+    "en": {1: "january jan", 2: "february feb", 3: "march mar", 4: "april apr", 5: "may", 6: "june jun",
+           7: "july jul", 8: "august aug", 9: "september sep sept", 10: "october oct", 11: "november nov",
+           12: "december dec"},
+    "de": {1: "januar jänner", 2: "februar", 3: "märz", 4: "april", 5: "mai", 6: "juni", 7: "juli", 8: "august",
+           9: "september", 10: "oktober", 11: "november", 12: "dezember"},
+    "fr": {1: "janvier", 2: "février", 3: "mars", 4: "avril", 5: "mai", 6: "juin", 7: "juillet", 8: "août",
+           9: "septembre", 10: "octobre", 11: "novembre", 12: "décembre"},
+    "es": {1: "enero", 2: "febrero", 3: "marzo", 4: "abril", 5: "mayo", 6: "junio", 7: "julio", 8: "agosto",
+           9: "septiembre setiembre", 10: "octubre", 11: "noviembre", 12: "diciembre"},
+    "cs": {1: "leden ledna lednu", 2: "únor února únoru", 3: "březen března březnu", 4: "duben dubna dubnu",
+           5: "květen května květnu", 6: "červen června červnu", 7: "červenec července červenci",
+           8: "srpen srpna srpnu", 9: "září", 10: "říjen října říjnu", 11: "listopad listopadu",
+           12: "prosinec prosince prosinci"},
+    "ru": {1: "январ-", 2: "феврал-", 3: "март марта марте", 4: "апрел-", 5: "май мая мае", 6: "июн-", 7: "июл-",
+           8: "август-", 9: "сентябр-", 10: "октябр-", 11: "ноябр-", 12: "декабр-"},
+    "tr": {1: "ocak", 2: "şubat", 3: "mart", 4: "nisan", 5: "mayıs", 6: "haziran", 7: "temmuz", 8: "ağustos",
+           9: "eylül", 10: "ekim", 11: "kasım", 12: "aralık"},
+    "ar": {1: "يناير", 2: "فبراير", 3: "مارس", 4: "أبريل إبريل", 5: "مايو", 6: "يونيو", 7: "يوليو", 8: "أغسطس",
+           9: "سبتمبر", 10: "أكتوبر", 11: "نوفمبر", 12: "ديسمبر"},
+}
 # what may follow a "w+" word inside one word (casefolded): German compounds ("dreißigjährige", "zweimal",
 # "Dreieck") and ordinals and fractions ("vierte", "zwanzigste", "Viertel", "Zehner"); Russian compounds
 # ("трёхмерные", "пятилетний", "однокомнатная"). Not "Achtung", "Zweifel", "Zweig", "dreist", "семинар".
@@ -142,7 +166,11 @@ class _Table:
 
 @lru_cache(maxsize=None)
 def _table(lang: str) -> _Table | None:
-    return _Table(lang, _WORDS[lang]) if lang in _WORDS else None
+    if lang not in _WORDS:
+        return None
+    words = {v: " ".join(filter(None, (_WORDS[lang].get(v, ""), _MONTHS.get(lang, {}).get(v, ""))))
+             for v in {*_WORDS[lang], *_MONTHS.get(lang, {})}}
+    return _Table(lang, words)
 
 
 _WORD = re.compile(r"[^\W\d_]+(?:[-'][^\W\d_]+)*")
