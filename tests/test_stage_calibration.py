@@ -180,3 +180,26 @@ def test_keep_settings_on_a_calibration_without_stage_settings_takes_the_stage_f
     got = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
     assert got == {"min_prob": on_disk["languages"]["de"]["min_prob"], "kept": True, "measured": [],
                    "max_lines": on_disk["languages"]["de"]["max_lines"], "chosen_on": on_disk["chosen_on"]}
+
+
+def test_a_stage_built_anew_clears_what_the_calibration_chose_and_measured_with_the_old_one(calibrated_stage_dir,
+                                                                                           tmp_path):
+    model_dir, _, _ = calibrated_stage_dir
+    before = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]
+    assert {"second_stage", "defaults_measured"} <= set(before)
+    from bitextmine.config import SecondStageConfig
+    from bitextmine.corpus import CorpusSpec
+    from bitextmine.judge.build import build_second_stage
+
+    specs = []
+    for k in range(2):
+        src, tgt = toy_corpus(1200, seed=40 + k)
+        specs.append(CorpusSpec(src=write_lines(tmp_path / f"c{k}.de", src),
+                                tgt=write_lines(tmp_path / f"c{k}.en", tgt)))
+    report = build_second_stage(model_dir, specs, SecondStageConfig(sizes=(200,), shares=(0.05, 0.5), task_pairs=500))
+    assert report["de"]["calibration_cleared"] is True
+    after = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]
+    assert after == {k: v for k, v in before.items() if k not in ("second_stage", "defaults_measured",
+                                                                   "defaults_second_stage", "assist_measured")}
+    on_disk = json.load(open(os.path.join(model_dir, "second_stage", "second_stage.json")))["languages"]["de"]
+    assert load_model(model_dir).second_stage.languages["de"]["min_prob"] == on_disk["min_prob"] == 0.5

@@ -177,6 +177,9 @@ def train(src, tgt, tsv, scol, tcol, out, recipe, encoder, vocab_size, spm_model
         for lang, r in report.items():
             info(quiet, f"second stage {lang}-en: {r['pairs']:,} pairs, {r['candidates']:,} candidates "
                         f"({r['translations']:,} translations)")
+            if r.get("calibration_cleared"):
+                info(quiet, f"  the calibration's second-stage settings and end-to-end figures for {lang}-en were "
+                            "another stage's and are removed: choose them again with 'bitextmine calibrate-mining'")
         info(quiet, f"wrote {out}/second_stage")
         return
     _refuse_unused_sources(tsv, spm_model, init_from)

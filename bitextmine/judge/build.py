@@ -48,8 +48,10 @@ def build_second_stage(model_dir: str, specs, config: SecondStageConfig = Second
     """Train the second stage of the model in ``model_dir`` on ``specs`` (CorpusSpecs with English, one
     language each) and write it there (:mod:`bitextmine.judge.store`), replacing any before. Per language:
     :func:`bitextmine.judge.train.split_pairs`, IBM model 1 both ways on the pairs the tasks leave, the tasks'
-    candidates, a logistic regression. ``progress(language, tasks done)``. Returns {language: {"pairs",
-    "candidates", "translations"}}."""
+    candidates, a logistic regression. ``progress(language, tasks done)``. What the model's calibration held of
+    the stage for those languages (its settings, the end-to-end figures) is removed
+    (:func:`bitextmine.mining.calibrated.forget_stage`). Returns {language: {"pairs", "candidates",
+    "translations"[, "calibration_cleared": True]}}."""
     from ..lexicon import vocabulary_fingerprint
     from ..loading import load_model
 
@@ -75,4 +77,8 @@ def build_second_stage(model_dir: str, specs, config: SecondStageConfig = Second
                         "translations": int(y.sum())}
     save_second_stage(model_dir, languages, tables, "bitextmine train --second-stage (min_prob not calibrated)",
                       expected=expected)
+    from ..mining.calibrated import forget_stage
+
+    for key in forget_stage(model_dir, languages):  # the calibration's stage settings and figures were another's
+        report[next(c for c in key.split("-") if c != PIVOT)]["calibration_cleared"] = True
     return report

@@ -431,6 +431,25 @@ def write_section(model_dir: str, languages: dict[str, dict], chosen_on: str) ->
     os.replace(tmp, path)
 
 
+# what an entry holds that was chosen or measured with the model's second stage
+STAGE_FIGURES = ("second_stage", "defaults_measured", "defaults_second_stage", "assist_measured")
+
+
+def forget_stage(model_dir: str, langs: Iterable[str]) -> list[str]:
+    """Remove :data:`STAGE_FIGURES` from the calibration's entry of each of ``langs`` paired with English, in
+    ``model_dir``/config.json, when its second stage is built anew: they were chosen or measured with another
+    classifier. The floors stay. Returns the pair keys changed."""
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        section = json.load(f).get("mining")
+    held = entries(section)
+    keys = [pair_key(lang, PIVOT) for lang in langs]
+    cleaned = {k: {name: v for name, v in held[k].items() if name not in STAGE_FIGURES}
+               for k in keys if set(held.get(k, {})) & set(STAGE_FIGURES)}
+    if cleaned:
+        write_section(model_dir, cleaned, section.get("chosen_on", ""))
+    return sorted(cleaned)
+
+
 def first_lines(lines: Iterable[str], n: int) -> list[str]:
     """Up to ``n`` of the first non-blank lines (stripped)."""
     out = []
