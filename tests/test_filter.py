@@ -32,6 +32,9 @@ R = RuleConfig()
     ("x" * 6000, "y" * 6000, (None, None), "too-long"),
     ("This is quite a long English sentence indeed.", "Kurz.", (None, None), "length-ratio"),
     ("Short", "Kurz.", (None, None), None),  # too short for the ratio rule
+    ("Add an extra font for all users", "Добавить дополнительный шрифт для всех пользователей", (None, None), None),
+    ("This is quite a long English sentence indeed.", "短。", (None, None), "length-ratio"),  # 2 characters, 6
+    ("The show starts at half past two.", "演出两点半开始。", (None, None), None),  # 8 characters, 22
     ("The Same  Text", "the same text", (None, None), "identical"),
     ("Page 12 of 30", "Seite 13 von 30", (None, None), "digits"),
     ("Page 12 of 30", "Seite 30 von 12", (None, None), None),  # order may change
