@@ -167,3 +167,18 @@ def test_clock_times_agree_in_either_clock_and_in_words(src, tgt, langs, agree):
 def test_month_names_are_the_months_numbers(src, tgt, langs, agree):
     assert numbers_agree(src, tgt, *langs) is agree
     assert numbers_agree(tgt, src, *langs[::-1]) is agree
+
+
+@pytest.mark.parametrize("src, tgt, langs, agree", [
+    ("Wuhan offers up to 20 million yuan in subsidies.", "武汉最高给予2000万元补助。", ("en", "zh"), True),
+    ("Wuhan offers up to 30 million yuan in subsidies.", "武汉最高给予2000万元补助。", ("en", "zh"), False),
+    ("One million people lost their lives in the war.", "100万人在战争中失去了生命。", ("en", "zh"), True),
+    ("Sales reached RMB168.2 billion.", "销售额达到1682亿元。", ("en", "zh"), True),  # a decimal point
+    ("It grew to over $1 billion.", "市值增长到超过 10 亿美元。", ("en", "zh"), True),
+    ("The population is 1,000,000.", "人口为100万。", ("en", "zh"), True),  # the value in digits
+    ("The distance is 3 km.", "距离是3千米。", ("en", "zh"), True),  # 千米 is a kilometre, no 3,000
+    ("Es kostet 2 Milliarden Euro.", "It costs 2 billion euros.", ("de", "en"), True),
+])
+def test_numbers_a_scale_word_multiplies_agree_by_their_value(src, tgt, langs, agree):
+    assert numbers_agree(src, tgt, *langs) is agree
+    assert numbers_agree(tgt, src, *langs[::-1]) is agree

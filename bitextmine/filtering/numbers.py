@@ -12,7 +12,9 @@ digits); a fraction of one is marked as such ("0.5" and ".5" are "5<1", not the 
 Words: cardinal numbers from 0 to 20, the tens, 100 and 1000 (and a few ordinals) and the months (1 to 12:
 "in May" and "5 月份") in the languages of the bundled model (en, de, fr, es, cs, ru, tr, ar), and Chinese numerals (一 to 九 with 十, 百, 千, 万, 两,
 for zh and ja). Only the words of a side's own language count: "on" is 10 in Turkish, not in English;
-"elf" is 11 in German, not in English. A side's language is the one declared for it, or else the
+"elf" is 11 in German, not in English. Where the numbers still disagree, two more readings are tried: clock
+times as times (:func:`times_agree`: "2:30" / "dos y media", "14:30" / "2:30 p.m.") and numbers that a scale word
+multiplies as their value (:func:`scales_agree`: "20 million" / "2000万", "1.5 billion" / "15亿"). A side's language is the one declared for it, or else the
 identifier's best guess (:func:`bitextmine.language.best_language`); a language without a table here
 has no number words. Words match whole, or for the languages that compound or inflect them as the start
 of a word followed by a known continuation: German "dreißigjährige", "zweimal", "vierte", "Viertel";
@@ -270,7 +272,92 @@ def numbers_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str
     only_a, only_b = a - b, b - a
     if (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang)):
         return True
-    return times_agree(src, tgt, src_lang, tgt_lang)
+    return times_agree(src, tgt, src_lang, tgt_lang) or scales_agree(src, tgt, src_lang, tgt_lang)
+
+
+# words that multiply the number before them ("20 million", "2000万", "1,5 Milliarden"), casefolded; a
+# language's own only ("billion" is 10^12 in German and French)
+_SCALES = {
+    "en": {"thousand": 3, "million": 6, "millions": 6, "billion": 9, "billions": 9, "bn": 9, "trillion": 12},
+    "de": {"tausend": 3, "million": 6, "millionen": 6, "mio": 6, "milliarde": 9, "milliarden": 9, "mrd": 9,
+           "billion": 12, "billionen": 12},
+    "fr": {"mille": 3, "million": 6, "millions": 6, "milliard": 9, "milliards": 9, "billion": 12},
+    "es": {"mil": 3, "millón": 6, "millones": 6, "billón": 12, "billones": 12},
+    "cs": {"tisíc": 3, "tisíce": 3, "milion": 6, "miliony": 6, "milionů": 6, "mil": 6, "miliarda": 9,
+           "miliardy": 9, "miliard": 9, "mld": 9},
+    "ru": {"тысяч": 3, "тысячи": 3, "тысяча": 3, "тыс": 3, "миллион": 6, "миллиона": 6, "миллионов": 6, "млн": 6,
+           "миллиард": 9, "миллиарда": 9, "миллиардов": 9, "млрд": 9},
+    "tr": {"bin": 3, "milyon": 6, "milyar": 9},
+    "ar": {"ألف": 3, "آلاف": 3, "مليون": 6, "ملايين": 6, "مليار": 9, "مليارات": 9},
+}
+_CJK_SCALES = {"百万": 6, "千万": 7, "万": 4, "萬": 4, "亿": 8, "億": 8}  # not 千 alone: 千米 is a kilometre
+_SCALED = re.compile("(" + _NUMBER.pattern + r")\s?([^\W\d_]+)")
+_WORD_SCALED = re.compile(r"([^\W\d_]+)\s+([^\W\d_]+)")
+
+
+def scaled_numbers(text: str, lang: str | None) -> list[tuple[str | None, str]]:
+    """The numbers that a scale word of ``lang`` multiplies: [(the number as :func:`digit_numbers` writes it, or
+    None for a number word ("one million"), the value as a digit string)]. In digits, a separator before exactly
+    three last digits groups thousands ("1,500万"), any other marks the decimals ("3.2929 million")."""
+    out = []
+    for m in _SCALED.finditer(text):
+        power = _scale(m.group(2), lang)
+        if power is not None:
+            out.append((_digits(_SEPARATOR.sub("", m.group(1))), _scaled_value(m.group(1), power)))
+    table = _table(lang) if lang and lang in _SCALES else None
+    for m in _WORD_SCALED.finditer(text.casefold()) if table is not None else ():
+        power, values = _scale(m.group(2), lang), table.values(m.group(1))
+        if power is not None and len(values) == 1:
+            out.append((None, str(values.pop() * 10 ** power)))
+    return out
+
+
+_ANY_SCALE = frozenset(w for words in _SCALES.values() for w in words)
+
+
+def _may_scale(text: str) -> bool:
+    """Whether a scale word of some language follows a number or a word in ``text``."""
+    low = text.casefold()
+    return (any(w in _ANY_SCALE or w[:1] in "万萬亿億百千" for w in (m.group(2) for m in _SCALED.finditer(low)))
+            or any(m.group(2) in _ANY_SCALE for m in _WORD_SCALED.finditer(low)))
+
+
+def _scale(word: str, lang: str | None) -> int | None:
+    """The power of ten of the scale word (for zh and ja: the scale characters a word starts with), or None."""
+    if lang in _CJK_LANGS:
+        return _CJK_SCALES.get(word[:2], _CJK_SCALES.get(word[:1]))
+    return _SCALES.get(lang or "", {}).get(word.casefold())
+
+
+def _scaled_value(number: str, power: int) -> str:
+    """The number in digits (any script's, any separators) times 10^power, as a digit string."""
+    from decimal import Decimal
+
+    digits = "".join(str(unicodedata.decimal(c)) if c.isdigit() else c for c in re.sub(r"\s", "", number))
+    parts = re.split(r"[.,'’\u066b\u066c:]", digits)
+    whole, frac = (parts[:-1], parts[-1]) if len(parts) > 1 and len(parts[-1]) != 3 else (parts, "")
+    value = (Decimal("".join(whole) or "0") + (Decimal("0." + frac) if frac else 0)).scaleb(power)
+    return str(int(value)) if value == value.to_integral_value() else format(value.normalize(), "f")
+
+
+def scales_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str | None = None) -> bool:
+    """Whether the numbers of the two sides agree (:func:`numbers_agree` without them) once each number a scale
+    word multiplies (:func:`scaled_numbers`: "20 million", "2000万") is read as its value, found on the other side
+    as a scaled number of that value or as the value in digits."""
+    if not (_may_scale(src) or _may_scale(tgt)):  # before the languages are looked for
+        return False
+    la, lb = _side_language(src, src_lang), _side_language(tgt, tgt_lang)
+    sa, sb = scaled_numbers(src, la), scaled_numbers(tgt, lb)
+    if not sa and not sb:
+        return False
+    a, b = digit_numbers(src), digit_numbers(tgt)
+    va, vb = {v for _, v in sa}, {v for _, v in sb}
+    if not all(v in vb or v in b for v in va) or not all(v in va or v in a for v in vb):
+        return False
+    a -= Counter(n for n, _ in sa if n) + Counter(v for v in vb if v in a)
+    b -= Counter(n for n, _ in sb if n) + Counter(v for v in va if v in b)
+    only_a, only_b = a - b, b - a
+    return (not only_a or _in_words(only_a, tgt, lb)) and (not only_b or _in_words(only_b, src, la))
 
 
 # clock times: "2:30", "14:30h", "14h30", "9:00 a.m."; "14.30 Uhr" (a point only before Uhr, h or hod.)
