@@ -148,6 +148,8 @@ def test_thin_spaces_group_digits_and_any_scripts_zero_starts_a_fraction():
     ("Le train part à 15h30.", "The train leaves at 2:30 pm.", ("fr", "en"), False),  # another hour
     ("Es ist Viertel vor drei.", "It is 2:45.", ("de", "en"), True),
     ("我两点半到。", "I arrive at 2:30.", ("zh", "en"), True),
+    ("最佳就寝时间是22时至23时，起床时间是5时30分。", "The best time to sleep is 22:00-23:00, to rise 5:30.", ("zh", "en"), True),
+    ("最佳就寝时间是22时至23时，起床时间是5时40分。", "The best time to sleep is 22:00-23:00, to rise 5:30.", ("zh", "en"), False),
     ("Der Preis ist 14.30 Euro.", "The price is 2.30 euros.", ("de", "en"), False),  # a price, not a time
     ("It costs 5 dollars at 2:30.", "Cuesta 6 dólares a las dos y media.", ("en", "es"), False),  # 5 is not 6
 ])

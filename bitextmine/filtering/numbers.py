@@ -10,11 +10,12 @@ placeholder ("%1$s") holds no number. Numbers are compared as strings of ASCII d
 digits); a fraction of one is marked as such ("0.5" and ".5" are "5<1", not the "5" of "5"; "0.0" is "0").
 
 Words: cardinal numbers from 0 to 20, the tens, 100 and 1000 (and a few ordinals) and the months (1 to 12:
-"in May" and "5 月份") in the languages of the bundled model (en, de, fr, es, cs, ru, tr, ar), and Chinese numerals (一 to 九 with 十, 百, 千, 万, 两,
-for zh and ja). Only the words of a side's own language count: "on" is 10 in Turkish, not in English;
-"elf" is 11 in German, not in English. Where the numbers still disagree, two more readings are tried: clock
-times as times (:func:`times_agree`: "2:30" / "dos y media", "14:30" / "2:30 p.m.") and numbers that a scale word
-multiplies as their value (:func:`scales_agree`: "20 million" / "2000万", "1.5 billion" / "15亿"). A side's language is the one declared for it, or else the
+"in May" and "5 月份") in the languages of the bundled model (en, de, fr, es, cs, ru, tr, ar), and Chinese
+numerals (一 to 九 with 十, 百, 千, 万, 两, for zh and ja). Only the words of a side's own language count: "on"
+is 10 in Turkish, not in English; "elf" is 11 in German, not in English. Where the numbers still disagree, two
+more readings are tried: clock times as times (:func:`times_agree`: "2:30" / "dos y media", "14:30" / "2:30
+p.m.") and numbers that a scale word multiplies as their value (:func:`scales_agree`: "20 million" / "2000万",
+"1.5 billion" / "15亿"). A side's language is the one declared for it, or else the
 identifier's best guess (:func:`bitextmine.language.best_language`); a language without a table here
 has no number words. Words match whole, or for the languages that compound or inflect them as the start
 of a word followed by a known continuation: German "dreißigjährige", "zweimal", "vierte", "Viertel";
@@ -377,20 +378,35 @@ def clock_times(text: str) -> list[tuple[int, int]]:
 
 def times_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str | None = None) -> bool:
     """Whether the numbers of the two sides agree (:func:`numbers_agree` without times) once each clock time of
-    either side (:func:`clock_times`) is found on the other: as a time with the same hour on a 12-hour clock and the
-    same minutes ("14:30" and "2:30"), as its digits read as one number (its "230"), or in the other side's
-    words: the hour (or, at half past and a quarter to, the next one: "halb drei", "quarter to three") and the
-    minutes, which o'clock needs none of, and a half or a quarter may say in a word ("dos y media")."""
+    either side (:func:`clock_times`) is found on the other: as a time with the same hour on a 12-hour clock and
+    the same minutes ("14:30" and "2:30"), as its digits read as one number (its "230") or as numbers of their
+    own ("14时30分"), or in the other side's words: the hour (or, at half past and a quarter to, the next one:
+    "halb drei", "quarter to three") and the minutes, which o'clock needs none of, and a half or a quarter may
+    say in a word ("dos y media")."""
     ta, tb = clock_times(src), clock_times(tgt)
     if not ta and not tb:
         return False
-    rest_a, rest_b = _TIME.sub(" ", src), _TIME.sub(" ", tgt)
-    a, b = digit_numbers(rest_a), digit_numbers(rest_b)
-    only_a, only_b = a - b, b - a
-    if (only_a and not _in_words(only_a, tgt, tgt_lang)) or (only_b and not _in_words(only_b, src, src_lang)):
+    if not (all(_time_in(t, tb, tgt, tgt_lang) for t in ta if t not in tb)
+            and all(_time_in(t, ta, src, src_lang) for t in tb if t not in ta)):
         return False
-    return (all(_time_in(t, tb, tgt, tgt_lang) for t in ta if t not in tb)
-            and all(_time_in(t, ta, src, src_lang) for t in tb if t not in ta))
+    a = _without_times(digit_numbers(_TIME.sub(" ", src)), tb)
+    b = _without_times(digit_numbers(_TIME.sub(" ", tgt)), ta)
+    only_a, only_b = a - b, b - a
+    return (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang))
+
+
+def _without_times(numbers: Counter, times: list) -> Counter:
+    """``numbers`` less one hour and one minute number for each clock time of the other side that they write in
+    digits of their own ("22时", "5时30分")."""
+    out = Counter(numbers)
+    for hour, minute in times:
+        for n in (str(hour), str(hour % 12 or 12)):
+            if out[n]:
+                out[n] -= 1
+                if minute and out[str(minute)]:
+                    out[str(minute)] -= 1
+                break
+    return +out
 
 
 def _time_in(time: tuple[int, int], times: list, text: str, lang: str | None) -> bool:
@@ -398,8 +414,11 @@ def _time_in(time: tuple[int, int], times: list, text: str, lang: str | None) ->
     hour, minute = time
     if any(h % 12 == hour % 12 and m == minute for h, m in times):
         return True
-    if f"{hour}{minute:02d}" in digit_numbers(text):
+    numbers = digit_numbers(text)
+    if f"{hour}{minute:02d}" in numbers:
         return True
+    if {str(hour), str(hour % 12 or 12)} & set(numbers) and (minute == 0 or str(minute) in numbers):
+        return True  # the hour and minutes in digits of their own ("22时", "5时30分", "9 h 30")
     lang = _side_language(text, lang)
     said = word_numbers(text, lang)
     hours = {hour, hour % 12 or 12} | ({hour % 12 + 1} if minute in (30, 45) else set())
