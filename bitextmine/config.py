@@ -274,8 +274,8 @@ class RuleConfig:
     min_words: int = _h(1, "Reject a side with fewer words (whitespace-separated).")
     max_words: int = _h(250, "Reject a side with more words.")
     max_chars: int = _h(5000, "Reject a side with more characters (also bounds the work per line).")
-    max_ratio: float = _h(3.0, "Reject when the longer side has more than this many times the length of the shorter, in "
-                               "characters, a wide one (CJK, kana, hangul) counting 3.")
+    max_ratio: float = _h(3.0, "Reject when the longer side has more than this many times the length of the shorter, "
+                               "in characters, a wide one (CJK, kana, hangul) counting 3.")
     ratio_min_bytes: int = _h(20, "Apply --max-ratio only when the longer side has at least this many bytes.")
     identical: bool = _h(True, "Reject sides equal after case folding and whitespace normalisation.")
     digits: bool = _h(True, "Reject when a number in digits on one side is on the other neither in digits nor "

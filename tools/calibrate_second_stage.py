@@ -17,8 +17,9 @@ alone, which `mine` also applies with it). The table: per language, kind, share 
 recall) at the chosen floor, and the best F1 of any floor chosen after the fact for that cell alone.
 ``--write`` stores the floors in the model's calibration (config.json, "mining": each pair's "second_stage"), and
 as each language's ``max_lines`` the largest task it was calibrated on (the stage judges a run's own margins up to
-what was measured, reference margins above it), or ``--max-lines`` R: tasks with a side of more than R lines are then mined with
-reference margins from samples of R rows (:mod:`bitextmine.mining.reference`), as `mine` mines them.
+what was measured, reference margins above it), or ``--max-lines`` R: tasks with a side of more than R lines are
+then mined with reference margins from samples of R rows (:mod:`bitextmine.mining.reference`), as `mine` mines
+them.
 """
 
 from __future__ import annotations
