@@ -184,3 +184,13 @@ def test_month_names_are_the_months_numbers(src, tgt, langs, agree):
 def test_numbers_a_scale_word_multiplies_agree_by_their_value(src, tgt, langs, agree):
     assert numbers_agree(src, tgt, *langs) is agree
     assert numbers_agree(tgt, src, *langs[::-1]) is agree
+
+
+@pytest.mark.parametrize("src, tgt", [
+    ("Součet z pěti a třech je osm.", "The sum of 5 and 3 is 8."),  # Czech numbers in their cases
+    ("Bydlí se dvěma kočkami.", "She lives with 2 cats."),
+    ("Ve čtyřech městech.", "In 4 cities."),
+])
+def test_czech_number_words_in_their_cases(src, tgt):
+    assert numbers_agree(src, tgt, "cs", "en") and numbers_agree(tgt, src, "en", "cs")
+    assert not numbers_agree(src, tgt.replace("5", "6").replace("2", "7").replace("4", "9"), "cs", "en")
