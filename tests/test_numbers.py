@@ -194,3 +194,16 @@ def test_numbers_a_scale_word_multiplies_agree_by_their_value(src, tgt, langs, a
 def test_czech_number_words_in_their_cases(src, tgt):
     assert numbers_agree(src, tgt, "cs", "en") and numbers_agree(tgt, src, "en", "cs")
     assert not numbers_agree(src, tgt.replace("5", "6").replace("2", "7").replace("4", "9"), "cs", "en")
+
+
+@pytest.mark.parametrize("src, tgt, agree", [
+    ("12th", "الثّاني عشر", True),  # a short vowel mark, the article, a teen
+    ("15th", "الخامس عشر", True),
+    ("16th", "الخامس عشر", False),
+    ("3D View", "منظور ثلاثيّ الأبعاد", True),  # three-dimensional
+    ("4th List Level", "مستوى القائمة الرابع", True),
+    ("2 Dots 1 Dash", "نقطتان شَرْطة واحدة", True),  # a dual is two
+    ("3 Dots 1 Dash", "نقطتان شَرْطة واحدة", False),
+])
+def test_arabic_number_words_with_marks_prefixes_teens_and_duals(src, tgt, agree):
+    assert numbers_agree(src, tgt, "en", "ar") is agree and numbers_agree(tgt, src, "ar", "en") is agree

@@ -19,7 +19,9 @@ p.m.") and numbers that a scale word multiplies as their value (:func:`scales_ag
 identifier's best guess (:func:`bitextmine.language.best_language`); a language without a table here
 has no number words. Words match whole, or for the languages that compound or inflect them as the start
 of a word followed by a known continuation: German "dreißigjährige", "zweimal", "vierte", "Viertel";
-Russian "трёхмерные", "пятилетний", "тысячи". "Achtung" is not 8 and "однако" is not 1. A word that is
+Russian "трёхмерные", "пятилетний", "тысячи"; Arabic words are read without their short vowels and
+other marks, as letters where written in presentation forms, with or without a prefix of conjunction,
+preposition or article ("الثّاني" is "ثاني"), a unit before عشر as its teen, and a feminine dual as 2. "Achtung" is not 8 and "однако" is not 1. A word that is
 also an article ("ein", "un", "una") reads as 1: the rule then forgives a 1 more often, it never rejects
 more.
 """
@@ -86,9 +88,11 @@ _WORDS: dict[str, dict[int, str]] = {
            6: "altı altıncı", 7: "yedi yedinci", 8: "sekiz sekizinci", 9: "dokuz dokuzuncu", 10: "on onuncu",
            11: "on_bir", 12: "on_iki", 20: "yirmi", 30: "otuz", 40: "kırk", 50: "elli", 60: "altmış",
            70: "yetmiş", 80: "seksen", 90: "doksan", 100: "yüz", 1000: "bin"},
-    "ar": {0: "صفر", 1: "واحد واحدة الأول أول", 2: "اثنان اثنين اثنتان ثاني الثاني", 3: "ثلاثة ثلاث ثالث الثالث",
-           4: "أربعة أربع رابع", 5: "خمسة خمس خامس", 6: "ستة ست سادس", 7: "سبعة سبع سابع",
+    "ar": {0: "صفر", 1: "واحد واحدة الأول أول أولى", 2: "اثنان اثنين اثنتان ثاني ثانية ثنائي ثنائية",
+           3: "ثلاثة ثلاث ثالث ثالثة ثلاثي ثلاثية", 4: "أربعة أربع رابع رابعة رباعي رباعية", 5: "خمسة خمس خامس",
+           6: "ستة ست سادس", 7: "سبعة سبع سابع",
            8: "ثمانية ثماني ثمان ثامن", 9: "تسعة تسع تاسع", 10: "عشرة عشر عاشر", 11: "أحد_عشر", 12: "اثنا_عشر",
+           # "2D", "3D": ثنائي الأبعاد, ثلاثي الأبعاد
            20: "عشرون عشرين", 30: "ثلاثون ثلاثين", 40: "أربعون أربعين", 50: "خمسون خمسين", 60: "ستون ستين",
            70: "سبعون سبعين", 80: "ثمانون ثمانين", 90: "تسعون تسعين", 100: "مائة مئة", 1000: "ألف"},
 }
@@ -226,13 +230,36 @@ def word_numbers(text: str, lang: str | None) -> set[int]:
     found: set[int] = set()
     table = _table(lang) if lang else None
     if table is not None:
-        low = text.casefold()
+        low = _arabic_letters(text) if lang == "ar" else text.casefold()
         for m in _WORD.finditer(low):
-            found.update(table.values(m.group(0)))
+            found.update(_arabic_values(m.group(0), table) if lang == "ar" else table.values(m.group(0)))
         found.update(v for p, v in table.phrases.items() if p in low)
+        if lang == "ar":  # a unit and عشر: its teen ("الخامس عشر", 15th)
+            found.update(v + 10 for m in _AR_TEEN.finditer(low) for v in _arabic_values(m.group(1), table) if v < 10)
     if lang in _CJK_LANGS:
         found.update(_cjk_value(m.group(0)) for m in _CJK.finditer(text))
     return found
+
+
+_AR_MARKS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u0640]")  # the short vowels and other marks, tatweel
+_AR_PREFIXES = ("وال", "بال", "فال", "كال", "لل", "ال", "و", "ب", "ل", "ف")  # and, with, for, the
+_AR_TEEN = re.compile(r"([^\W\d_]+)\s+عشرة?(?![^\W\d_])")
+
+
+def _arabic_letters(text: str) -> str:
+    """Arabic text with its presentation forms as letters (NFKC) and without short vowels, other marks and
+    tatweel: "الثّاني" is "الثاني"."""
+    return _AR_MARKS.sub("", unicodedata.normalize("NFKC", text))
+
+
+def _arabic_values(word: str, table: _Table) -> set[int]:
+    """The values an Arabic word may stand for: itself or without a prefix of conjunction, preposition or article
+    ("والثلاثون", "الرابع"), or 2 for a feminine dual of five letters or more ("نقطتين", "ساعتان")."""
+    for w in [word] + [word[len(p):] for p in _AR_PREFIXES if word.startswith(p) and len(word) - len(p) >= 2]:
+        found = table.values(w)
+        if found:
+            return found
+    return {2} if len(word) >= 5 and word.endswith(("تين", "تان")) else set()
 
 
 def _cjk_value(s: str) -> int:
