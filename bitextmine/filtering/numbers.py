@@ -21,9 +21,9 @@ has no number words. Words match whole, or for the languages that compound or in
 of a word followed by a known continuation: German "dreißigjährige", "zweimal", "vierte", "Viertel";
 Russian "трёхмерные", "пятилетний", "тысячи"; Arabic words are read without their short vowels and
 other marks, as letters where written in presentation forms, with or without a prefix of conjunction,
-preposition or article ("الثّاني" is "ثاني"), a unit before عشر as its teen, and a feminine dual as 2. "Achtung" is not 8 and "однако" is not 1. A word that is
-also an article ("ein", "un", "una") reads as 1: the rule then forgives a 1 more often, it never rejects
-more.
+preposition or article ("الثّاني" is "ثاني"), a unit before عشر as its teen, and a feminine dual as 2.
+"Achtung" is not 8 and "однако" is not 1. A word that is also an article ("ein", "un", "una") reads as 1: the
+rule then forgives a 1 more often, it never rejects more.
 """
 
 from __future__ import annotations
