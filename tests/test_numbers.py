@@ -207,3 +207,17 @@ def test_czech_number_words_in_their_cases(src, tgt):
 ])
 def test_arabic_number_words_with_marks_prefixes_teens_and_duals(src, tgt, agree):
     assert numbers_agree(src, tgt, "en", "ar") is agree and numbers_agree(tgt, src, "ar", "en") is agree
+
+
+@pytest.mark.parametrize("src, tgt, langs, agree", [
+    ("What date is a month before 2001-03-31?", "Welches Datum ist einen Monat vor dem 31.03.2001?", ("en", "de"), True),
+    ("What date is a month before 2001-03-31?", "Welches Datum ist einen Monat vor dem 30.03.2001?", ("en", "de"), False),
+    ("It was bought on 2001-01-25 and matures on 2001-11-15.", "Acquis le 25/1/2001, échu le 15/11/2001.", ("en", "fr"),
+     True),
+    ("It happened on 2001-03-31.", "Es geschah am 31. März 2001.", ("en", "de"), True),  # the month by its name
+    ("It happened on 2001-03-31.", "Es geschah am 31. April 2001.", ("en", "de"), False),
+    ("I wanted to do that before 2:30.", "Je voulais faire ça avant 14 h 30.", ("en", "fr"), True),
+    ("Version 1.2.3 is out.", "Version 1.2.4 ist da.", ("en", "de"), False),  # no date
+])
+def test_dates_agree_in_any_order_of_their_parts(src, tgt, langs, agree):
+    assert numbers_agree(src, tgt, *langs) is agree and numbers_agree(tgt, src, *langs[::-1]) is agree

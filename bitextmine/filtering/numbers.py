@@ -12,12 +12,12 @@ digits); a fraction of one is marked as such ("0.5" and ".5" are "5<1", not the 
 Words: cardinal numbers from 0 to 20, the tens, 100 and 1000 (and a few ordinals) and the months (1 to 12:
 "in May" and "5 月份") in the languages of the bundled model (en, de, fr, es, cs, ru, tr, ar), and Chinese
 numerals (一 to 九 with 十, 百, 千, 万, 两, for zh and ja). Only the words of a side's own language count: "on"
-is 10 in Turkish, not in English; "elf" is 11 in German, not in English. Where the numbers still disagree, two
-more readings are tried: clock times as times (:func:`times_agree`: "2:30" / "dos y media", "14:30" / "2:30
-p.m.") and numbers that a scale word multiplies as their value (:func:`scales_agree`: "20 million" / "2000万",
-"1.5 billion" / "15亿"). A side's language is the one declared for it, or else the
-identifier's best guess (:func:`bitextmine.language.best_language`); a language without a table here
-has no number words. Words match whole, or for the languages that compound or inflect them as the start
+is 10 in Turkish, not in English; "elf" is 11 in German, not in English. Where the numbers still disagree,
+three more readings are tried: clock times as times (:func:`times_agree`: "2:30" / "dos y media", "14:30" /
+"2:30 p.m."), numbers that a scale word multiplies as their value (:func:`scales_agree`: "20 million" /
+"2000万", "1.5 billion" / "15亿") and dates as dates (:func:`dates_agree`: "2001-03-31" / "31.03.2001"). A
+side's language is the one declared for it, or else the identifier's best guess
+(:func:`bitextmine.language.best_language`); a language without a table here has no number words. Words match whole, or for the languages that compound or inflect them as the start
 of a word followed by a known continuation: German "dreißigjährige", "zweimal", "vierte", "Viertel";
 Russian "трёхмерные", "пятилетний", "тысячи"; Arabic words are read without their short vowels and
 other marks, as letters where written in presentation forms, with or without a prefix of conjunction,
@@ -301,7 +301,60 @@ def numbers_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str
     only_a, only_b = a - b, b - a
     if (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang)):
         return True
-    return times_agree(src, tgt, src_lang, tgt_lang) or scales_agree(src, tgt, src_lang, tgt_lang)
+    return (times_agree(src, tgt, src_lang, tgt_lang) or scales_agree(src, tgt, src_lang, tgt_lang)
+            or dates_agree(src, tgt, src_lang, tgt_lang))
+
+
+# dates in digits: "2001-03-31" (year first), "31.03.2001", "3/31/2001", "31/3/01" (day or month first)
+_DATE = re.compile(r"(?<![\d.,/-])(?:(\d{4})-(\d{1,2})-(\d{1,2})|(\d{1,2})([./])(\d{1,2})\5(\d{4}|\d{2}))"
+                   r"(?![\d/-]|\.\d)")
+
+
+def dates(text: str) -> list[frozenset[int]]:
+    """The dates written in digits in ``text``, each as the set of its day, month and year (day and month in
+    either order; a two-digit year as written)."""
+    out = []
+    for m in _DATE.finditer(text):
+        if m.group(1):
+            parts = [int(_digits(m.group(i))) for i in (1, 2, 3)]
+        else:
+            parts = [int(_digits(m.group(i))) for i in (4, 6, 7)]
+        out.append(frozenset(parts))
+    return out
+
+
+def dates_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str | None = None) -> bool:
+    """Whether the numbers of the two sides agree (:func:`numbers_agree` without dates) once each date in digits
+    on either side (:func:`dates`: "2001-03-31", "31.03.2001") is found on the other: as a date of the same day,
+    month and year, or as the numbers of its day and year with the month in digits or by its name."""
+    da, db = dates(src), dates(tgt)
+    if not da and not db:
+        return False
+    a, b = digit_numbers(_DATE.sub(" ", src)), digit_numbers(_DATE.sub(" ", tgt))
+    for mine, theirs, numbers, text, lang in ((da, db, b, tgt, tgt_lang), (db, da, a, src, src_lang)):
+        for date in mine:
+            if date in theirs or _date_in(date, set(theirs), numbers, text, lang):
+                continue
+            return False
+    a -= Counter(str(n) for d in db for n in d if str(n) in a)
+    b -= Counter(str(n) for d in da for n in d if str(n) in b)
+    only_a, only_b = a - b, b - a
+    return (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang))
+
+
+def _date_in(date: frozenset, dates_there: set, numbers: Counter, text: str, lang: str | None) -> bool:
+    """Whether each part of the date is on the other side: in digits (the year's last two digits also count), or
+    a month by its name."""
+    said = None
+    for n in date:
+        if str(n) in numbers or (n > 99 and str(n % 100) in numbers):
+            continue
+        if n <= 12:
+            said = word_numbers(text, _side_language(text, lang)) if said is None else said
+            if n in said:
+                continue
+        return False
+    return True
 
 
 # words that multiply the number before them ("20 million", "2000万", "1,5 Milliarden"), casefolded; a
@@ -389,8 +442,8 @@ def scales_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str 
     return (not only_a or _in_words(only_a, tgt, lb)) and (not only_b or _in_words(only_b, src, la))
 
 
-# clock times: "2:30", "14:30h", "14h30", "9:00 a.m."; "14.30 Uhr" (a point only before Uhr, h or hod.)
-_TIME = re.compile(r"(?<![\d:.,])(\d{1,2})(?:[:h]|\.(?=\d\d\s*(?:uhr|h\b|hod)))([0-5]\d)(?![\d:])", re.IGNORECASE)
+# clock times: "2:30", "14:30h", "14h30", "14 h 30", "9:00 a.m."; "14.30 Uhr" (a point only before Uhr, h or hod.)
+_TIME = re.compile(r"(?<![\d:.,])(\d{1,2})(?::| ?h ?|\.(?=\d\d\s*(?:uhr|h\b|hod)))([0-5]\d)(?![\d:])", re.IGNORECASE)
 # the words of a half hour and a quarter ("half past two", "dos y media", "halb drei", "两点半"), casefolded
 _HALF = {"en": "half", "es": "media medio", "fr": "demie demi", "de": "halb halbe halben", "cs": "půl",
          "ru": "половина половине половину пол", "tr": "buçuk yarım", "ar": "نصف النصف والنصف ونصف",
