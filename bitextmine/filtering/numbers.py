@@ -17,8 +17,9 @@ three more readings are tried: clock times as times (:func:`times_agree`: "2:30"
 "2:30 p.m."), numbers that a scale word multiplies as their value (:func:`scales_agree`: "20 million" /
 "2000万", "1.5 billion" / "15亿") and dates as dates (:func:`dates_agree`: "2001-03-31" / "31.03.2001"). A
 side's language is the one declared for it, or else the identifier's best guess
-(:func:`bitextmine.language.best_language`); a language without a table here has no number words. Words match whole, or for the languages that compound or inflect them as the start
-of a word followed by a known continuation: German "dreißigjährige", "zweimal", "vierte", "Viertel";
+(:func:`bitextmine.language.best_language`); a language without a table here has no number words. Words match
+whole, or for the languages that compound or inflect them as the start of a word followed by a known
+continuation: German "dreißigjährige", "zweimal", "vierte", "Viertel";
 Russian "трёхмерные", "пятилетний", "тысячи"; Arabic words are read without their short vowels and
 other marks, as letters where written in presentation forms, with or without a prefix of conjunction,
 preposition or article ("الثّاني" is "ثاني"), a unit before عشر as its teen, and a feminine dual as 2.
