@@ -89,11 +89,11 @@ _WORDS: dict[str, dict[int, str]] = {
            6: "altı altıncı", 7: "yedi yedinci", 8: "sekiz sekizinci", 9: "dokuz dokuzuncu", 10: "on onuncu",
            11: "on_bir", 12: "on_iki", 20: "yirmi", 30: "otuz", 40: "kırk", 50: "elli", 60: "altmış",
            70: "yetmiş", 80: "seksen", 90: "doksan", 100: "yüz", 1000: "bin"},
+    # Arabic: ثنائي, ثلاثي, رباعي also read as 2, 3, 4 ("2D", "3D": ثنائي الأبعاد, ثلاثي الأبعاد)
     "ar": {0: "صفر", 1: "واحد واحدة الأول أول أولى", 2: "اثنان اثنين اثنتان ثاني ثانية ثنائي ثنائية",
            3: "ثلاثة ثلاث ثالث ثالثة ثلاثي ثلاثية", 4: "أربعة أربع رابع رابعة رباعي رباعية", 5: "خمسة خمس خامس",
            6: "ستة ست سادس", 7: "سبعة سبع سابع",
            8: "ثمانية ثماني ثمان ثامن", 9: "تسعة تسع تاسع", 10: "عشرة عشر عاشر", 11: "أحد_عشر", 12: "اثنا_عشر",
-           # "2D", "3D": ثنائي الأبعاد, ثلاثي الأبعاد
            20: "عشرون عشرين", 30: "ثلاثون ثلاثين", 40: "أربعون أربعين", 50: "خمسون خمسين", 60: "ستون ستين",
            70: "سبعون سبعين", 80: "ثمانون ثمانين", 90: "تسعون تسعين", 100: "مائة مئة", 1000: "ألف"},
 }
@@ -284,8 +284,12 @@ def _cjk_value(s: str) -> int:
 
 
 def _side_language(text: str, lang: str | None) -> str | None:
-    if lang:
-        return lang
+    return lang or _guess(text)
+
+
+@lru_cache(maxsize=4096)
+def _guess(text: str) -> str | None:
+    """The identifier's best guess for a side (deterministic), once per text however many readings ask."""
     from ..language import best_language
 
     return best_language(text)
@@ -294,13 +298,13 @@ def _side_language(text: str, lang: str | None) -> str | None:
 def numbers_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str | None = None) -> bool:
     """Whether each number written in digits on one side is on the other, in digits or in that side's
     language's number words (``src_lang``/``tgt_lang``: ISO 639-1 codes; None: the identifier's best guess,
-    asked only when the digits alone disagree); where they do not, whether they do once the clock times are
-    read as times (:func:`times_agree`)."""
+    asked only when the digits alone disagree); where they do not, whether they do once the clock times, the
+    numbers a scale word multiplies or the dates are read as such (:func:`times_agree`, :func:`scales_agree`,
+    :func:`dates_agree`)."""
     a, b = digit_numbers(src), digit_numbers(tgt)
     if a == b:
         return True
-    only_a, only_b = a - b, b - a
-    if (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang)):
+    if _rest_agree(a, b, src, tgt, src_lang, tgt_lang):
         return True
     return (times_agree(src, tgt, src_lang, tgt_lang) or scales_agree(src, tgt, src_lang, tgt_lang)
             or dates_agree(src, tgt, src_lang, tgt_lang))
@@ -334,16 +338,15 @@ def dates_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str |
     a, b = digit_numbers(_DATE.sub(" ", src)), digit_numbers(_DATE.sub(" ", tgt))
     for mine, theirs, numbers, text, lang in ((da, db, b, tgt, tgt_lang), (db, da, a, src, src_lang)):
         for date in mine:
-            if date in theirs or _date_in(date, set(theirs), numbers, text, lang):
+            if date in theirs or _date_in(date, numbers, text, lang):
                 continue
             return False
     a -= Counter(str(n) for d in db for n in d if str(n) in a)
     b -= Counter(str(n) for d in da for n in d if str(n) in b)
-    only_a, only_b = a - b, b - a
-    return (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang))
+    return _rest_agree(a, b, src, tgt, src_lang, tgt_lang)
 
 
-def _date_in(date: frozenset, dates_there: set, numbers: Counter, text: str, lang: str | None) -> bool:
+def _date_in(date: frozenset, numbers: Counter, text: str, lang: str | None) -> bool:
     """Whether each part of the date is on the other side: in digits (the year's last two digits also count), or
     a month by its name."""
     said = None
@@ -439,8 +442,7 @@ def scales_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str 
         return False
     a -= Counter(n for n, _ in sa if n) + Counter(v for v in vb if v in a)
     b -= Counter(n for n, _ in sb if n) + Counter(v for v in va if v in b)
-    only_a, only_b = a - b, b - a
-    return (not only_a or _in_words(only_a, tgt, lb)) and (not only_b or _in_words(only_b, src, la))
+    return _rest_agree(a, b, src, tgt, la, lb)
 
 
 # clock times: "2:30", "14:30h", "14h30", "14 h 30", "9:00 a.m."; "14.30 Uhr" (a point only before Uhr, h or hod.)
@@ -473,8 +475,7 @@ def times_agree(src: str, tgt: str, src_lang: str | None = None, tgt_lang: str |
         return False
     a = _without_times(digit_numbers(_TIME.sub(" ", src)), tb)
     b = _without_times(digit_numbers(_TIME.sub(" ", tgt)), ta)
-    only_a, only_b = a - b, b - a
-    return (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang))
+    return _rest_agree(a, b, src, tgt, src_lang, tgt_lang)
 
 
 def _without_times(numbers: Counter, times: list) -> Counter:
@@ -511,6 +512,13 @@ def _time_in(time: tuple[int, int], times: list, text: str, lang: str | None) ->
     half = set(_HALF.get(lang or "", "").split()) & words
     quarter = set(_QUARTER.get(lang or "", "").split()) & words
     return minute == 0 or minute in said or (minute == 30 and bool(half)) or (minute in (15, 45) and bool(quarter))
+
+
+def _rest_agree(a: Counter, b: Counter, src: str, tgt: str, src_lang: str | None, tgt_lang: str | None) -> bool:
+    """Whether the numbers ``a`` of the source side missing from ``b`` are on the target in its words, and those of
+    ``b`` missing from ``a`` on the source."""
+    only_a, only_b = a - b, b - a
+    return (not only_a or _in_words(only_a, tgt, tgt_lang)) and (not only_b or _in_words(only_b, src, src_lang))
 
 
 def _in_words(numbers: Counter, text: str, lang: str | None) -> bool:
