@@ -148,12 +148,9 @@ def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[st
     draws, whether the second stage judged the runs); ([], False) for a pair without English or pairs too few for
     a task of DEFAULTS_MIN_LINES lines. ``assist``: mine --assist (MineConfig.assist) in every run, and the flag
     returned says whether it joined the stage's score."""
-    from ..judge.tasks import clean_pool
-
     if "en" not in langs or langs[0] == langs[1]:
         return [], False
-    other = langs[1] if langs[0] == "en" else langs[0]
-    pool, _ = clean_pool(list(zip(tgt, src)) if langs[0] == "en" else list(zip(src, tgt)))
+    other, pool = _foreign_pool(langs, src, tgt)
     rng = np.random.default_rng(seed)
     out, judged = [], False
     for share in shares:
@@ -186,6 +183,22 @@ def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, setti
     return len(task.src), judged, prf(printed, task.gold) if printed else (1.0, 0.0, 0.0)
 
 
+def _foreign_pool(langs: tuple[str, str], src: list[str], tgt: list[str]) -> tuple[str, list]:
+    """(the language paired with English, the dev pairs as a task pool of (its text, English text):
+    :func:`bitextmine.judge.tasks.clean_pool`)."""
+    from ..judge.tasks import clean_pool
+
+    en_first = langs[0] == "en"
+    return langs[1] if en_first else langs[0], clean_pool(list(zip(tgt, src)) if en_first else list(zip(src, tgt)))[0]
+
+
+def _staged(model, langs: tuple[str, str]) -> str | None:
+    """The language paired with English in ``langs`` where the model's second stage holds it, else None."""
+    stage = model.second_stage
+    other = langs[1] if langs[0] == "en" else langs[0]
+    return other if "en" in langs and other != "en" and stage is not None and other in stage.languages else None
+
+
 def _draw(pool: list, share: float, lines: int, rng):
     """A task (:func:`bitextmine.judge.tasks.build_task`) of ``lines`` lines a side, fewer (down to
     DEFAULTS_MIN_LINES) where ``pool`` cannot fill it, with gold pairs; or None."""
@@ -206,14 +219,11 @@ def choose_stage(model, langs: tuple[str, str], src: list[str], tgt: list[str], 
     chosen with the pair's ``floors`` on tasks drawn as :func:`measure_defaults` draws them from the dev pairs
     (``src``, ``tgt``), from a seed of their own (seed + 1: other draws than those measured); None where the
     model has no stage for the pair or the pairs fill no task."""
-    from ..judge.tasks import clean_pool
     from .stage_calibration import choose_stage as choose
 
-    stage = model.second_stage
-    other = langs[1] if langs[0] == "en" else langs[0]
-    if "en" not in langs or other == "en" or stage is None or other not in stage.languages:
+    if _staged(model, langs) is None:
         return None
-    pool, _ = clean_pool(list(zip(tgt, src)) if langs[0] == "en" else list(zip(src, tgt)))
+    other, pool = _foreign_pool(langs, src, tgt)
     rng = np.random.default_rng(seed + 1)
     tasks = [(share, t) for share in shares for t in (_draw(pool, share, lines, rng) for _ in range(draws)) if t]
     return choose(model, other, tasks, floors) if tasks else None
@@ -223,15 +233,15 @@ def with_stage(model, langs: tuple[str, str], src: list[str], tgt: list[str], c:
                seed: int = 0, keep: bool = False) -> PairCalibration:
     """``c`` with the second stage's settings for the pair: chosen by :func:`choose_stage`, or with ``keep`` those
     the model holds (marked kept); unchanged where the model has no stage for the pair."""
-    stage = model.second_stage
-    other = langs[1] if langs[0] == "en" else langs[0]
     if not keep:
         chosen = choose_stage(model, langs, src, tgt, c.settings, seed=seed)
         return replace(c, stage=chosen.entry()) if chosen else c
-    if stage is None or "en" not in langs or other not in stage.languages:
+    other = _staged(model, langs)
+    if other is None:
         return c
     from ..mining.calibrated import stage_entry_for
 
+    stage = model.second_stage
     held = stage_entry_for(model.mining, *langs) or {**{k: stage.languages[other][k] for k in (
         "min_prob", "max_lines")}, "measured": [], "chosen_on": stage.chosen_on}  # the calibration's, else the file's
     return replace(c, stage={**held, "min_prob": float(held["min_prob"]), "max_lines": int(held["max_lines"]),
