@@ -735,7 +735,8 @@ def _assist_cosine(run: _Run, assist):
                       (run.work, side, blocks + k, part, [text[r] for r in part.tolist()], assist))
                      for k, part in enumerate(parts)]
             run.assist_lines += sum(run.stage("assist", stages.assist_block, tasks))
-            have_rows, have_x, _ = _assist_blocks(run, side)
+            held = [{"rows": have_rows, "x": have_x}] if have_x is not None else []
+            have_rows, have_x = _in_row_order(held + [load_arrays(run.work.path(out)) for out, _ in tasks])
         return have_x[np.searchsorted(have_rows, rows)]
 
     def cosine(s: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -757,9 +758,14 @@ def _assist_blocks(run: _Run, side: str) -> tuple[np.ndarray, np.ndarray | None,
     parts = [load_arrays(f) for f in files if verifies(f)]
     if not parts:
         return np.zeros(0, np.int64), None, nxt
+    return (*_in_row_order(parts), nxt)
+
+
+def _in_row_order(parts: list) -> tuple[np.ndarray, np.ndarray]:
+    """(rows int64 ascending, their vectors float32 (r, d)) of assist blocks [{"rows", "x"}]."""
     rows = np.concatenate([p["rows"] for p in parts])
     order = np.argsort(rows)
-    return rows[order], np.concatenate([p["x"] for p in parts])[order], nxt
+    return rows[order], np.concatenate([p["x"] for p in parts])[order]
 
 
 def _row_lines(run: _Run, side: str, rows: np.ndarray) -> np.ndarray:
