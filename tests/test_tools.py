@@ -74,3 +74,22 @@ def test_bench_second_stage_sides_plant_translations_and_keep_the_other_lines_ap
     assert len(s) == len(t) == 500 and s[0] == " ".join(f"fx{i} mot" for i in fx[0])
     assert [x.replace("fx", "").replace(" mot", "") for x in s[:25]] == [y.replace("en", "").replace(" word", "")
                                                                          for y in t[:25]]
+
+
+def test_manuals_half_splits_the_manuals_by_a_hash_of_the_english_key(tmp_path):
+    import gzip
+    import hashlib
+
+    from bitextmine.evaluation.devdata import manuals_half
+    from bitextmine.judge.tasks import key
+
+    folder = tmp_path / "train" / "debian_docs"
+    folder.mkdir(parents=True)
+    en = [f"Sentence number {i} of the manual." for i in range(40)]
+    fx = [f"Satz Nummer {i} des Handbuchs." for i in range(40)]
+    for name, lines in (("en-de.en.gz", en), ("en-de.de.gz", fx)):
+        with gzip.open(folder / name, "wt", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in lines)
+    odd, even = manuals_half(str(tmp_path), "de"), manuals_half(str(tmp_path), "de", odd=False)
+    by_hand = [(x, e) for x, e in zip(fx, en) if hashlib.md5(key(e).encode()).digest()[0] % 2 == 1]
+    assert odd == by_hand and sorted(odd + even) == sorted(zip(fx, en)) and odd and even

@@ -14,24 +14,15 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
-import hashlib
 import io
 import os
 import random
 import tempfile
 
+from bitextmine.evaluation.devdata import manuals_half
 from bitextmine.evaluation.sparse_tasks import ISO3, LANGS
-from bitextmine.judge.tasks import key
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
-
-
-def manuals(lang: str, data: str) -> list[tuple[str, str]]:
-    folder = os.path.join(data, "train", "debian_docs")
-    read = lambda p: [t.rstrip("\n") for t in gzip.open(p, "rt", encoding="utf-8")]  # noqa: E731
-    pairs = zip(read(f"{folder}/en-{lang}.{lang}.gz"), read(f"{folder}/en-{lang}.en.gz"))
-    return [p for p in pairs if hashlib.md5(key(p[1]).encode()).digest()[0] % 2 == 1]
 
 
 def tatoeba(lang: str, data: str) -> list[tuple[str, str]]:
@@ -83,7 +74,7 @@ def main() -> None:
     print("| language | tasks | good kept | shuffled kept | good pairs lost to |")
     print("|---|---|---|---|---|")
     for lang in args.langs:
-        for name, pairs, good, bad in (("manuals", manuals(lang, args.data), 2000, 600),
+        for name, pairs, good, bad in (("manuals", manuals_half(args.data, lang), 2000, 600),
                                        ("Tatoeba", tatoeba(lang, args.data), 1000, 500)):
             if len(pairs) < good:
                 print(f"| {lang} | {name} | - | - | {len(pairs):,} pairs: too few |")

@@ -22,16 +22,15 @@ translations|.
 from __future__ import annotations
 
 import argparse
-import gzip
-import hashlib
 import json
 import os
 
 import numpy as np
 
+from bitextmine.evaluation.devdata import manuals_half
 from bitextmine.evaluation.sparse_tasks import LANGS, build_context_task, draw_tasks, read_news, read_pairs
 from bitextmine.evaluation.stage_calibration import task_cells
-from bitextmine.judge.tasks import PoolTooSmall, build_task, clean_pool, key
+from bitextmine.judge.tasks import PoolTooSmall, build_task, clean_pool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "shared", "data")
@@ -49,10 +48,7 @@ def ece(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> float:
 
 def manuals_pool(lang: str, data: str) -> list[tuple[str, str]]:
     """The (foreign, English) pairs of train/debian_docs whose English key hashes odd, cleaned."""
-    folder = os.path.join(data, "train", "debian_docs")
-    read = lambda p: [t.rstrip("\n").strip() for t in gzip.open(p, "rt", encoding="utf-8")]  # noqa: E731
-    pairs = zip(read(f"{folder}/en-{lang}.{lang}.gz"), read(f"{folder}/en-{lang}.en.gz"))
-    return clean_pool([p for p in pairs if hashlib.md5(key(p[1]).encode()).digest()[0] % 2 == 1])[0]
+    return clean_pool([(x.strip(), e.strip()) for x, e in manuals_half(data, lang)])[0]
 
 
 def manuals_tasks(pool: list, size: int, share: float, seeds: list) -> list:

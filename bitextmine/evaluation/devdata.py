@@ -8,6 +8,7 @@ function takes the folder it reads (a tool's ``--data`` default is ../shared/dat
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import tempfile
 from collections import Counter
@@ -150,3 +151,14 @@ def kept_path(path: str, i: int, tmp: str) -> str:
     out = os.path.join(tmp, str(i), f"{folder} (held-apart pairs removed)")
     os.makedirs(out, exist_ok=True)
     return os.path.join(out, name)
+
+
+def manuals_half(data_dir: str, lang: str, odd: bool = True) -> list[tuple[str, str]]:
+    """(foreign, English) pairs of ``lang``'s Debian manuals (``data_dir``/train/debian_docs, which the bundled
+    model never trained on) in the half whose English key (:func:`bitextmine.judge.tasks.key`) hashes odd
+    (``hashlib.md5(key).digest()[0] % 2 == 1``; ``odd`` False: the other half), in corpus order."""
+    from ..judge.tasks import key
+
+    base = os.path.join(data_dir, "train", "debian_docs", f"en-{lang}")
+    fx, en = read_parallel(f"{base}.{lang}.gz", f"{base}.en.gz")
+    return [(x, e) for x, e in zip(fx, en) if (hashlib.md5(key(e).encode()).digest()[0] % 2 == 1) == odd]
