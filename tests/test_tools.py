@@ -85,8 +85,10 @@ def test_manuals_half_splits_the_manuals_by_a_hash_of_the_english_key(tmp_path):
 
     folder = tmp_path / "train" / "debian_docs"
     folder.mkdir(parents=True)
-    en = [f"Sentence number {i} of the manual." for i in range(40)]
-    fx = [f"Satz Nummer {i} des Handbuchs." for i in range(40)]
+    words = ["apt", "boot", "cron", "disk", "edit", "font", "grub", "host", "init", "jobs", "kernel", "link", "mail",
+             "mount", "node", "port", "queue", "root", "shell", "task"]  # keys differ (every digit run is one 0)
+    en = [f"The manual describes {w} in chapter {c}." for w in words for c in ("one", "two")]
+    fx = [f"Das Handbuch beschreibt {w} in Kapitel {c}." for w in words for c in ("eins", "zwei")]
     for name, lines in (("en-de.en.gz", en), ("en-de.de.gz", fx)):
         with gzip.open(folder / name, "wt", encoding="utf-8") as f:
             f.writelines(line + "\n" for line in lines)
