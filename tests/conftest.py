@@ -39,6 +39,44 @@ def write_lines(path, lines) -> str:
     return str(path)
 
 
+def model_with_dev_pairs(model_dir: str, tmp_path, pairs: int, seed: int) -> tuple[str, tuple[str, str]]:
+    """(a copy of ``model_dir`` in ``tmp_path``/m, two files of ``pairs`` German-English toy dev pairs)."""
+    import shutil
+
+    copy = str(tmp_path / "m")
+    shutil.copytree(model_dir, copy)
+    s, t = toy_corpus(pairs, seed=seed)
+    return copy, (write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t))
+
+
+def calibrate_mining_cli(model_dir: str, files: tuple[str, str], *extra: str):
+    """``bitextmine calibrate-mining --model model_dir --pair de en FILES *extra`` in process: click's Result."""
+    from click.testing import CliRunner
+
+    from bitextmine.cli import main
+
+    return CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files, *extra])
+
+
+def train_toy_pair(tmp_path, pairs: int, seed: int, dev_pairs: int, logs: list, out: str = "m",
+                   languages: tuple = ("de", "en"), **kw) -> str:
+    """A one-epoch toy German-English model of ``pairs`` pairs (``seed``) trained with ``languages`` recorded
+    (``kw``: more of train's arguments) into ``tmp_path``/``out``, its log lines appended to ``logs``; returns
+    its directory."""
+    from bitextmine.config import TokenizerConfig, TrainConfig
+    from bitextmine.corpus import CorpusSpec
+    from bitextmine.training.loop import train
+
+    s, t = toy_corpus(pairs, seed=seed)
+    spec = CorpusSpec(src=write_lines(tmp_path / "c.de", s), tgt=write_lines(tmp_path / "c.en", t))
+    config = TrainConfig(dim=32, epochs=1, batch_size=32, megabatch_max=2, megabatch_every=20, dev_pairs=dev_pairs,
+                         device="cpu")
+    out = str(tmp_path / out)
+    train([spec], out, config=config, tokenizer_config=TokenizerConfig(vocab_size=800), languages=languages,
+          progress=lambda e: logs.append(e.get("message", "")), **kw)
+    return out
+
+
 @pytest.fixture(scope="session")
 def toy_files(tmp_path_factory):
     d = tmp_path_factory.mktemp("toy")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from bitextmine.evaluation.mining_calibration import (DEFAULTS_SHARES, MIN_PAIRS
                                                       distinct_pairs, draw_task, measure_defaults, sizes_for)
 from bitextmine.evaluation.threshold_grid import FLOORS, GRID, ZS
 from bitextmine.loading import load_model
-from conftest import toy_corpus, write_lines
+from conftest import calibrate_mining_cli, model_with_dev_pairs, toy_corpus, train_toy_pair, write_lines
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 
@@ -63,12 +62,8 @@ def test_calibrate_pair_chooses_a_grid_point_and_says_what_it_measured(toy_model
 def test_calibrate_mining_stores_the_pair_and_mine_uses_and_reports_it(toy_model_dir, tmp_path):
     """Stored in the model directory beside what it held; mine applies it to that pair (either order) and its
     settings line says what the settings measured (the floors alone: --no-measure-defaults)."""
-    model_dir = str(tmp_path / "m")
-    shutil.copytree(toy_model_dir, model_dir)
-    s, t = toy_corpus(300, seed=22)
-    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
-    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files,
-                                  "--no-measure-defaults"])
+    model_dir, files = model_with_dev_pairs(toy_model_dir, tmp_path, 300, 22)
+    r = calibrate_mining_cli(model_dir, files, "--no-measure-defaults")
     assert r.exit_code == 0, r.output
     section = json.load(open(os.path.join(model_dir, "config.json")))["mining"]
     assert section["version"] == 3 and list(section["languages"]) == ["de-en"]
@@ -89,11 +84,8 @@ def test_calibrate_mining_stores_the_pair_and_mine_uses_and_reports_it(toy_model
 def test_calibrate_mining_measures_mines_defaults_end_to_end_and_mine_says_it(toy_model_dir, tmp_path):
     """By default the command also runs mine with the settings chosen on tasks drawn from the dev pairs; the
     settings line of a run judged as those were (here: no second stage, the toy model has none) says it."""
-    model_dir = str(tmp_path / "m")
-    shutil.copytree(toy_model_dir, model_dir)
-    s, t = toy_corpus(700, seed=25)
-    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
-    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files])
+    model_dir, files = model_with_dev_pairs(toy_model_dir, tmp_path, 700, 25)
+    r = calibrate_mining_cli(model_dir, files)
     assert r.exit_code == 0, r.output
     assert "mine's defaults end to end (without the second stage):" in r.output
     entry = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]
@@ -157,25 +149,15 @@ def test_the_bundled_model_is_not_rewritten(tmp_path):
 
 
 def test_train_with_two_languages_comes_out_calibrated(tmp_path):
-    from bitextmine.config import TokenizerConfig, TrainConfig
-    from bitextmine.corpus import CorpusSpec
-    from bitextmine.training.loop import train
-
-    s, t = toy_corpus(1500, seed=24)
-    spec = CorpusSpec(src=write_lines(tmp_path / "c.de", s), tgt=write_lines(tmp_path / "c.en", t))
     logs = []
-    config = TrainConfig(dim=32, epochs=1, batch_size=32, megabatch_max=2, megabatch_every=20, dev_pairs=200,
-                         device="cpu")
-    train([spec], str(tmp_path / "m"), config=config, tokenizer_config=TokenizerConfig(vocab_size=800),
-          languages=("de", "en"), progress=lambda e: logs.append(e.get("message", "")))
+    train_toy_pair(tmp_path, 1500, 24, 200, logs)
     section = json.load(open(tmp_path / "m" / "config.json"))["mining"]
     n = int(section["chosen_on"].split(": ")[1].split()[0])  # the distinct ones of the 200 held apart
     assert list(section["languages"]) == ["de-en"] and 45 <= n <= 200
     assert any(m.startswith(f"mining settings for de-en on {n} held-apart pairs") for m in logs)
     assert [m["share"] for m in section["languages"]["de-en"]["defaults_measured"]] == list(DEFAULTS_SHARES)
     assert any(m.startswith("mine's defaults on held-apart tasks (without the second stage): 1% of") for m in logs)
-    train([spec], str(tmp_path / "one"), config=config, tokenizer_config=TokenizerConfig(vocab_size=800),
-          progress=lambda e: logs.append(e.get("message", "")))
+    train_toy_pair(tmp_path, 1500, 24, 200, logs, out="one", languages=())
     assert "mining" not in json.load(open(tmp_path / "one" / "config.json"))
     assert any("record the model's two languages" in m for m in logs)
 
@@ -185,12 +167,9 @@ def test_keep_settings_adds_what_the_models_own_defaults_measure(toy_model_dir, 
     with no setting given on the same task (the model's calibrated defaults) gives the same figures."""
     from bitextmine.judge.tasks import build_task, clean_pool
 
-    model_dir = str(tmp_path / "m")
-    shutil.copytree(toy_model_dir, model_dir)
-    s, t = toy_corpus(700, seed=27)
-    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
-    invoke = lambda *extra: CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en",  # noqa: E731
-                                                      *files, *extra])
+    model_dir, files = model_with_dev_pairs(toy_model_dir, tmp_path, 700, 27)
+    s, t = (open(f, encoding="utf-8").read().splitlines() for f in files)
+    invoke = lambda *extra: calibrate_mining_cli(model_dir, files, *extra)  # noqa: E731
     r = invoke("--keep-settings")
     assert r.exit_code == 1 and r.output == "Error: --keep-settings: the model holds no settings for de-en to keep\n"
     assert invoke("--no-measure-defaults").exit_code == 0

@@ -5,20 +5,17 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from bitextmine.cli import main
 from bitextmine.config import MineConfig
 from bitextmine.errors import ModelFormatError
 from bitextmine.evaluation.stage_calibration import GRID, best_floor, mean_f1, prf_at
 from bitextmine.loading import load_model
 from bitextmine.mining.calibrated import check_section
 from bitextmine.pipeline import mine_files
-from conftest import toy_corpus, write_lines
+from conftest import calibrate_mining_cli, model_with_dev_pairs, toy_corpus, train_toy_pair, write_lines
 
 
 def random_cells(rng, n=40, lines=12, gold=5) -> dict:
@@ -92,11 +89,8 @@ def test_the_stage_settings_of_a_calibration_are_checked_on_load():
 @pytest.fixture
 def calibrated_stage_dir(toy_stage_dir, tmp_path):
     """A copy of the toy model with a second stage, calibrated on German-English dev pairs by the command."""
-    model_dir = str(tmp_path / "m")
-    shutil.copytree(toy_stage_dir, model_dir)
-    s, t = toy_corpus(700, seed=31)
-    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
-    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files])
+    model_dir, files = model_with_dev_pairs(toy_stage_dir, tmp_path, 700, 31)
+    r = calibrate_mining_cli(model_dir, files)
     assert r.exit_code == 0, r.output
     return model_dir, files, r.output
 
@@ -125,8 +119,7 @@ def test_calibrate_mining_chooses_the_stage_settings_and_mine_uses_them(calibrat
 def test_keep_settings_keeps_the_stage_settings_and_marks_them_kept(calibrated_stage_dir):
     model_dir, files, _ = calibrated_stage_dir
     before = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
-    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files,
-                                  "--keep-settings"])
+    r = calibrate_mining_cli(model_dir, files, "--keep-settings")
     assert r.exit_code == 0 and f"--min-prob {before['min_prob']:g} (kept, the model's)" in r.output, r.output
     after = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
     assert after == {**before, "kept": True}
@@ -142,18 +135,11 @@ def test_a_model_whose_calibration_holds_no_stage_settings_uses_the_stage_files(
 def test_train_with_two_languages_and_a_second_stage_comes_out_with_its_settings_chosen(tmp_path):
     """train --lang de --lang en --second-stage: the stage's min_prob and max_lines are chosen on the held-apart
     pairs (not the 0.5 the stage's file holds) and mine's defaults measured with them."""
-    from bitextmine.config import SecondStageConfig, TokenizerConfig, TrainConfig
-    from bitextmine.corpus import CorpusSpec
-    from bitextmine.training.loop import train
+    from bitextmine.config import SecondStageConfig
 
-    s, t = toy_corpus(3000, seed=33)
-    spec = CorpusSpec(src=write_lines(tmp_path / "c.de", s), tgt=write_lines(tmp_path / "c.en", t))
     logs = []
-    config = TrainConfig(dim=32, epochs=1, batch_size=32, megabatch_max=2, megabatch_every=20, dev_pairs=600,
-                         device="cpu")
-    train([spec], str(tmp_path / "m"), config=config, tokenizer_config=TokenizerConfig(vocab_size=800),
-          languages=("de", "en"), second_stage=SecondStageConfig(sizes=(200,), shares=(0.05, 0.5), task_pairs=500),
-          progress=lambda e: logs.append(e.get("message", "")))
+    train_toy_pair(tmp_path, 3000, 33, 600, logs,
+                   second_stage=SecondStageConfig(sizes=(200,), shares=(0.05, 0.5), task_pairs=500))
     entry = json.load(open(tmp_path / "m" / "config.json"))["mining"]["languages"]["de-en"]
     got = entry["second_stage"]
     assert got["min_prob"] in GRID and got["max_lines"] == max(m["lines"] for m in got["measured"])
@@ -168,13 +154,9 @@ def test_train_with_two_languages_and_a_second_stage_comes_out_with_its_settings
 def test_keep_settings_on_a_calibration_without_stage_settings_takes_the_stage_files(toy_stage_dir, tmp_path):
     from bitextmine.mining.calibrated import write_section
 
-    model_dir = str(tmp_path / "m")
-    shutil.copytree(toy_stage_dir, model_dir)
+    model_dir, files = model_with_dev_pairs(toy_stage_dir, tmp_path, 400, 34)
     write_section(model_dir, {"de-en": {"threshold": 1.1, "min_z": 0.0, "min_cosine": 0.2}}, "by hand")
-    s, t = toy_corpus(400, seed=34)
-    files = write_lines(tmp_path / "dev.de", s), write_lines(tmp_path / "dev.en", t)
-    r = CliRunner().invoke(main, ["calibrate-mining", "--model", model_dir, "--pair", "de", "en", *files,
-                                  "--keep-settings"])
+    r = calibrate_mining_cli(model_dir, files, "--keep-settings")
     assert r.exit_code == 0, r.output
     on_disk = json.load(open(os.path.join(model_dir, "second_stage", "second_stage.json")))
     got = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
