@@ -59,7 +59,8 @@ def run(rows: list, lang: str, model) -> tuple[int, int, collections.Counter]:
            for line in rejects.getvalue().decode("utf-8").splitlines()}
     good = sum(g and f"{a}\t{b}" in kept for a, b, g in rows)
     bad = sum(not g and f"{a}\t{b}" in kept for a, b, g in rows)
-    return good, bad, collections.Counter(why.get(f"{a}\t{b}", "?") for a, b, g in rows if g and f"{a}\t{b}" not in kept)
+    lost = collections.Counter(why.get(f"{a}\t{b}", "?") for a, b, g in rows if g and f"{a}\t{b}" not in kept)
+    return good, bad, lost
 
 
 def main() -> None:
