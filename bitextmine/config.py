@@ -444,6 +444,22 @@ class SecondStageConfig:
 
 
 @dataclass(frozen=True)
+class CalibrationConfig:
+    """The dev tasks `calibrate-mining` chooses a model's mining settings on and measures them with
+    (bitextmine/evaluation/mining_calibration.py)."""
+
+    # source lines of the floors' tasks (half of them translated), each where the dev pairs allow (1.5 pairs a line)
+    floor_lines: tuple[int, ...] = (30, 100, 300, 1000)
+    # lines a side of the second stage's tasks: the smallest shrinks to what the dev pairs fill; a larger one takes
+    # its gold pairs from the dev pairs and, where they run out, its distractors from filler pairs (none: left out)
+    stage_lines: tuple[int, ...] = (1000,)
+    stage_shares: tuple[float, ...] = (0.01, 0.05, 0.1, 0.5)  # shares of translations of the stage's tasks
+    stage_draws: int = 2  # tasks per dev set, size and share (mine's defaults are measured on as many)
+    measure_lines: int = 1000  # lines a side of the tasks mine's defaults are measured on end to end
+    seed: int = 0
+
+
+@dataclass(frozen=True)
 class Defaults:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     train: TrainConfig = field(default_factory=TrainConfig)

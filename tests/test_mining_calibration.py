@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 
 import numpy as np
@@ -11,7 +12,8 @@ from click.testing import CliRunner
 
 from bitextmine.cli import main
 from bitextmine.errors import ConfigError
-from bitextmine.evaluation.mining_calibration import (DEFAULTS_SHARES, MIN_PAIRS, calibrate_mining, calibrate_pair,
+from bitextmine.config import CalibrationConfig
+from bitextmine.evaluation.mining_calibration import (MIN_PAIRS, calibrate_mining, calibrate_pair,
                                                       distinct_pairs, draw_task, measure_defaults, sizes_for)
 from bitextmine.evaluation.threshold_grid import FLOORS, GRID, ZS
 from bitextmine.loading import load_model
@@ -90,7 +92,7 @@ def test_calibrate_mining_measures_mines_defaults_end_to_end_and_mine_says_it(to
     assert "mine's defaults end to end (without the second stage):" in r.output
     entry = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]
     got = entry["defaults_measured"]
-    assert [m["share"] for m in got] == list(DEFAULTS_SHARES) and entry["defaults_second_stage"] is False
+    assert [m["share"] for m in got] == list(CalibrationConfig.stage_shares) and entry["defaults_second_stage"] is False
     assert all(100 <= m["lines"] <= 1000 and 0 <= m["precision"] <= 1 and 0 <= m["recall"] <= 1 for m in got)
 
     from bitextmine.config import MineConfig
@@ -110,8 +112,9 @@ def test_measure_defaults_equals_mine_run_on_the_same_task_and_counted_by_hand(t
 
     s, t = toy_corpus(700, seed=26)
     settings = {"threshold": 1.05, "min_z": 2.0, "min_cosine": 0.0}
-    got, judged = measure_defaults(toy_model, ("de", "en"), s, t, settings, shares=(0.1,), lines=200, draws=1,
-                                   seed=3)
+    got, judged = measure_defaults(toy_model, ("de", "en"), s, t, settings,
+                                   config=CalibrationConfig(stage_shares=(0.1,), measure_lines=200, stage_draws=1,
+                                                            seed=3))
     task = build_task(clean_pool(list(zip(s, t)))[0], 200, 0.1, np.random.default_rng(3))
     files = write_lines(tmp_path / "s", task.src), write_lines(tmp_path / "t", task.tgt)
     r = CliRunner().invoke(main, ["mine", *files, "--model", toy_model_dir, "--src-lang", "de", "--tgt-lang", "en",
@@ -155,7 +158,7 @@ def test_train_with_two_languages_comes_out_calibrated(tmp_path):
     n = int(section["chosen_on"].split(": ")[1].split()[0])  # the distinct ones of the 200 held apart
     assert list(section["languages"]) == ["de-en"] and 45 <= n <= 200
     assert any(m.startswith(f"mining settings for de-en on {n} held-apart pairs") for m in logs)
-    assert [m["share"] for m in section["languages"]["de-en"]["defaults_measured"]] == list(DEFAULTS_SHARES)
+    assert [m["share"] for m in section["languages"]["de-en"]["defaults_measured"]] == list(CalibrationConfig.stage_shares)
     assert any(m.startswith("mine's defaults on held-apart tasks (without the second stage): 1% of") for m in logs)
     train_toy_pair(tmp_path, 1500, 24, 200, logs, out="one", languages=())
     assert "mining" not in json.load(open(tmp_path / "one" / "config.json"))
@@ -171,7 +174,8 @@ def test_keep_settings_adds_what_the_models_own_defaults_measure(toy_model_dir, 
     s, t = (open(f, encoding="utf-8").read().splitlines() for f in files)
     invoke = lambda *extra: calibrate_mining_cli(model_dir, files, *extra)  # noqa: E731
     r = invoke("--keep-settings")
-    assert r.exit_code == 1 and r.output == "Error: --keep-settings: the model holds no settings for de-en to keep\n"
+    last = r.output.splitlines()[-1]
+    assert r.exit_code == 1 and last == "Error: --keep-settings: the model holds no settings for de-en to keep"
     assert invoke("--no-measure-defaults").exit_code == 0
     before = json.load(open(os.path.join(model_dir, "config.json")))["mining"]
     r = invoke("--keep-settings")
@@ -186,7 +190,8 @@ def test_keep_settings_adds_what_the_models_own_defaults_measure(toy_model_dir, 
     assert again == after["chosen_on"]  # measured again: the provenance says it once
 
     model = load_model(model_dir)
-    got, _ = measure_defaults(model, ("de", "en"), s, t, kept, shares=(0.1,), lines=200, draws=1, seed=5)
+    got, _ = measure_defaults(model, ("de", "en"), s, t, kept, config=CalibrationConfig(
+        stage_shares=(0.1,), measure_lines=200, stage_draws=1, seed=5))
     task = build_task(clean_pool(list(zip(s, t)))[0], 200, 0.1, np.random.default_rng(5))
     paths = write_lines(tmp_path / "s", task.src), write_lines(tmp_path / "t", task.tgt)
     r = CliRunner().invoke(main, ["mine", *paths, "--model", model_dir, "--src-lang", "de", "--tgt-lang", "en",
@@ -195,3 +200,61 @@ def test_keep_settings_adds_what_the_models_own_defaults_measure(toy_model_dir, 
     pairs = {(int(line.split("\t")[-2]), int(line.split("\t")[-1])) for line in r.stdout.splitlines()}
     right = sum(p in task.gold for p in pairs)
     assert (got[0]["precision"], got[0]["recall"]) == pytest.approx((right / len(pairs), right / len(task.gold)))
+
+
+def test_a_dev_set_given_twice_chooses_and_measures_what_it_does_alone(toy_model):
+    """Each dev set weighs the same and draws its tasks from the same seed: one set twice is that set alone."""
+    from bitextmine.encoding import encode
+    from bitextmine.evaluation.mining_calibration import calibrate_sets
+
+    s, t = toy_corpus(400, seed=27)
+    x, y = encode(s, toy_model), encode(t, toy_model)
+    alone, twice = calibrate_pair(x, y, sizes=(30, 100)), calibrate_sets([(x, y), (x, y)], sizes=(30, 100))
+    assert (twice.settings, twice.measured, twice.f1, twice.global_f1) == (alone.settings, alone.measured, alone.f1,
+                                                                          alone.global_f1)
+    assert twice.pairs == 800
+    small = calibrate_sets([(x, y), (x[:60], y[:60])], sizes=(30, 100))  # the small set allows 30 lines only
+    assert [(m["lines"], m["share"]) for m in small.measured] == [(30, 0.5), (100, 0.5), (100, 0.1)]
+
+
+def test_stage_tasks_take_their_gold_from_the_dev_pairs_and_distractors_from_the_filler():
+    from bitextmine.evaluation.mining_calibration import stage_tasks
+
+    from bitextmine.judge.tasks import clean_pool
+
+    rng = np.random.default_rng(0)
+    word = lambda i: "".join(chr(97 + int(d)) for d in str(i))  # noqa: E731 - distinct words, no digits
+    pool = clean_pool([(f"fremd {word(i)} wort", f"english {word(i)} word") for i in range(300)])[0]
+    filler = [(f"fuell {word(i)} satz", f"filler {word(i)} line") for i in range(3000)]
+    assert len(pool) == 300
+    config = CalibrationConfig(stage_lines=(100, 1000), stage_shares=(0.1,), stage_draws=2)
+    got = stage_tasks(pool, filler, config, rng)
+    assert [(size, share, len(t.src), len(t.tgt)) for size, share, t in got] == [
+        (100, 0.1, 100, 100)] * 2 + [(1000, 0.1, 1000, 1000)] * 2
+    dev = {f for f, _ in pool} | {e for _, e in pool}
+    for _, _, t in got:
+        assert all(t.src[i - 1] in dev and t.tgt[j - 1] in dev for i, j in t.gold)  # gold from the dev pairs
+    assert sum(line.startswith("fuell") for line in got[-1][2].src) > 500  # the large task's distractors: filler
+    no_filler = stage_tasks(pool, [], config, rng)  # the larger size is left out; the smallest is drawn
+    assert [(size, len(t.src)) for size, _, t in no_filler] == [(100, 100)] * 2
+    shrunk = stage_tasks(pool[:150], [], replace(config, stage_lines=(1000,)), rng)  # shrinks to what fits
+    assert shrunk and all(50 <= len(t.src) < 100 for _, _, t in shrunk)
+
+
+def test_calibrate_mining_takes_dev_sets_in_either_order_and_filler_for_large_stage_tasks(toy_stage_dir, tmp_path):
+    """Two German-English dev sets (one given English first) and filler pairs: the stage's tasks of 1,000 lines
+    come from the filler, and max_lines says so."""
+    model_dir, files = model_with_dev_pairs(toy_stage_dir, tmp_path, 700, seed=41)
+    s, t = toy_corpus(300, seed=42)
+    other = write_lines(tmp_path / "o.en", t), write_lines(tmp_path / "o.de", s)
+    s, t = toy_corpus(3000, seed=43)
+    filler = write_lines(tmp_path / "f.de", s), write_lines(tmp_path / "f.en", t)
+    r = calibrate_mining_cli(model_dir, files, "--pair", "en", "de", *other, "--filler", "de", "en", *filler,
+                             "--stage-lines", "200", "--stage-lines", "1000", "--stage-draws", "1",
+                             "--no-measure-defaults", "--floor-lines", "30", "--floor-lines", "100")
+    assert r.exit_code == 0, r.output
+    stage = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
+    assert stage["max_lines"] == 1000 and "from 2 dev sets" in stage["chosen_on"]
+    assert sorted({m["lines"] for m in stage["measured"]}) == [200, 1000]
+    r = calibrate_mining_cli(model_dir, files, "--filler", "fr", "en", *filler)
+    assert r.exit_code != 0 and "--filler en-fr: no --pair of those languages" in r.output, r.output

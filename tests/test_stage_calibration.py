@@ -101,7 +101,7 @@ def test_calibrate_mining_chooses_the_stage_settings_and_mine_uses_them(calibrat
     got = entry["second_stage"]
     assert got["min_prob"] in GRID and [m["share"] for m in got["measured"]] == [0.01, 0.05, 0.1, 0.5]
     assert got["max_lines"] == max(m["lines"] for m in got["measured"]) and got["chosen_on"].startswith(
-        "calibrate-mining: 2 draws of tasks at 1%, 5%, 10%, 50% translated")
+        "calibrate-mining: tasks at 1%, 5%, 10%, 50% translated, 1,000 lines a side asked")
     assert f"second stage: --min-prob {got['min_prob']:g} (chosen on tasks from the dev pairs)" in output
     assert entry["defaults_second_stage"] is True
 

@@ -5,16 +5,30 @@ from __future__ import annotations
 
 import click
 
-from .common import assist_option, model_option, quiet_option
+from ..config import CalibrationConfig
+from .common import assist_option, info, model_option, quiet_option
 from .help import GroupedCommand
+
+_DEFAULTS = CalibrationConfig()
 
 
 @click.command(name="calibrate-mining", cls=GroupedCommand)
 @model_option
 @click.option("--pair", "pairs", nargs=4, multiple=True, required=True, metavar="LANG LANG FILE FILE",
               help="Two ISO 639-1 codes and two line-aligned files of dev pairs in those languages, never trained "
-                   "on (repeatable; at least 45 pairs, 1,500 for the largest tasks).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the tasks' draws.")
+                   "on (repeatable: the same two languages again give another dev set, e.g. of another domain, "
+                   "which weighs the same; at least 45 pairs, 1,500 for the largest floor tasks).")
+@click.option("--filler", "fillers", nargs=4, multiple=True, metavar="LANG LANG FILE FILE",
+              help="Line-aligned pairs of a --pair's languages, of the same domain, which the model may have trained "
+                   "on: the distractors of second-stage tasks larger than the dev pairs fill (repeatable).")
+@click.option("--floor-lines", type=click.IntRange(30), multiple=True, default=_DEFAULTS.floor_lines,
+              show_default=True, help="Source lines of the tasks the floors are chosen on (repeatable).")
+@click.option("--stage-lines", type=click.IntRange(50), multiple=True, default=_DEFAULTS.stage_lines,
+              show_default=True, help="Lines a side of the tasks the second stage's settings are chosen on "
+                                      "(repeatable; above what the dev pairs fill, with --filler only).")
+@click.option("--stage-draws", type=click.IntRange(1), default=_DEFAULTS.stage_draws, show_default=True,
+              help="Tasks per dev set, size and share, for the second stage and for mine's defaults.")
+@click.option("--seed", type=int, default=_DEFAULTS.seed, show_default=True, help="Seed of the tasks' draws.")
 @click.option("--measure-defaults/--no-measure-defaults", default=True, show_default=True,
               help="Also measure what 'mine' prints with the settings chosen and the model's second stage, end to end "
                    "on tasks drawn from the dev pairs (1/5/10/50 % translated, up to 1,000 lines a side, 2 draws; "
@@ -25,25 +39,30 @@ from .help import GroupedCommand
 @assist_option("Measure 'mine --assist' end to end too")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
-def calibrate_mining(model_dir, pairs, seed, measure_defaults, keep_settings, assist, dry_run, quiet):
+def calibrate_mining(model_dir, pairs, fillers, floor_lines, stage_lines, stage_draws, seed, measure_defaults,
+                     keep_settings, assist, dry_run, quiet):
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
-    pairs. Tasks: 30 to 1,000 source lines, half with their translation on the other side. For a pair of English
-    and a language of the model's second stage, also the score a pair needs (--min-prob) and the largest side
-    whose own margins the stage judges, chosen on tasks of 1/5/10/50 % translated (up to 1,000 lines a side,
-    2 draws).
+    pairs. Tasks: --floor-lines source lines, half with their translation on the other side. For a pair of
+    English and a language of the model's second stage, also the score a pair needs (--min-prob) and the largest
+    side whose own margins the stage judges, chosen on tasks of 1/5/10/50 % translated of --stage-lines lines a
+    side (--stage-draws draws each; larger than the dev pairs fill: distractors from --filler).
 
     \b
     Example:
       bitextmine calibrate-mining --model my-model --pair de en dev.de dev.en
+      bitextmine calibrate-mining --model my-model --pair de en news.de news.en --pair de en ui.de ui.en \
+          --stage-lines 1000 --stage-lines 10000 --filler de en train.de train.en
     """
     from ..evaluation.mining_calibration import calibrate_mining as run
     from ..loading import load_model
 
     model = load_model(model_dir)
-    got = run(model, pairs, seed=seed, write=not dry_run, defaults=measure_defaults, keep=keep_settings,
-              assist=assist or "")
+    config = CalibrationConfig(floor_lines=tuple(sorted(set(floor_lines))), stage_lines=tuple(sorted(set(stage_lines))),
+                               stage_draws=stage_draws, seed=seed)
+    got = run(model, pairs, config=config, fillers=fillers, write=not dry_run, defaults=measure_defaults,
+              keep=keep_settings, assist=assist or "", log=lambda message: info(quiet, message))
     for key, c in got.items():
         s = c.settings
         how = ("kept, the model's" if c.kept else

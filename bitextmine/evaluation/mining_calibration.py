@@ -18,21 +18,18 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..config import Floors
+from ..config import CalibrationConfig, Floors
 from ..errors import ConfigError
 from .threshold_grid import FLOORS, GRID, ZS, best, prf_table, settings
 
-SIZES = (30, 100, 300, 1000)  # source lines of the tasks, where the dev pairs allow (a task needs 1.5 N pairs)
 DRAWS = {30: 20, 100: 10, 300: 5, 1000: 3}  # draws per size (fewer at large sizes: their mean moves less)
 KEEP = 0.5  # share of a task's source lines whose translation is on the other side (the tasks the choice is made on)
 SPARSE = 0.1  # what the settings chosen give where translations are rarer is measured too, from 100 lines
 MIN_PAIRS = 45  # the fewest dev pairs that give a task of 30 lines
-# mine's defaults (the settings chosen, and the second stage where the model has one) measured end to end on tasks
-# of English and another language drawn from the same dev pairs (bitextmine.judge.tasks: same-domain distractors)
-DEFAULTS_SHARES = (0.01, 0.05, 0.1, 0.5)
-DEFAULTS_LINES = 1000  # lines a side of those tasks, fewer (down to DEFAULTS_MIN_LINES) where the pairs run out
+# mine's defaults (the settings chosen, and the second stage where the model has one) are measured end to end on
+# tasks of English and another language drawn from the same dev pairs (bitextmine.judge.tasks: same-domain
+# distractors), of CalibrationConfig.measure_lines lines a side, fewer (down to this) where the pairs run out
 DEFAULTS_MIN_LINES = 50
-DEFAULTS_DRAWS = 2
 MEASURED_BY = "; mine's defaults measured by "  # what --keep-settings adds to the provenance of the settings kept
 
 
@@ -83,32 +80,53 @@ def draw_task(x: np.ndarray, y: np.ndarray, size: int, keep: float, rng: np.rand
     return x[pick], y[tgt[perm]], gold
 
 
-def sizes_for(n: int, sizes=SIZES, keep: float = KEEP) -> list[int]:
+def sizes_for(n: int, sizes=CalibrationConfig.floor_lines, keep: float = KEEP) -> list[int]:
     """The task sizes ``n`` dev pairs allow (a task of N lines at a share ``keep`` takes up to (2 - keep) N pairs)."""
     return [s for s in sizes if int(s * (1 + (1 - keep))) <= n]
 
 
-def calibrate_pair(x: np.ndarray, y: np.ndarray, *, sizes=SIZES, seed: int = 0) -> PairCalibration:
+def calibrate_pair(x: np.ndarray, y: np.ndarray, *, sizes=CalibrationConfig.floor_lines, seed: int = 0
+                   ) -> PairCalibration:
     """Settings for mining rows like x against rows like y (aligned dev pairs, float32 (n, d), L2-normalised),
-    chosen on tasks drawn from them (:func:`draw_task`), with what they measured. ConfigError when there are too
-    few pairs for the smallest task."""
-    if len(x) != len(y):
-        raise ConfigError(f"dev pairs: {len(x)} source rows against {len(y)} target rows; expected aligned pairs")
-    usable = sizes_for(len(x), sizes)
+    chosen on tasks drawn from them (:func:`draw_task`), with what they measured: :func:`calibrate_sets` of one
+    set."""
+    return calibrate_sets([(x, y)], sizes=sizes, seed=seed)
+
+
+def calibrate_sets(sets: list, *, sizes=CalibrationConfig.floor_lines, seed: int = 0) -> PairCalibration:
+    """Settings for mining one language pair, chosen on tasks drawn from each of ``sets`` [(x, y): aligned dev
+    pairs, float32 (n, d), L2-normalised; e.g. one set a domain]: the top of the F1 surface averaged over the
+    sets (each weighs the same) and, within a set, over the task sizes it allows; ``measured`` per size, means
+    over the sets that allow it. ConfigError when a set has unaligned rows or none has enough pairs."""
+    for x, y in sets:
+        if len(x) != len(y):
+            raise ConfigError(f"dev pairs: {len(x)} source rows against {len(y)} target rows; expected aligned pairs")
+    usable = [(x, y) for x, y in sets if sizes_for(len(x), sizes)]
     if not usable:
-        raise ConfigError(f"{len(x)} dev pairs: too few to calibrate on (at least {MIN_PAIRS} for tasks of "
-                          f"{min(sizes)} lines)")
-    rng = np.random.default_rng(seed)
-    grids = {s: np.mean([prf_table(*draw_task(x, y, s, KEEP, rng)) for _ in range(DRAWS.get(s, 3))], 0)
-             for s in usable}  # each (floors, zs, thresholds, 3)
-    f1 = np.mean([g[..., 2] for g in grids.values()], 0)
+        raise ConfigError(f"{max(len(x) for x, _ in sets)} dev pairs: too few to calibrate on (at least {MIN_PAIRS} "
+                          f"for tasks of {min(sizes)} lines)")
+    grids = [_grids(x, y, sizes_for(len(x), sizes), KEEP, np.random.default_rng(seed)) for x, y in usable]
+    f1 = np.mean([np.mean([g[..., 2] for g in set_grids.values()], 0) for set_grids in grids], 0)
     index = best(f1)
-    measured = [_measured(s, KEEP, g[index]) for s, g in grids.items()]
-    sparse = np.random.default_rng(seed + 1)  # its own draws: the choice above is the same with or without them
-    for s in (s for s in sizes_for(len(x), sizes, SPARSE) if s >= 100):
-        g = np.mean([prf_table(*draw_task(x, y, s, SPARSE, sparse)) for _ in range(DRAWS.get(s, 3))], 0)
-        measured.append(_measured(s, SPARSE, g[index]))
-    return PairCalibration(settings(index), measured, float(f1[index]), float(f1[_global_index()]), len(x))
+    measured = _measured_over(grids, KEEP, index)
+    sparse = [_grids(x, y, [s for s in sizes_for(len(x), sizes, SPARSE) if s >= 100], SPARSE,
+                     np.random.default_rng(seed + 1)) for x, y in usable]  # own draws: the choice is the same
+    measured += _measured_over(sparse, SPARSE, index)
+    return PairCalibration(settings(index), measured, float(f1[index]), float(f1[_global_index()]),
+                           sum(len(x) for x, _ in sets))
+
+
+def _grids(x: np.ndarray, y: np.ndarray, sizes: list, keep: float, rng: np.random.Generator) -> dict:
+    """{size: the P/R/F1 grid (floors, zs, thresholds, 3) averaged over DRAWS[size] tasks drawn from x, y}."""
+    return {s: np.mean([prf_table(*draw_task(x, y, s, keep, rng)) for _ in range(DRAWS.get(s, 3))], 0)
+            for s in sizes}
+
+
+def _measured_over(grids: list, share: float, index: tuple) -> list[dict]:
+    """What the grid point ``index`` measured per size ([{lines, share, precision, recall, f1}]), means over the
+    sets' ``grids`` [{size: grid}] that hold the size."""
+    sizes = sorted({s for g in grids for s in g})
+    return [_measured(s, share, np.mean([g[s][index] for g in grids if s in g], 0)) for s in sizes]
 
 
 def _measured(lines: int, share: float, prf: np.ndarray) -> dict:
@@ -138,12 +156,12 @@ def distinct_pairs(src: list[str], tgt: list[str]) -> tuple[list[str], list[str]
 
 
 def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[str], settings: dict, *,
-                     shares=DEFAULTS_SHARES, lines: int = DEFAULTS_LINES, draws: int = DEFAULTS_DRAWS,
-                     seed: int = 0, assist: str = "") -> tuple[list[dict], bool]:
+                     config: CalibrationConfig = CalibrationConfig(), assist: str = "") -> tuple[list[dict], bool]:
     """What ``mine`` measures end to end with ``settings`` ({threshold, min_z, min_cosine}[, min_prob: the second
     stage's]) and the model's second stage for ``langs`` where it has one, on tasks drawn from the dev pairs
-    (``src``, ``tgt``: line-aligned texts in ``langs``, one of them English): per share of translations, ``draws``
-    tasks of ``lines`` lines a side (fewer where the pairs cannot fill them) built by
+    (``src``, ``tgt``: line-aligned texts in ``langs``, one of them English) with ``config.seed``: per share of
+    translations (``config.stage_shares``), ``config.stage_draws`` tasks of ``config.measure_lines`` lines a side
+    (fewer where the pairs cannot fill them) built by
     :func:`bitextmine.judge.tasks.build_task`. Returns ([{lines, share, precision, recall, f1}] means over the
     draws, whether the second stage judged the runs); ([], False) for a pair without English or pairs too few for
     a task of DEFAULTS_MIN_LINES lines. ``assist``: mine --assist (MineConfig.assist) in every run, and the flag
@@ -151,11 +169,11 @@ def measure_defaults(model, langs: tuple[str, str], src: list[str], tgt: list[st
     if "en" not in langs or langs[0] == langs[1]:
         return [], False
     other, pool = _foreign_pool(langs, src, tgt)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(config.seed)
     out, judged = [], False
-    for share in shares:
-        runs = [r for r in (_run_task(model, other, pool, share, lines, rng, settings, assist)
-                            for _ in range(draws)) if r]
+    for share in config.stage_shares:
+        runs = [r for r in (_run_task(model, other, pool, share, config.measure_lines, rng, settings, assist)
+                            for _ in range(config.stage_draws)) if r]
         if runs:
             judged = judged or any(r[1] for r in runs)
             prf = np.mean([r[2] for r in runs], 0)
@@ -213,28 +231,63 @@ def _draw(pool: list, share: float, lines: int, rng):
     return None
 
 
-def choose_stage(model, langs: tuple[str, str], src: list[str], tgt: list[str], floors: dict, *,
-                 shares=DEFAULTS_SHARES, lines: int = DEFAULTS_LINES, draws: int = DEFAULTS_DRAWS, seed: int = 0):
+def stage_tasks(pool: list, filler: list, config: CalibrationConfig, rng: np.random.Generator) -> list[tuple]:
+    """[(lines asked, share, Task)]: ``config.stage_draws`` tasks (:func:`bitextmine.judge.tasks.build_task`) for
+    each of ``config.stage_shares`` and ``config.stage_lines`` drawn from ``pool`` ((foreign, English) dev pairs,
+    a clean pool): the smallest size shrinks to what the pool fills (:func:`_draw`); a larger one the pool cannot
+    fill takes its gold pairs from the pool and its distractors from the rest of it and then from ``filler`` (pairs
+    of the same languages, which the model may have trained on), and is left out without filler."""
+    from ..judge.tasks import NEAR, PoolTooSmall, build_task, clean_pool
+
+    sizes = sorted(config.stage_lines)
+    out = []
+    for share in config.stage_shares:
+        for size in sizes:
+            fits = size * (2 - share) <= len(pool)
+            if size == sizes[0] and (fits or not filler):
+                drawn = [_draw(pool, share, size, rng) for _ in range(config.stage_draws)]
+            elif fits or filler:
+                pairs = pool if fits else clean_pool(pool + filler[: 3 * size])[0]  # the pool first, whole
+                drawn = []
+                for _ in range(config.stage_draws):
+                    try:
+                        drawn.append(build_task(pairs, size, share, rng, NEAR, None if fits else len(pool)))
+                    except PoolTooSmall:
+                        pass
+            else:
+                drawn = []
+            out += [(size, share, t) for t in drawn if t is not None and t.gold]
+    return out
+
+
+def choose_stage(model, langs: tuple[str, str], sets: list, floors: dict, *,
+                 config: CalibrationConfig = CalibrationConfig(), filler: list = ()):
     """The second stage's settings for ``langs`` (a :class:`bitextmine.evaluation.stage_calibration.StageChoice`)
-    chosen with the pair's ``floors`` on tasks drawn as :func:`measure_defaults` draws them from the dev pairs
-    (``src``, ``tgt``), from a seed of their own (seed + 1: other draws than those measured); None where the
-    model has no stage for the pair or the pairs fill no task."""
+    chosen with the pair's ``floors`` on tasks drawn by :func:`stage_tasks` from each dev set of ``sets``
+    [(src, tgt): line-aligned texts in ``langs``] with ``filler`` [(src, tgt) pairs in ``langs``], from a seed of
+    their own (config.seed + 1: other draws than those measured); each set and share weighs the same. None where
+    the model has no stage for the pair or the pairs fill no task."""
     from .stage_calibration import choose_stage as choose
 
     if _staged(model, langs) is None:
         return None
-    other, pool = _foreign_pool(langs, src, tgt)
-    rng = np.random.default_rng(seed + 1)
-    tasks = [(share, t) for share in shares for t in (_draw(pool, share, lines, rng) for _ in range(draws)) if t]
+    rng = np.random.default_rng(config.seed + 1)
+    other, fill = _foreign_pool(langs, [s for s, _ in filler], [t for _, t in filler]) if filler else (None, [])
+    tasks = []
+    for i, (src, tgt) in enumerate(sets):
+        other, pool = _foreign_pool(langs, src, tgt)
+        tasks += [(i, size, share, t) for size, share, t in stage_tasks(pool, fill, config, rng)]
     return choose(model, other, tasks, floors) if tasks else None
 
 
-def with_stage(model, langs: tuple[str, str], src: list[str], tgt: list[str], c: PairCalibration, *,
-               seed: int = 0, keep: bool = False) -> PairCalibration:
-    """``c`` with the second stage's settings for the pair: chosen by :func:`choose_stage`, or with ``keep`` those
-    the model holds (marked kept); unchanged where the model has no stage for the pair."""
+def with_stage(model, langs: tuple[str, str], sets: list, c: PairCalibration, *,
+               config: CalibrationConfig = CalibrationConfig(), filler: list = (), keep: bool = False
+               ) -> PairCalibration:
+    """``c`` with the second stage's settings for the pair: chosen by :func:`choose_stage` on the dev ``sets``
+    [(src, tgt)] and ``filler``, or with ``keep`` those the model holds (marked kept); unchanged where the model
+    has no stage for the pair."""
     if not keep:
-        chosen = choose_stage(model, langs, src, tgt, c.settings, seed=seed)
+        chosen = choose_stage(model, langs, sets, c.settings, config=config, filler=filler)
         return replace(c, stage=chosen.entry()) if chosen else c
     other = _staged(model, langs)
     if other is None:
@@ -249,53 +302,52 @@ def with_stage(model, langs: tuple[str, str], src: list[str], tgt: list[str], c:
 
 
 def measure_pair(model, langs: tuple[str, str], src: list[str], tgt: list[str], c: PairCalibration, *,
-                 seed: int = 0) -> PairCalibration:
+                 config: CalibrationConfig = CalibrationConfig()) -> PairCalibration:
     """``c`` with what mine's defaults measure end to end with its settings and its second stage's
     (:func:`measure_defaults`)."""
     settings = {**c.settings, **({"min_prob": c.stage["min_prob"]} if c.stage else {})}
-    got, judged = measure_defaults(model, langs, src, tgt, settings, seed=seed)
+    got, judged = measure_defaults(model, langs, src, tgt, settings, config=config)
     return replace(c, defaults_measured=got, defaults_second_stage=judged)
 
 
-def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = True,
-                     chosen_on: str = "", defaults: bool = True, keep: bool = False,
-                     assist: str = "") -> dict[str, PairCalibration]:
-    """Calibrate ``model``'s mining settings for each of ``pairs`` ((language, language, file, file): line-aligned
-    dev pairs of those two ISO 639-1 codes, never trained on) and, with ``write``, store them with what they
-    measured (with ``defaults``, also what mine's defaults measured end to end: :func:`measure_defaults`, pairs
-    with English) in the model directory's "mining" section (:func:`bitextmine.mining.calibrated.write_section`:
-    beside the pairs it already holds; the bundled model is read-only: ConfigError). With ``keep``, the settings
-    the model holds for each pair are kept (ConfigError where it holds none) and only what mine's defaults measure
-    with them is added. With ``assist`` (mine --assist), also what mine measures with it, where it knows the
-    pair's languages and joins the second stage. Returns {pair key "de-en": :class:`PairCalibration`}."""
+def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationConfig(), fillers=(),
+                     write: bool = True, chosen_on: str = "", defaults: bool = True, keep: bool = False,
+                     assist: str = "", log=lambda message: None) -> dict[str, PairCalibration]:
+    """Calibrate ``model``'s mining settings for each language pair of ``pairs`` ((language, language, file, file):
+    line-aligned dev pairs of those two ISO 639-1 codes, never trained on; a pair given more than once: dev sets,
+    e.g. of other domains, that weigh the same) on the tasks ``config`` describes, and, with ``write``, store them
+    with what they measured (with ``defaults``, also what mine's defaults measured end to end on the pair's first
+    dev set: :func:`measure_defaults`, pairs with English) in the model directory's "mining" section
+    (:func:`bitextmine.mining.calibrated.write_section`: beside the pairs it already holds; the bundled model is
+    read-only: ConfigError). ``fillers`` (same form as ``pairs``): pairs of the same languages (the model may have
+    trained on them) from which the second stage's tasks larger than the dev pairs fill take their distractors.
+    With ``keep``, the settings the model holds for each pair are kept (ConfigError where it holds none) and only
+    what mine's defaults measure with them is added. With ``assist`` (mine --assist), also what mine measures with
+    it, where it knows the pair's languages and joins the second stage. Returns {pair key "de-en":
+    :class:`PairCalibration`}. ``log`` gets a line as each step of a pair begins."""
     from ..corpus import read_parallel
-    from ..encoding import encode
     from ..mining.calibrated import pair_key, write_section
 
     if keep and not defaults:
         raise ConfigError("--keep-settings measures mine's defaults with the settings the model holds: drop "
                           "--no-measure-defaults")
-
     if write and not model.path:
         raise ConfigError("the model has no directory to store its calibration in")
     if write and _is_bundled(model.path):
         raise ConfigError("the bundled model is part of the package and is not rewritten; calibrate a model "
                           "directory of your own (a copy: cp -r, or one from 'bitextmine train')")
+    grouped, filled = _grouped(pairs), _grouped(fillers)
+    for key in filled.keys() - grouped.keys():
+        raise ConfigError(f"--filler {key}: no --pair of those languages to fill tasks for")
     out = {}
-    for a, b, path_a, path_b in pairs:
-        if a == b:
-            raise ConfigError(f"--pair {a} {b}: expected two different languages")
-        src, tgt = distinct_pairs(*read_parallel(path_a, path_b))
-        c = _kept(model, a, b, len(src)) if keep else calibrate_pair(encode(src, model), encode(tgt, model),
-                                                                      sizes=sizes, seed=seed)
-        c = with_stage(model, (a, b), src, tgt, c, seed=seed, keep=keep)
-        if defaults:
-            c = measure_pair(model, (a, b), src, tgt, c, seed=seed)
-        if assist:
-            c = _with_assist_measured(c, model, (a, b), src, tgt, assist, seed)
-        out[pair_key(a, b)] = c
+    for key, ((a, b), sets) in grouped.items():
+        sets = [distinct_pairs(*read_parallel(x, y)) for x, y in sets]
+        filler = _filler(filled.get(key), (a, b), config.seed)
+        log(f"{key}: {sum(len(src) for src, _ in sets):,} distinct dev pairs in {len(sets)} set(s)"
+            + (f", {len(filler):,} filler pairs" if filler else ""))
+        out[key] = _calibrated(model, (a, b), sets, filler, config, keep, defaults, assist, log)
     if write:
-        made = f"bitextmine calibrate-mining on dev pairs, seed {seed}"
+        made = f"bitextmine calibrate-mining on dev pairs, seed {config.seed}"
         if keep:  # the settings' own provenance stays (without what an earlier measurement added)
             own = model.mining.get("chosen_on", "").split(MEASURED_BY)[0]
             made = f"{own}{MEASURED_BY}{made} (--keep-settings)"
@@ -303,8 +355,57 @@ def calibrate_mining(model, pairs, *, sizes=SIZES, seed: int = 0, write: bool = 
     return out
 
 
+def _calibrated(model, langs: tuple, sets: list, filler: list, config: CalibrationConfig, keep: bool,
+                defaults: bool, assist: str, log) -> PairCalibration:
+    """One language pair's calibration (:func:`calibrate_mining`) from its dev ``sets`` [(src texts, tgt texts)]."""
+    from ..encoding import encode
+
+    pairs = sum(len(src) for src, _ in sets)
+    if not keep:
+        log("  choosing the floors")
+    c = (_kept(model, *langs, pairs) if keep else
+         calibrate_sets([(encode(src, model), encode(tgt, model)) for src, tgt in sets], sizes=config.floor_lines,
+                        seed=config.seed))
+    if not keep and _staged(model, langs):
+        log(f"  choosing the second stage's settings on tasks of {', '.join(map(str, config.stage_lines))} lines")
+    c = with_stage(model, langs, sets, c, config=config, filler=filler, keep=keep)
+    if defaults:
+        log("  measuring mine's defaults end to end")
+        c = measure_pair(model, langs, *sets[0], c, config=config)
+    if assist:
+        log(f"  measuring mine --assist {assist} end to end")
+        c = _with_assist_measured(c, model, langs, *sets[0], assist, config)
+    return c
+
+
+def _grouped(pairs) -> dict:
+    """{pair key: ((language, language) as first given, [(file, file) in that order]}: each (a, b, file, file)
+    of ``pairs`` under its key, a pair given as (b, a) with its files swapped. ConfigError for a == b."""
+    from ..mining.calibrated import pair_key
+
+    out: dict = {}
+    for a, b, path_a, path_b in pairs:
+        if a == b:
+            raise ConfigError(f"--pair {a} {b}: expected two different languages")
+        langs, sets = out.setdefault(pair_key(a, b), ((a, b), []))
+        sets.append((path_a, path_b) if langs == (a, b) else (path_b, path_a))
+    return out
+
+
+def _filler(found, langs: tuple, seed: int) -> list:
+    """The filler pairs [(src text, tgt text)] in ``langs``' order of the files ``found`` ((langs, [(file,
+    file)]) or None), stripped, blank sides left out, shuffled with ``seed``."""
+    from ..corpus import read_parallel
+
+    if not found:
+        return []
+    pairs = [(x.strip(), y.strip()) for a, b in found[1] for x, y in zip(*read_parallel(a, b))
+             if x.strip() and y.strip()]
+    return [pairs[i] for i in np.random.default_rng(seed).permutation(len(pairs))]
+
+
 def _with_assist_measured(c: PairCalibration, model, langs: tuple, src: list, tgt: list, assist: str,
-                          seed: int) -> PairCalibration:
+                          config: CalibrationConfig) -> PairCalibration:
     """``c`` with what mine measures end to end with ``assist`` (:func:`measure_defaults`), or with the reason it
     was not measured (an assist that does not know a language, a pair without English, no second stage)."""
     from ..assist import assist_for
@@ -313,7 +414,7 @@ def _with_assist_measured(c: PairCalibration, model, langs: tuple, src: list, tg
         encoder = assist_for(assist, langs)
     except ConfigError as e:
         return replace(c, assist_note=str(e))
-    got, joined = measure_defaults(model, langs, src, tgt, c.settings, seed=seed, assist=assist)
+    got, joined = measure_defaults(model, langs, src, tgt, c.settings, config=config, assist=assist)
     if not joined:
         return replace(c, assist_note=f"--assist {assist} joins the second stage, which judged none of these runs "
                                       "(a pair without English, or a model without a stage for it)")

@@ -82,27 +82,31 @@ def best_floor(tasks: list, dense: list, dense_loss: float = DENSE_LOSS, grid=GR
 
 
 def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float = DENSE_LOSS) -> StageChoice:
-    """The stage's settings for ``lang`` with English (:class:`StageChoice`) chosen on ``tasks`` [(share of
-    translations, Task)] (foreign against English) with the pair's ``floors`` {threshold, min_z, min_cosine}: the
-    score floor by :func:`best_floor` (the densest share's tasks as the dense ones), ``max_lines`` the largest
-    task's lines a side."""
-    cells = [(share, task_cells(task, model, model.second_stage, lang, floors)) for share, task in tasks]
-    densest = max(share for share, _ in cells)
-    p = best_floor(cells, [c for share, c in cells if share == densest], dense_loss)
-    measured = measured_at(cells, p)
-    largest = int(max(c["lines"] for _, c in cells))
-    shares = ", ".join(f"{m['share']:.0%}" for m in measured)
-    how = (f"calibrate-mining: {len(cells) // len(measured)} draws of tasks at {shares} translated, up to "
-           f"{largest:,} lines a side")
+    """The stage's settings for ``lang`` with English (:class:`StageChoice`) chosen on ``tasks`` [(kind: a dev set,
+    lines a side asked, share of translations, Task)] (foreign against English) with the pair's ``floors``
+    {threshold, min_z, min_cosine}: the score floor by :func:`best_floor` (each kind and share a group; the densest
+    share's tasks as the dense ones), ``max_lines`` the largest task's lines a side."""
+    cells = [(kind, size, share, task_cells(task, model, model.second_stage, lang, floors))
+             for kind, size, share, task in tasks]
+    densest = max(share for _, _, share, _ in cells)
+    groups = [((kind, share), c) for kind, _, share, c in cells]
+    p = best_floor(groups, [c for _, _, share, c in cells if share == densest], dense_loss)
+    measured = measured_at([(size, share, c) for _, size, share, c in cells], p)
+    largest = int(max(c["lines"] for *_, c in cells))
+    shares = ", ".join(f"{s:.0%}" for s in sorted({share for _, _, share, _ in cells}))
+    sizes = ", ".join(f"{s:,}" for s in sorted({size for _, size, _, _ in cells}))
+    sets = len({kind for kind, *_ in cells})
+    how = (f"calibrate-mining: tasks at {shares} translated, {sizes} lines a side asked (up to {largest:,}), "
+           f"{len(cells)} tasks from {sets} dev set{'s' if sets > 1 else ''}")
     return StageChoice(p, largest, measured, how)
 
 
 def measured_at(cells: list, p: float) -> list[dict]:
-    """What score floor p measures on ``cells`` [(share, cells of a task)]: [{lines (the fewest of the share's
-    tasks), share, precision, recall, f1}] per share, means over its tasks."""
+    """What score floor p measures on ``cells`` [(lines asked, share, cells of a task)]: [{lines (the fewest of
+    the tasks), share, precision, recall, f1}] per size asked and share, means over its tasks."""
     out = []
-    for share in sorted({share for share, _ in cells}):
-        mine = [c for s, c in cells if s == share]
+    for size, share in sorted({(size, share) for size, share, _ in cells}):
+        mine = [c for n, s, c in cells if (n, s) == (size, share)]
         prf = np.mean([prf_at(c, p) for c in mine], 0)
         out.append({"lines": int(min(c["lines"] for c in mine)), "share": float(share),
                     **dict(zip(("precision", "recall", "f1"), map(float, prf)))})

@@ -185,17 +185,19 @@ def _measure_defaults(out_dir: str, languages, dev_src: list, c, src: list, tgt:
     defaults measure end to end on other such tasks (:func:`bitextmine.evaluation.mining_calibration.measure_pair`;
     a pair with English), stored beside the settings ``c`` chose; the sides' languages told apart by reading the
     dev pairs' first side."""
+    from ..config import CalibrationConfig
     from ..evaluation.mining_calibration import measure_pair, with_stage
     from ..loading import load_model
     from ..mining.calibrated import pair_key, write_section
 
     langs = _side_languages(tuple(dict.fromkeys(languages)), dev_src)
     model = load_model(out_dir)
-    c = with_stage(model, langs, src, tgt, c, seed=seed)
+    config = CalibrationConfig(seed=seed)
+    c = with_stage(model, langs, [(src, tgt)], c, config=config)
     if c.stage:
         log(f"second stage for {pair_key(*langs)} on held-apart tasks: min-prob {c.stage['min_prob']:g}, judging "
             f"its own margins up to {c.stage['max_lines']:,} lines a side")
-    c = measure_pair(model, langs, src, tgt, c, seed=seed)
+    c = measure_pair(model, langs, src, tgt, c, config=config)
     write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {c.pairs} held-apart pairs, seed {seed}")
     if not c.defaults_measured:
         from ..evaluation.mining_calibration import DEFAULTS_MIN_LINES

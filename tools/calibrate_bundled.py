@@ -1,0 +1,81 @@
+"""Rebuild the bundled model's calibration with `bitextmine calibrate-mining`, on the dev data it was chosen on.
+
+    python tools/calibrate_bundled.py --out /tmp/calibrated [--langs de fr] [--install]
+
+For each language L, the command gets two dev sets, never trained on: the pairs held apart from the bundled model's
+training (.bench/holdout/en-L.*: `python tools/train_default.py --out - --holdout 5000 --holdout-only`) and
+Tatoeba v1 (dev/tatoeba/v1); as filler for the second stage's tasks larger than those, every training corpus
+of L with English (train/*/en-L.*.gz) but the Debian manuals (never trained on: the fail safe's tasks) and the
+ISO code lists (names). The settings are chosen on a copy of the bundled model (``--out``), with floor tasks of
+30 to 3,000 lines, stage tasks of 1,000, 10,000 and 30,000 lines a side, and `mine --assist use` measured end to
+end. Several runs on copies of their own (other ``--langs``) are joined with ``--join DIR``: that copy's entries
+for its languages go into ``--out``'s calibration as the command stored them. ``--install`` copies ``--out``'s
+config.json over the bundled model's. This script only assembles the command's arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "shared", "data")
+HOLDOUT = os.path.join(HERE, "..", ".bench", "holdout")
+BUNDLED = os.path.join(HERE, "..", "bitextmine", "models", "default")
+ISO3 = {"de": "deu", "fr": "fra", "es": "spa", "cs": "ces", "ru": "rus", "zh": "cmn", "tr": "tur", "ar": "ara"}
+NOT_FILLER = ("debian_docs", "debian_iso_codes")
+
+
+def arguments(lang: str, data: str = DATA, holdout: str = HOLDOUT) -> list[str]:
+    """calibrate-mining's --pair and --filler arguments for ``lang`` with English."""
+    tatoeba = os.path.join(data, "dev", "tatoeba", "v1", f"tatoeba.{ISO3[lang]}-eng")
+    out = ["--pair", lang, "en", f"{holdout}/en-{lang}.{lang}", f"{holdout}/en-{lang}.en",
+           "--pair", lang, "en", f"{tatoeba}.{ISO3[lang]}", f"{tatoeba}.eng"]
+    for en in sorted(glob.glob(os.path.join(data, "train", "*", f"en-{lang}.en.gz"))):
+        if not any(f"/{name}/" in en for name in NOT_FILLER):
+            out += ["--filler", lang, "en", en.replace(".en.gz", f".{lang}.gz"), en]
+    for en in sorted(glob.glob(os.path.join(data, "train", "turkish_parallel_corpora", "*.en.gz"))) * (lang == "tr"):
+        out += ["--filler", lang, "en", en.replace(".en.gz", ".tr.gz"), en]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="the copy of the bundled model to calibrate (made if missing)")
+    ap.add_argument("--langs", nargs="+", default=list(ISO3))
+    ap.add_argument("--join", default="", metavar="DIR", help="take DIR's entries for --langs into --out instead")
+    ap.add_argument("--install", action="store_true", help="copy --out's config.json over the bundled model's")
+    args = ap.parse_args()
+    if not os.path.exists(args.out):
+        shutil.copytree(BUNDLED, args.out)
+    if args.join:
+        join(args.join, args.out, args.langs)
+    elif args.langs:
+        command = [sys.executable, "-m", "bitextmine", "calibrate-mining", "--model", args.out,
+                   *[a for n in (30, 100, 300, 1000, 3000) for a in ("--floor-lines", str(n))],
+                   *[a for n in (1000, 10000, 30000) for a in ("--stage-lines", str(n))], "--assist", "use"]
+        for lang in args.langs:
+            command += arguments(lang)
+        print(" ".join(command), flush=True)
+        subprocess.run(command, check=True)
+    if args.install:
+        shutil.copy(os.path.join(args.out, "config.json"), os.path.join(BUNDLED, "config.json"))
+
+
+def join(source: str, target: str, langs: list[str]) -> None:
+    """``source``'s calibration entries for ``langs`` (each with English) stored into ``target``'s, as they are."""
+    from bitextmine.mining.calibrated import pair_key, write_section
+
+    with open(os.path.join(source, "config.json"), encoding="utf-8") as f:
+        section = json.load(f)["mining"]
+    write_section(target, {pair_key(lang, "en"): section["languages"][pair_key(lang, "en")] for lang in langs},
+                  section["chosen_on"])
+
+
+if __name__ == "__main__":
+    main()
