@@ -421,7 +421,7 @@ class SecondStageConfig:
     draws: int = 1  # tasks per corpus, size and share
     floor: float = 1.0  # margin below which a candidate is not judged (dropped): bounds the cost
     # the stage judges a run's own margins up to this many distinct lines a side: the largest dev tasks its min_prob
-    # was calibrated on (tools/calibrate_second_stage.py); margins fall as the sides grow, so a larger run gives it
+    # was calibrated on (calibrate-mining, which replaces this); margins fall as the sides grow, so a larger run gives it
     # margins as sides of this many lines give them (bitextmine/mining/reference.py)
     max_lines: int = 30000
     # the classifier: "trees" (gradient-boosted, scikit-learn to train, numpy to apply) or "logistic"; measured on

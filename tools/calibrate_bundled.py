@@ -11,6 +11,9 @@ ISO code lists (names). The settings are chosen on a copy of the bundled model (
 end. Several runs on copies of their own (other ``--langs``) are joined with ``--join DIR``: that copy's entries
 for its languages go into ``--out``'s calibration as the command stored them. ``--install`` copies ``--out``'s
 config.json over the bundled model's. This script only assembles the command's arguments.
+
+Measured 2026-11-28 (docs/tried.md, "Mining settings"): the settings it chose printed fewer right pairs where
+translations are rare than those the bundled model ships, which it keeps; run it without --install to compare.
 """
 
 from __future__ import annotations
