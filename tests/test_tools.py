@@ -95,3 +95,27 @@ def test_manuals_half_splits_the_manuals_by_a_hash_of_the_english_key(tmp_path):
     odd, even = manuals_half(str(tmp_path), "de"), manuals_half(str(tmp_path), "de", odd=False)
     by_hand = [(x, e) for x, e in zip(fx, en) if hashlib.md5(key(e).encode()).digest()[0] % 2 == 1]
     assert odd == by_hand and sorted(odd + even) == sorted(zip(fx, en)) and odd and even
+
+
+def test_calibrate_bundled_gives_two_dev_sets_and_the_training_corpora_but_the_manuals_as_filler(tmp_path):
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location("calibrate_bundled", os.path.join(
+        os.path.dirname(__file__), "..", "tools", "calibrate_bundled.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    for corpus in ("debian_docs", "debian_iso_codes", "debian_wesnoth", "turkish_parallel_corpora"):
+        (tmp_path / "train" / corpus).mkdir(parents=True)
+    for corpus in ("debian_docs", "debian_iso_codes", "debian_wesnoth"):
+        (tmp_path / "train" / corpus / "en-tr.en.gz").write_bytes(b"")
+    (tmp_path / "train" / "turkish_parallel_corpora" / "bible.en.gz").write_bytes(b"")
+    args = tool.arguments("tr", str(tmp_path), "HOLD")
+    groups = [args[i:i + 5] for i in range(0, len(args), 5)]
+    assert groups[:2] == [["--pair", "tr", "en", "HOLD/en-tr.tr", "HOLD/en-tr.en"],
+                          ["--pair", "tr", "en", f"{tmp_path}/dev/tatoeba/v1/tatoeba.tur-eng.tur",
+                           f"{tmp_path}/dev/tatoeba/v1/tatoeba.tur-eng.eng"]]
+    fillers = [g[3] for g in groups[2:]]
+    assert all(g[:3] == ["--filler", "tr", "en"] for g in groups[2:])
+    assert [os.path.relpath(f, tmp_path / "train") for f in fillers] == [
+        "debian_wesnoth/en-tr.tr.gz", "turkish_parallel_corpora/bible.tr.gz"]
