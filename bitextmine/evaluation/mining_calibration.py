@@ -7,7 +7,9 @@ translation on the other side, the other half's places go to translations of dev
 distractor has a partner in the task; both sides are shuffled. Over every draw and size, precision, recall and
 F1 of the mined pairs are computed for each point of the grid of :mod:`bitextmine.evaluation.threshold_grid`
 (the floors apply before the 1:1 selection, as in `mine`), and the settings chosen are the broad top of the mean
-F1 (:func:`bitextmine.evaluation.threshold_grid.best`), as for the bundled model. Nothing here prints.
+F1 (:func:`bitextmine.evaluation.threshold_grid.best`). A pair may come with several dev sets (say one a domain):
+each weighs the same. The second stage's settings are chosen on tasks with same-domain distractors
+(:func:`stage_tasks`), up to sizes whose distractors come from filler pairs. Nothing here prints.
 """
 
 from __future__ import annotations
@@ -237,26 +239,34 @@ def stage_tasks(pool: list, filler: list, config: CalibrationConfig, rng: np.ran
     a clean pool): the smallest size shrinks to what the pool fills (:func:`_draw`); a larger one the pool cannot
     fill takes its gold pairs from the pool and its distractors from the rest of it and then from ``filler`` (pairs
     of the same languages, which the model may have trained on), and is left out without filler."""
-    from ..judge.tasks import NEAR, PoolTooSmall, build_task, clean_pool
-
-    sizes = sorted(config.stage_lines)
+    smallest = min(config.stage_lines)
     out = []
     for share in config.stage_shares:
-        for size in sizes:
+        for size in sorted(config.stage_lines):
             fits = size * (2 - share) <= len(pool)
-            if size == sizes[0] and (fits or not filler):
+            if size == smallest and (fits or not filler):
                 drawn = [_draw(pool, share, size, rng) for _ in range(config.stage_draws)]
-            elif fits or filler:
-                pairs = pool if fits else clean_pool(pool + filler[: 3 * size])[0]  # the pool first, whole
-                drawn = []
-                for _ in range(config.stage_draws):
-                    try:
-                        drawn.append(build_task(pairs, size, share, rng, NEAR, None if fits else len(pool)))
-                    except PoolTooSmall:
-                        pass
             else:
-                drawn = []
+                drawn = _filled(pool, filler if not fits else [], share, size, config.stage_draws, rng)
             out += [(size, share, t) for t in drawn if t is not None and t.gold]
+    return out
+
+
+def _filled(pool: list, filler: list, share: float, size: int, draws: int, rng: np.random.Generator) -> list:
+    """Up to ``draws`` tasks of ``size`` lines a side whose gold pairs come from ``pool`` and distractors from the
+    rest of it, then from ``filler`` (a draw the pairs cannot fill is left out); none where the pool alone
+    cannot fill the size and there is no filler."""
+    from ..judge.tasks import NEAR, PoolTooSmall, build_task, clean_pool
+
+    if not filler and size * (2 - share) > len(pool):
+        return []
+    pairs = clean_pool(pool + filler[: 3 * size])[0] if filler else pool  # the pool (clean) first, whole
+    out = []
+    for _ in range(draws):
+        try:
+            out.append(build_task(pairs, size, share, rng, NEAR, len(pool) if filler else None))
+        except PoolTooSmall:
+            pass
     return out
 
 
