@@ -251,7 +251,8 @@ def test_calibrate_mining_takes_dev_sets_in_either_order_and_filler_for_large_st
     filler = write_lines(tmp_path / "f.de", s), write_lines(tmp_path / "f.en", t)
     r = calibrate_mining_cli(model_dir, files, "--pair", "en", "de", *other, "--filler", "de", "en", *filler,
                              "--stage-lines", "200", "--stage-lines", "1000", "--stage-draws", "1",
-                             "--no-measure-defaults", "--floor-lines", "30", "--floor-lines", "100")
+                             "--no-measure-defaults", "--floor-lines", "30", "--floor-lines", "100",
+                             "--stage-own-lines", "1")
     assert r.exit_code == 0, r.output
     stage = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
     assert stage["max_lines"] == 1000 and "from 2 dev sets" in stage["chosen_on"]

@@ -96,11 +96,11 @@ def calibrated_stage_dir(toy_stage_dir, tmp_path):
 
 
 def test_calibrate_mining_chooses_the_stage_settings_and_mine_uses_them(calibrated_stage_dir, tmp_path):
-    model_dir, _, output = calibrated_stage_dir
+    model_dir, dev, output = calibrated_stage_dir
     entry = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]
     got = entry["second_stage"]
     assert got["min_prob"] in GRID and [m["share"] for m in got["measured"]] == [0.01, 0.05, 0.1, 0.5]
-    assert got["max_lines"] == max(m["lines"] for m in got["measured"]) and got["chosen_on"].startswith(
+    assert got["max_lines"] == 30000 and got["chosen_on"].startswith(
         "calibrate-mining: tasks at 1%, 5%, 10%, 50% translated, 1,000 lines a side asked")
     assert f"second stage: --min-prob {got['min_prob']:g} (chosen on tasks from the dev pairs)" in output
     assert entry["defaults_second_stage"] is True
@@ -108,12 +108,19 @@ def test_calibrate_mining_chooses_the_stage_settings_and_mine_uses_them(calibrat
     stage = load_model(model_dir).second_stage
     assert (stage.languages["de"]["min_prob"], stage.languages["de"]["max_lines"]) == (got["min_prob"],
                                                                                      got["max_lines"])
-    s, t = toy_corpus(2400, seed=32)  # sides above max_lines (at most 1,000): margins against samples
+    s, t = toy_corpus(2400, seed=32)  # sides of 1,100 lines: larger than the tasks, own margins up to 30,000
     files = write_lines(tmp_path / "a.de", s[:1100]), write_lines(tmp_path / "b.en", t[1000:2100])
-    stats = mine_files(*files, io.StringIO(), model=load_model(model_dir), config=MineConfig(trust_langs=True),
-                       src_lang="de", tgt_lang="en")
+    run = lambda: mine_files(*files, io.StringIO(), model=load_model(model_dir),  # noqa: E731
+                             config=MineConfig(trust_langs=True), src_lang="de", tgt_lang="en")
+    stats = run()
     assert f"|second-stage:de:min-prob{got['min_prob']:g}|" in stats.signature
-    assert f"margins against samples of {got['max_lines']:,} lines a side" in stats.info["settings"]
+    assert "margins against samples" not in stats.info["settings"]
+
+    r = calibrate_mining_cli(model_dir, dev, "--stage-own-lines", "1", "--no-measure-defaults")
+    assert r.exit_code == 0, r.output
+    got = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
+    assert got["max_lines"] == max(m["lines"] for m in got["measured"]) <= 1000  # the largest task
+    assert f"margins against samples of {got['max_lines']:,} lines a side" in run().info["settings"]
 
 
 def test_keep_settings_keeps_the_stage_settings_and_marks_them_kept(calibrated_stage_dir):
@@ -142,7 +149,7 @@ def test_train_with_two_languages_and_a_second_stage_comes_out_with_its_settings
                    second_stage=SecondStageConfig(sizes=(200,), shares=(0.05, 0.5), task_pairs=500))
     entry = json.load(open(tmp_path / "m" / "config.json"))["mining"]["languages"]["de-en"]
     got = entry["second_stage"]
-    assert got["min_prob"] in GRID and got["max_lines"] == max(m["lines"] for m in got["measured"])
+    assert got["min_prob"] in GRID and got["max_lines"] == 30000  # own margins up to 30,000 lines (calibrate)
     assert entry["defaults_second_stage"] is True
     assert any(m.startswith(f"second stage for de-en on held-apart tasks: min-prob {got['min_prob']:g}")
                for m in logs)

@@ -28,6 +28,9 @@ _DEFAULTS = CalibrationConfig()
                                       "(repeatable; above what the dev pairs fill, with --filler only).")
 @click.option("--stage-draws", type=click.IntRange(1), default=_DEFAULTS.stage_draws, show_default=True,
               help="Tasks per dev set, size and share, for the second stage and for mine's defaults.")
+@click.option("--stage-own-lines", type=click.IntRange(1), default=_DEFAULTS.stage_own_lines, show_default=True,
+              help="The second stage judges a run's own margins up to the largest of its tasks or this many lines "
+                   "a side, whichever is more; margins against samples of that many above.")
 @click.option("--seed", type=int, default=_DEFAULTS.seed, show_default=True, help="Seed of the tasks' draws.")
 @click.option("--measure-defaults/--no-measure-defaults", default=True, show_default=True,
               help="Also measure what 'mine' prints with the settings chosen and the model's second stage, end to end "
@@ -39,8 +42,8 @@ _DEFAULTS = CalibrationConfig()
 @assist_option("Measure 'mine --assist' end to end too")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
-def calibrate_mining(model_dir, pairs, fillers, floor_lines, stage_lines, stage_draws, seed, measure_defaults,
-                     keep_settings, assist, dry_run, quiet):
+def calibrate_mining(model_dir, pairs, fillers, floor_lines, stage_lines, stage_draws, stage_own_lines, seed,
+                     measure_defaults, keep_settings, assist, dry_run, quiet):
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
@@ -60,7 +63,7 @@ def calibrate_mining(model_dir, pairs, fillers, floor_lines, stage_lines, stage_
 
     model = load_model(model_dir)
     config = CalibrationConfig(floor_lines=tuple(sorted(set(floor_lines))), stage_lines=tuple(sorted(set(stage_lines))),
-                               stage_draws=stage_draws, seed=seed)
+                               stage_draws=stage_draws, stage_own_lines=stage_own_lines, seed=seed)
     got = run(model, pairs, config=config, fillers=fillers, write=not dry_run, defaults=measure_defaults,
               keep=keep_settings, assist=assist or "", log=lambda message: info(quiet, message))
     for key, c in got.items():

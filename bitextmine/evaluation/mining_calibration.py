@@ -287,7 +287,7 @@ def choose_stage(model, langs: tuple[str, str], sets: list, floors: dict, *,
     for i, (src, tgt) in enumerate(sets):
         other, pool = _foreign_pool(langs, src, tgt)
         tasks += [(i, size, share, t) for size, share, t in stage_tasks(pool, fill, config, rng)]
-    return choose(model, other, tasks, floors) if tasks else None
+    return choose(model, other, tasks, floors, own_lines=config.stage_own_lines) if tasks else None
 
 
 def with_stage(model, langs: tuple[str, str], sets: list, c: PairCalibration, *,

@@ -1,5 +1,6 @@
 """Choose the second stage's settings for a language paired with English on dev tasks: the score a pair needs
-(``min_prob``) and the largest side whose own margins it judges (``max_lines``, the largest task it was chosen on).
+(``min_prob``) and the largest side whose own margins it judges (``max_lines``: the largest task it was chosen on,
+or ``own_lines`` where that is more).
 
 Each task is mined as `mine` mines it with the stage (every floor off but the stage's margin floor:
 :func:`bitextmine.judge.train.task_features`); for each score floor of :data:`GRID`, the candidates that reach it
@@ -81,11 +82,13 @@ def best_floor(tasks: list, dense: list, dense_loss: float = DENSE_LOSS, grid=GR
     return float(max(keeps or grid, key=lambda p: (mean_f1(tasks, p), -abs(p - 0.5))))
 
 
-def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float = DENSE_LOSS) -> StageChoice:
+def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float = DENSE_LOSS,
+                 own_lines: int = 1) -> StageChoice:
     """The stage's settings for ``lang`` with English (:class:`StageChoice`) chosen on ``tasks`` [(kind: a dev set,
     lines a side asked, share of translations, Task)] (foreign against English) with the pair's ``floors``
     {threshold, min_z, min_cosine}: the score floor by :func:`best_floor` (each kind and share a group; the densest
-    share's tasks as the dense ones), ``max_lines`` the largest task's lines a side."""
+    share's tasks as the dense ones), ``max_lines`` the largest task's lines a side or ``own_lines``, whichever is
+    more."""
     cells = [(kind, size, share, task_cells(task, model, model.second_stage, lang, floors))
              for kind, size, share, task in tasks]
     densest = max(share for _, _, share, _ in cells)
@@ -98,7 +101,7 @@ def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float 
     sets = len({kind for kind, *_ in cells})
     how = (f"calibrate-mining: tasks at {shares} translated, {sizes} lines a side asked (up to {largest:,}), "
            f"{len(cells)} tasks from {sets} dev set{'s' if sets > 1 else ''}")
-    return StageChoice(p, largest, measured, how)
+    return StageChoice(p, max(largest, own_lines), measured, how)
 
 
 def measured_at(cells: list, p: float) -> list[dict]:

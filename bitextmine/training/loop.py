@@ -196,9 +196,8 @@ def _measure_defaults(out_dir: str, languages, dev_src: list, c, src: list, tgt:
     c = with_stage(model, langs, [(src, tgt)], c, config=config)
     if c.stage:
         log(f"second stage for {pair_key(*langs)} on held-apart tasks: min-prob {c.stage['min_prob']:g}, judging "
-            f"its own margins up to {c.stage['max_lines']:,} lines a side (larger sides: margins against samples "
-            "of that many, measured less precise; for larger runs calibrate on larger tasks: calibrate-mining "
-            "--stage-lines N --filler ...)")
+            f"its own margins up to {c.stage['max_lines']:,} lines a side (chosen on smaller tasks: calibrate-mining "
+            "--stage-lines N --filler ... chooses on tasks as large as the runs)")
     c = measure_pair(model, langs, src, tgt, c, config=config)
     write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {c.pairs} held-apart pairs, seed {seed}")
     if not c.defaults_measured:
