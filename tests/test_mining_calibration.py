@@ -259,3 +259,11 @@ def test_calibrate_mining_takes_dev_sets_in_either_order_and_filler_for_large_st
     assert sorted({m["lines"] for m in stage["measured"]}) == [200, 1000]
     r = calibrate_mining_cli(model_dir, files, "--filler", "fr", "en", *filler)
     assert r.exit_code != 0 and "--filler en-fr: no --pair of those languages" in r.output, r.output
+
+
+def test_filler_given_in_the_other_order_of_the_languages_is_read_in_the_pairs_order(tmp_path):
+    from bitextmine.evaluation.mining_calibration import _filler, _grouped
+
+    de, en = write_lines(tmp_path / "f.de", ["eins", "zwei"]), write_lines(tmp_path / "f.en", ["one", "two"])
+    for given in (("de", "en", de, en), ("en", "de", en, de)):
+        assert sorted(_filler(_grouped([given]).get("de-en"), ("de", "en"), 0)) == [("eins", "one"), ("zwei", "two")]

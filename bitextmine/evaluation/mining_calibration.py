@@ -403,14 +403,17 @@ def _grouped(pairs) -> dict:
 
 
 def _filler(found, langs: tuple, seed: int) -> list:
-    """The filler pairs [(src text, tgt text)] in ``langs``' order of the files ``found`` ((langs, [(file,
-    file)]) or None), stripped, blank sides left out, shuffled with ``seed``."""
+    """The filler pairs [(text in langs[0], text in langs[1])] of the files ``found`` ((the languages in their
+    files' order, [(file, file)]) or None: :func:`_grouped`), stripped, blank sides left out, shuffled with
+    ``seed``."""
     from ..corpus import read_parallel
 
     if not found:
         return []
     pairs = [(x.strip(), y.strip()) for a, b in found[1] for x, y in zip(*read_parallel(a, b))
              if x.strip() and y.strip()]
+    if tuple(found[0]) != tuple(langs):  # the --filler gave the languages the other way round
+        pairs = [(y, x) for x, y in pairs]
     return [pairs[i] for i in np.random.default_rng(seed).permutation(len(pairs))]
 
 
