@@ -267,3 +267,5 @@ def test_filler_given_in_the_other_order_of_the_languages_is_read_in_the_pairs_o
     de, en = write_lines(tmp_path / "f.de", ["eins", "zwei"]), write_lines(tmp_path / "f.en", ["one", "two"])
     for given in (("de", "en", de, en), ("en", "de", en, de)):
         assert sorted(_filler(_grouped([given]).get("de-en"), ("de", "en"), 0)) == [("eins", "one"), ("zwei", "two")]
+    with pytest.raises(ConfigError, match="^--filler de de: expected two different languages$"):
+        _grouped([("de", "de", de, en)], "--filler")

@@ -243,31 +243,36 @@ def stage_tasks(pool: list, filler: list, config: CalibrationConfig, rng: np.ran
     out = []
     for share in config.stage_shares:
         for size in sorted(config.stage_lines):
-            fits = size * (2 - share) <= len(pool)
-            if size == smallest and (fits or not filler):
+            if size == smallest and (_fits(pool, share, size) or not filler):
                 drawn = [_draw(pool, share, size, rng) for _ in range(config.stage_draws)]
             else:
-                drawn = _filled(pool, filler if not fits else [], share, size, config.stage_draws, rng)
+                drawn = _filled(pool, filler, share, size, config.stage_draws, rng)
             out += [(size, share, t) for t in drawn if t is not None and t.gold]
     return out
 
 
 def _filled(pool: list, filler: list, share: float, size: int, draws: int, rng: np.random.Generator) -> list:
     """Up to ``draws`` tasks of ``size`` lines a side whose gold pairs come from ``pool`` and distractors from the
-    rest of it, then from ``filler`` (a draw the pairs cannot fill is left out); none where the pool alone
-    cannot fill the size and there is no filler."""
+    rest of it, then, where the pool cannot fill the size, from ``filler`` (a draw the pairs cannot fill is left
+    out); none where the pool cannot fill the size and there is no filler."""
     from ..judge.tasks import NEAR, PoolTooSmall, build_task, clean_pool
 
-    if not filler and size * (2 - share) > len(pool):
+    fits = _fits(pool, share, size)
+    if not fits and not filler:
         return []
-    pairs = clean_pool(pool + filler[: 3 * size])[0] if filler else pool  # the pool (clean) first, whole
+    pairs = pool if fits else clean_pool(pool + filler[: 3 * size])[0]  # the pool (clean) first, whole
     out = []
     for _ in range(draws):
         try:
-            out.append(build_task(pairs, size, share, rng, NEAR, len(pool) if filler else None))
+            out.append(build_task(pairs, size, share, rng, NEAR, None if fits else len(pool)))
         except PoolTooSmall:
             pass
     return out
+
+
+def _fits(pool: list, share: float, size: int) -> bool:
+    """Whether ``pool`` holds the pairs a task of ``size`` lines a side at ``share`` takes (size * (2 - share))."""
+    return size * (2 - share) <= len(pool)
 
 
 def choose_stage(model, langs: tuple[str, str], sets: list, floors: dict, *,
@@ -279,13 +284,14 @@ def choose_stage(model, langs: tuple[str, str], sets: list, floors: dict, *,
     the model has no stage for the pair or the pairs fill no task."""
     from .stage_calibration import choose_stage as choose
 
-    if _staged(model, langs) is None:
+    other = _staged(model, langs)
+    if other is None:
         return None
     rng = np.random.default_rng(config.seed + 1)
-    other, fill = _foreign_pool(langs, [s for s, _ in filler], [t for _, t in filler]) if filler else (None, [])
+    fill = _foreign_pool(langs, [s for s, _ in filler], [t for _, t in filler])[1] if filler else []
     tasks = []
     for i, (src, tgt) in enumerate(sets):
-        other, pool = _foreign_pool(langs, src, tgt)
+        pool = _foreign_pool(langs, src, tgt)[1]
         tasks += [(i, size, share, t) for size, share, t in stage_tasks(pool, fill, config, rng)]
     return choose(model, other, tasks, floors, own_lines=config.stage_own_lines) if tasks else None
 
@@ -346,7 +352,7 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     if write and _is_bundled(model.path):
         raise ConfigError("the bundled model is part of the package and is not rewritten; calibrate a model "
                           "directory of your own (a copy: cp -r, or one from 'bitextmine train')")
-    grouped, filled = _grouped(pairs), _grouped(fillers)
+    grouped, filled = _grouped(pairs), _grouped(fillers, "--filler")
     for key in filled.keys() - grouped.keys():
         raise ConfigError(f"--filler {key}: no --pair of those languages to fill tasks for")
     out = {}
@@ -388,15 +394,16 @@ def _calibrated(model, langs: tuple, sets: list, filler: list, config: Calibrati
     return c
 
 
-def _grouped(pairs) -> dict:
+def _grouped(pairs, option: str = "--pair") -> dict:
     """{pair key: ((language, language) as first given, [(file, file) in that order]}: each (a, b, file, file)
-    of ``pairs`` under its key, a pair given as (b, a) with its files swapped. ConfigError for a == b."""
+    of ``pairs`` under its key, a pair given as (b, a) with its files swapped. ConfigError naming ``option`` for
+    a == b."""
     from ..mining.calibrated import pair_key
 
     out: dict = {}
     for a, b, path_a, path_b in pairs:
         if a == b:
-            raise ConfigError(f"--pair {a} {b}: expected two different languages")
+            raise ConfigError(f"{option} {a} {b}: expected two different languages")
         langs, sets = out.setdefault(pair_key(a, b), ((a, b), []))
         sets.append((path_a, path_b) if langs == (a, b) else (path_b, path_a))
     return out
