@@ -255,12 +255,12 @@ def _filled(pool: list, filler: list, share: float, size: int, draws: int, rng: 
     """Up to ``draws`` tasks of ``size`` lines a side whose gold pairs come from ``pool`` and distractors from the
     rest of it, then, where the pool cannot fill the size, from ``filler`` (a draw the pairs cannot fill is left
     out); none where the pool cannot fill the size and there is no filler."""
-    from ..judge.tasks import NEAR, PoolTooSmall, build_task, clean_pool
+    from ..judge.tasks import NEAR, PoolTooSmall, build_task, with_filler
 
     fits = _fits(pool, share, size)
     if not fits and not filler:
         return []
-    pairs = pool if fits else clean_pool(pool + filler[: 3 * size])[0]  # the pool (clean) first, whole
+    pairs = pool if fits else with_filler(pool, filler, size)
     out = []
     for _ in range(draws):
         try:

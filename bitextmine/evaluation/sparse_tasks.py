@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..judge.tasks import DROPPED, NEAR, PoolTooSmall, Task, build_task, clean_pool, fill_task, take_gold
+from ..judge.tasks import DROPPED, NEAR, PoolTooSmall, Task, build_task, fill_task, take_gold, with_filler
 from .devdata import LANGS as ISO3
 from .devdata import language_pairs
 
@@ -149,7 +149,7 @@ def draw_tasks(pool: list[tuple[str, str]], lang: str, label: str, share: float,
     if size * (2 - share) <= len(pool):
         return size, [build_task(pool, size, share, np.random.default_rng(s), near) for s in seeds], False
     filler = read_filler(lang, train_dir) if filler is None else filler
-    pairs, _ = clean_pool(pool + filler[:3 * size])  # the pool (clean) first and whole, then filler
+    pairs = with_filler(pool, filler, size)
     return size, [build_task(pairs, size, share, np.random.default_rng(s), near, len(pool)) for s in seeds], True
 
 

@@ -150,6 +150,13 @@ def clean_pool(pairs: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], int
     return out, len(pairs) - len(out)
 
 
+def with_filler(pool: list[tuple[str, str]], filler: list[tuple[str, str]], size: int) -> list[tuple[str, str]]:
+    """The pairs a task of ``size`` lines a side larger than ``pool`` (a :func:`clean_pool`) draws from: the pool
+    first and whole, then up to 3 * size pairs of ``filler``, cleaned of repeats (:func:`clean_pool`); its gold
+    pairs are the pool's (``build_task(..., gold_from=len(pool))``)."""
+    return clean_pool(pool + filler[: 3 * size])[0]
+
+
 @dataclass
 class Task:
     """One mining task: foreign lines ``src``, English lines ``tgt``, ``gold`` {(src line, tgt line)} numbered
