@@ -460,6 +460,10 @@ class CalibrationConfig:
     # margins against 1,000-line samples measured precision 7-29 % at 1 % translated on tasks of 10,000-30,000
     # lines, 47-80 % with their own margins (docs/tried.md, "Mining settings")
     stage_own_lines: int = 30000
+    # context tasks (calibrate-mining --context): gold dev pairs among their documents' other lines, the hardest
+    # distractors prose has (sentences of the same story); lines a side and shares of translations
+    context_lines: int = 1500
+    context_shares: tuple[float, ...] = (0.01, 0.04, 0.1)
     measure_lines: int = 1000  # lines a side of the tasks mine's defaults are measured on end to end
     seed: int = 0
 

@@ -269,3 +269,59 @@ def test_filler_given_in_the_other_order_of_the_languages_is_read_in_the_pairs_o
         assert sorted(_filler(_grouped([given]).get("de-en"), ("de", "en"), 0)) == [("eins", "one"), ("zwei", "two")]
     with pytest.raises(ConfigError, match="^--filler de de: expected two different languages$"):
         _grouped([("de", "de", de, en)], "--filler")
+
+
+def _documents(n_docs: int, lines: int) -> tuple[list, list]:
+    """(foreign, English) toy pairs in document order (``n_docs`` documents of ``lines`` lines), each line's
+    document name."""
+    word = lambda i: "".join(chr(97 + int(d)) for d in str(i))  # noqa: E731 - distinct words, no digits
+    pairs = [(f"fremd {word(i)} wort", f"english {word(i)} word") for i in range(n_docs * lines)]
+    return pairs, [f"doc{i // lines}" for i in range(n_docs * lines)]
+
+
+def test_context_tasks_take_dev_pairs_as_gold_and_the_lines_around_them_as_distractors():
+    """Against a slow reading of the task: every gold pair is a dev pair; every distractor is a line of the same
+    document as a gold pair, nearer it than the document's far end; no distractor has its partner on the other
+    side."""
+    from bitextmine.evaluation.mining_calibration import context_tasks
+
+    pairs, names = _documents(40, 60)
+    dev = set(pairs[::7])  # every seventh line is a dev pair
+    config = CalibrationConfig(context_lines=200, context_shares=(0.05, 0.1), stage_draws=2)
+    got = context_tasks((pairs, names), dev, config, np.random.default_rng(0))
+    assert [(size, share, len(t.src), len(t.tgt), len(t.gold)) for size, share, t in got] == [
+        (200, 0.05, 200, 200, 10)] * 2 + [(200, 0.1, 200, 200, 20)] * 2
+    at = {p: i for i, p in enumerate(pairs)}
+    english = {e: i for i, (_, e) in enumerate(pairs)}
+    foreign = {f: i for i, (f, _) in enumerate(pairs)}
+    for _, _, t in got:
+        gold_rows = {at[(t.src[i - 1], t.tgt[j - 1])] for i, j in t.gold}
+        assert all(pairs[k] in dev for k in gold_rows) and len(gold_rows) == len(t.gold)
+        gold_docs = {names[k] for k in gold_rows}
+        rows = [foreign[f] for f in t.src] + [english[e] for e in t.tgt]
+        assert {names[k] for k in rows} <= gold_docs  # the distractors come from the gold pairs' documents
+        src_rows, tgt_rows = {foreign[f] for f in t.src}, {english[e] for e in t.tgt}
+        assert src_rows & tgt_rows == gold_rows  # no distractor's partner is in the task
+    assert context_tasks((pairs, names), set(), config, np.random.default_rng(0)) == []
+
+
+def test_calibrate_mining_chooses_the_stage_on_context_tasks_too_and_refuses_bad_documents(toy_stage_dir, tmp_path):
+    model_dir, files = model_with_dev_pairs(toy_stage_dir, tmp_path, 700, seed=51)
+    s, t = toy_corpus(700, seed=51)
+    docs = write_lines(tmp_path / "dev.docs", [f"d{i // 50}" for i in range(700)])
+    base = ("--stage-lines", "200", "--stage-draws", "1", "--no-measure-defaults", "--floor-lines", "30")
+    r = calibrate_mining_cli(model_dir, files, *base, "--context", "en", "de", files[1], files[0], docs)
+    assert r.exit_code == 0, r.output
+    stage = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
+    assert "from 1 dev set and 1 set of documents" in stage["chosen_on"]
+    context = [m for m in stage["measured"] if m["share"] in (0.01, 0.04)]  # shares of the context tasks alone
+    assert len(context) == 2 and all(50 <= m["lines"] < 700 for m in context)  # as large as the documents allow
+    short = write_lines(tmp_path / "short.docs", ["d0"] * 699)
+    other = write_lines(tmp_path / "other.de", ["ganz anders"] * 700)
+    for extra, message in (
+            (("--context", "de", "en", *files, short), "short.docs: 699 lines of document names against 700 lines"),
+            (("--context", "fr", "en", *files, docs), "--context fr en: expected the two languages of a --pair"),
+            (("--context", "de", "en", other, files[1], docs), "none of its 700 pairs is a dev pair"),
+            (("--context", "de", "en", *files, docs, "--keep-settings"), "--context chooses the second stage's")):
+        r = calibrate_mining_cli(model_dir, files, *[a for a in base if a != "--no-measure-defaults"], *extra)
+        assert r.exit_code != 0 and message in r.output, (extra, r.output)

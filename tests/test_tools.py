@@ -119,3 +119,25 @@ def test_calibrate_bundled_gives_two_dev_sets_and_the_training_corpora_but_the_m
     assert all(g[:3] == ["--filler", "tr", "en"] for g in groups[2:])
     assert [os.path.relpath(f, tmp_path / "train") for f in fillers] == [
         "debian_wesnoth/en-tr.tr.gz", "turkish_parallel_corpora/bible.tr.gz"]
+    de = tool.arguments("de", str(tmp_path), "HOLD", manuals="MAN")  # the manuals' half, and news as documents
+    assert de[10:] == ["--pair", "de", "en", "MAN/en-de.de", "MAN/en-de.en",
+                       "--context", "de", "en", "MAN/en-de.de", "MAN/en-de.en", "MAN/en-de.docs",
+                       "--context", "de", "en", *(f"{tmp_path}/train/wmt_newstest/en-de.{x}.gz"
+                                                  for x in ("de", "en", "origin"))]
+
+
+def test_the_manuals_half_with_its_documents_is_the_half_that_reports_less_nothing(tmp_path):
+    """manuals_half_documents gives manuals_half's pairs with each line's manual; the two halves split the corpus."""
+    import gzip
+
+    from bitextmine.evaluation.devdata import manuals_half, manuals_half_documents
+
+    base = tmp_path / "train" / "debian_docs"
+    base.mkdir(parents=True)
+    rows = [(f"satz {w}", f"sentence {w}", f"manual{i % 3}") for i, w in enumerate("abcdefghijklmnopqrst")]
+    for k, suffix in enumerate(("de", "en", "origin")):
+        with gzip.open(base / f"en-de.{suffix}.gz", "wt", encoding="utf-8") as f:
+            f.writelines(r[k] + "\n" for r in rows)
+    halves = [manuals_half_documents(str(tmp_path), "de", odd) for odd in (True, False)]
+    assert [h[0] for h in halves] == [manuals_half(str(tmp_path), "de", odd) for odd in (True, False)]
+    assert sorted(p + (n,) for h in halves for p, n in zip(*h)) == sorted(rows)

@@ -6,7 +6,9 @@ For each language L, the command gets two dev sets, never trained on: the pairs 
 training (.bench/holdout/en-L.*: `python tools/train_default.py --out - --holdout 5000 --holdout-only`) and
 Tatoeba v1 (dev/tatoeba/v1); as filler for the second stage's tasks larger than those, every training corpus
 of L with English (train/*/en-L.*.gz) but the Debian manuals (never trained on: the fail safe's tasks) and the
-ISO code lists (names). The settings are chosen on a copy of the bundled model (``--out``), with floor tasks of
+ISO code lists (names); as documents (--context) the WMT news test sets for de, fr, cs, ru and zh, whose held-apart
+lines are the gold pairs of tasks with the sentences around them as distractors. With ``--manuals DIR``, the half of
+the Debian manuals that settings are chosen on (the other half reports) is a third dev set and a set of documents. The settings are chosen on a copy of the bundled model (``--out``), with floor tasks of
 30 to 3,000 lines, stage tasks of 1,000, 10,000 and 30,000 lines a side, and `mine --assist use` measured end to
 end. Several runs on copies of their own (other ``--langs``) are joined with ``--join DIR``: that copy's entries
 for its languages go into ``--out``'s calibration as the command stored them. ``--install`` copies ``--out``'s
@@ -32,13 +34,37 @@ HOLDOUT = os.path.join(HERE, "..", ".bench", "holdout")
 BUNDLED = os.path.join(HERE, "..", "bitextmine", "models", "default")
 ISO3 = {"de": "deu", "fr": "fra", "es": "spa", "cs": "ces", "ru": "rus", "zh": "cmn", "tr": "tur", "ar": "ara"}
 NOT_FILLER = ("debian_docs", "debian_iso_codes")
+NEWS = ("de", "fr", "cs", "ru", "zh")  # the languages whose held-apart pairs include WMT news test lines
 
 
-def arguments(lang: str, data: str = DATA, holdout: str = HOLDOUT) -> list[str]:
-    """calibrate-mining's --pair and --filler arguments for ``lang`` with English."""
+def write_manuals(folder: str, langs: list[str], data: str = DATA) -> str:
+    """Write each language's half of the Debian manuals that settings are chosen on (the pairs whose English key
+    hashes even: :func:`bitextmine.evaluation.devdata.manuals_half_documents`; the odd half reports) to
+    ``folder``/en-L.{L,en,docs}, in corpus order with each line's manual; returns ``folder``."""
+    from bitextmine.evaluation.devdata import manuals_half_documents
+
+    os.makedirs(folder, exist_ok=True)
+    for lang in langs:
+        pairs, names = manuals_half_documents(data, lang, odd=False)
+        for suffix, lines in ((lang, [x for x, _ in pairs]), ("en", [e for _, e in pairs]), ("docs", names)):
+            with open(os.path.join(folder, f"en-{lang}.{suffix}"), "w", encoding="utf-8") as f:
+                f.writelines(line + "\n" for line in lines)
+    return folder
+
+
+def arguments(lang: str, data: str = DATA, holdout: str = HOLDOUT, manuals: str = "") -> list[str]:
+    """calibrate-mining's --pair, --filler and --context arguments for ``lang`` with English; with ``manuals`` (a
+    folder :func:`write_manuals` wrote) the Debian manuals' choosing half as a third dev set and as documents."""
     tatoeba = os.path.join(data, "dev", "tatoeba", "v1", f"tatoeba.{ISO3[lang]}-eng")
     out = ["--pair", lang, "en", f"{holdout}/en-{lang}.{lang}", f"{holdout}/en-{lang}.en",
            "--pair", lang, "en", f"{tatoeba}.{ISO3[lang]}", f"{tatoeba}.eng"]
+    if manuals:
+        half = f"{manuals}/en-{lang}"
+        out += ["--pair", lang, "en", f"{half}.{lang}", f"{half}.en",
+                "--context", lang, "en", f"{half}.{lang}", f"{half}.en", f"{half}.docs"]
+    if lang in NEWS:
+        news = os.path.join(data, "train", "wmt_newstest", f"en-{lang}")
+        out += ["--context", lang, "en", f"{news}.{lang}.gz", f"{news}.en.gz", f"{news}.origin.gz"]
     for en in sorted(glob.glob(os.path.join(data, "train", "*", f"en-{lang}.en.gz"))):
         if not any(f"/{name}/" in en for name in NOT_FILLER):
             out += ["--filler", lang, "en", en.replace(".en.gz", f".{lang}.gz"), en]
@@ -53,6 +79,10 @@ def main() -> None:
     ap.add_argument("--langs", nargs="+", default=list(ISO3))
     ap.add_argument("--join", default="", metavar="DIR", help="take DIR's entries for --langs into --out instead")
     ap.add_argument("--install", action="store_true", help="copy --out's config.json over the bundled model's")
+    ap.add_argument("--manuals", default="", metavar="DIR",
+                    help="write the Debian manuals' choosing half to DIR and give it as a third dev set and as "
+                         "documents (default: not used)")
+    ap.add_argument("--stage-lines", type=int, nargs="+", default=[1000, 10000, 30000])
     args = ap.parse_args()
     if not os.path.exists(args.out):
         shutil.copytree(BUNDLED, args.out)
@@ -61,9 +91,10 @@ def main() -> None:
     elif args.langs:
         command = [sys.executable, "-m", "bitextmine", "calibrate-mining", "--model", args.out,
                    *[a for n in (30, 100, 300, 1000, 3000) for a in ("--floor-lines", str(n))],
-                   *[a for n in (1000, 10000, 30000) for a in ("--stage-lines", str(n))], "--assist", "use"]
+                   *[a for n in args.stage_lines for a in ("--stage-lines", str(n))], "--assist", "use"]
+        manuals = write_manuals(args.manuals, args.langs) if args.manuals else ""
         for lang in args.langs:
-            command += arguments(lang)
+            command += arguments(lang, manuals=manuals)
         print(" ".join(command), flush=True)
         subprocess.run(command, check=True)
     if args.install:

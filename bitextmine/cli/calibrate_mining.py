@@ -21,6 +21,12 @@ _DEFAULTS = CalibrationConfig()
 @click.option("--filler", "fillers", nargs=4, multiple=True, metavar="LANG LANG FILE FILE",
               help="Line-aligned pairs of a --pair's languages, of the same domain, which the model may have trained "
                    "on: the distractors of second-stage tasks larger than the dev pairs fill (repeatable).")
+@click.option("--context", "contexts", nargs=5, multiple=True, metavar="LANG LANG FILE FILE DOCS",
+              help="Line-aligned pairs of a --pair's languages in document order, and a file naming each line's "
+                   "document: the dev pairs among them are the gold pairs of further second-stage tasks "
+                   f"({_DEFAULTS.context_lines:,} lines a side, "
+                   f"{'/'.join(f'{s:.0%}'.rstrip('%') for s in _DEFAULTS.context_shares)} % translated) whose "
+                   "distractors are the lines around them in their documents (repeatable).")
 @click.option("--floor-lines", type=click.IntRange(30), multiple=True, default=_DEFAULTS.floor_lines,
               show_default=True, help="Source lines of the tasks the floors are chosen on (repeatable).")
 @click.option("--stage-lines", type=click.IntRange(50), multiple=True, default=_DEFAULTS.stage_lines,
@@ -42,7 +48,7 @@ _DEFAULTS = CalibrationConfig()
 @assist_option("Measure 'mine --assist' end to end too")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
-def calibrate_mining(model_dir, pairs, fillers, floor_lines, stage_lines, stage_draws, stage_own_lines, seed,
+def calibrate_mining(model_dir, pairs, fillers, contexts, floor_lines, stage_lines, stage_draws, stage_own_lines, seed,
                      measure_defaults, keep_settings, assist, dry_run, quiet):
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
@@ -50,13 +56,15 @@ def calibrate_mining(model_dir, pairs, fillers, floor_lines, stage_lines, stage_
     pairs. Tasks: --floor-lines source lines, half with their translation on the other side. For a pair of
     English and a language of the model's second stage, also the score a pair needs (--min-prob) and the largest
     side whose own margins the stage judges, chosen on tasks of 1/5/10/50 % translated of --stage-lines lines a
-    side (--stage-draws draws each; larger than the dev pairs fill: distractors from --filler).
+    side (--stage-draws draws each; larger than the dev pairs fill: distractors from --filler), and on the
+    context tasks of --context.
 
     \b
     Example:
       bitextmine calibrate-mining --model my-model --pair de en dev.de dev.en
-      bitextmine calibrate-mining --model my-model --pair de en news.de news.en --pair de en ui.de ui.en \
-          --stage-lines 1000 --stage-lines 10000 --filler de en train.de train.en
+      bitextmine calibrate-mining --model my-model --pair de en news.de news.en --pair de en ui.de ui.en \\
+          --stage-lines 1000 --stage-lines 10000 --filler de en train.de train.en \\
+          --context de en news.de news.en news.docs
     """
     from ..evaluation.mining_calibration import calibrate_mining as run
     from ..loading import load_model
@@ -64,7 +72,7 @@ def calibrate_mining(model_dir, pairs, fillers, floor_lines, stage_lines, stage_
     model = load_model(model_dir)
     config = CalibrationConfig(floor_lines=tuple(sorted(set(floor_lines))), stage_lines=tuple(sorted(set(stage_lines))),
                                stage_draws=stage_draws, stage_own_lines=stage_own_lines, seed=seed)
-    got = run(model, pairs, config=config, fillers=fillers, write=not dry_run, defaults=measure_defaults,
+    got = run(model, pairs, config=config, fillers=fillers, contexts=contexts, write=not dry_run, defaults=measure_defaults,
               keep=keep_settings, assist=assist or "", log=lambda message: info(quiet, message))
     for key, c in got.items():
         s = c.settings

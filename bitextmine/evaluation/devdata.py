@@ -157,8 +157,25 @@ def manuals_half(data_dir: str, lang: str, odd: bool = True) -> list[tuple[str, 
     """(foreign, English) pairs of ``lang``'s Debian manuals (``data_dir``/train/debian_docs, which the bundled
     model never trained on) in the half whose English key (:func:`bitextmine.judge.tasks.key`) hashes odd
     (``hashlib.md5(key).digest()[0] % 2 == 1``; ``odd`` False: the other half), in corpus order."""
+    fx, en = read_parallel(*_manuals(data_dir, lang)[:2])
+    return [(fx[i], en[i]) for i in _half(en, odd)]
+
+
+def manuals_half_documents(data_dir: str, lang: str, odd: bool = True) -> tuple[list[tuple[str, str]], list[str]]:
+    """(the pairs of :func:`manuals_half`, the manual each comes from: the corpus's .origin file)."""
+    path_fx, path_en, origin = _manuals(data_dir, lang)
+    fx, en = read_parallel(path_fx, path_en)
+    names, half = read_lines(origin), _half(en, odd)
+    return [(fx[i], en[i]) for i in half], [names[i] for i in half]
+
+
+def _manuals(data_dir: str, lang: str) -> tuple[str, str, str]:
+    base = os.path.join(data_dir, "train", "debian_docs", f"en-{lang}")
+    return f"{base}.{lang}.gz", f"{base}.en.gz", f"{base}.origin.gz"
+
+
+def _half(en: list[str], odd: bool) -> list[int]:
+    """The positions of the English texts ``en`` whose key hashes odd (``odd`` False: even)."""
     from ..judge.tasks import key
 
-    base = os.path.join(data_dir, "train", "debian_docs", f"en-{lang}")
-    fx, en = read_parallel(f"{base}.{lang}.gz", f"{base}.en.gz")
-    return [(x, e) for x, e in zip(fx, en) if (hashlib.md5(key(e).encode()).digest()[0] % 2 == 1) == odd]
+    return [i for i, e in enumerate(en) if (hashlib.md5(key(e).encode()).digest()[0] % 2 == 1) == odd]

@@ -275,13 +275,40 @@ def _fits(pool: list, share: float, size: int) -> bool:
     return size * (2 - share) <= len(pool)
 
 
+def context_tasks(documents: tuple, gold: set, config: CalibrationConfig, rng: np.random.Generator) -> list[tuple]:
+    """[(lines asked, share, Task)]: ``config.stage_draws`` tasks of ``config.context_lines`` lines a side for each
+    of ``config.context_shares`` (:func:`bitextmine.evaluation.sparse_tasks.build_context_task`) from
+    ``documents`` ((foreign, English) pairs in document order, each line's document name): their gold pairs are
+    pairs of ``documents`` that ``gold`` holds (dev pairs, (foreign, English)), their distractors the lines
+    nearest them in their documents, the foreign side's and the English side's from other lines. A task the
+    documents cannot fill shrinks to what they fill (down to DEFAULTS_MIN_LINES lines, else it is left out)."""
+    from ..judge.tasks import PoolTooSmall
+    from .sparse_tasks import build_context_task
+
+    pairs, names = documents
+    held = [i for i, p in enumerate(pairs) if p in gold]
+    out = []
+    for share in config.context_shares:
+        for _ in range(config.stage_draws):
+            lines = config.context_lines
+            while lines >= DEFAULTS_MIN_LINES:
+                try:
+                    out.append((config.context_lines, share, build_context_task(pairs, names, held, lines, share, rng)))
+                    break
+                except PoolTooSmall:
+                    lines = int(lines * 0.8)
+    return [t for t in out if t[2].gold]
+
+
 def choose_stage(model, langs: tuple[str, str], sets: list, floors: dict, *,
-                 config: CalibrationConfig = CalibrationConfig(), filler: list = ()):
+                 config: CalibrationConfig = CalibrationConfig(), filler: list = (), contexts: list = ()):
     """The second stage's settings for ``langs`` (a :class:`bitextmine.evaluation.stage_calibration.StageChoice`)
     chosen with the pair's ``floors`` on tasks drawn by :func:`stage_tasks` from each dev set of ``sets``
-    [(src, tgt): line-aligned texts in ``langs``] with ``filler`` [(src, tgt) pairs in ``langs``], from a seed of
-    their own (config.seed + 1: other draws than those measured); each set and share weighs the same. None where
-    the model has no stage for the pair or the pairs fill no task."""
+    [(src, tgt): line-aligned texts in ``langs``] with ``filler`` [(src, tgt) pairs in ``langs``], and by
+    :func:`context_tasks` from each of ``contexts`` [((src, tgt) pairs in ``langs`` in document order, each
+    line's document name)] with the dev pairs as gold, from a seed of their own (config.seed + 1: other draws than
+    those measured); each set, context and share weighs the same. None where the model has no stage for the pair
+    or the pairs fill no task."""
     from .stage_calibration import choose_stage as choose
 
     other = _staged(model, langs)
@@ -289,21 +316,26 @@ def choose_stage(model, langs: tuple[str, str], sets: list, floors: dict, *,
         return None
     rng = np.random.default_rng(config.seed + 1)
     fill = _foreign_pool(langs, [s for s, _ in filler], [t for _, t in filler])[1] if filler else []
-    tasks = []
+    tasks, gold = [], set()
     for i, (src, tgt) in enumerate(sets):
         pool = _foreign_pool(langs, src, tgt)[1]
+        gold.update((f.strip(), e.strip()) for f, e in pool)
         tasks += [(i, size, share, t) for size, share, t in stage_tasks(pool, fill, config, rng)]
+    for i, (pairs, names) in enumerate(contexts):
+        oriented = [(t, s) for s, t in pairs] if langs[0] == "en" else list(pairs)
+        tasks += [(("context", i), size, share, t)
+                  for size, share, t in context_tasks((oriented, names), gold, config, rng)]
     return choose(model, other, tasks, floors, own_lines=config.stage_own_lines) if tasks else None
 
 
 def with_stage(model, langs: tuple[str, str], sets: list, c: PairCalibration, *,
-               config: CalibrationConfig = CalibrationConfig(), filler: list = (), keep: bool = False
-               ) -> PairCalibration:
+               config: CalibrationConfig = CalibrationConfig(), filler: list = (), contexts: list = (),
+               keep: bool = False) -> PairCalibration:
     """``c`` with the second stage's settings for the pair: chosen by :func:`choose_stage` on the dev ``sets``
-    [(src, tgt)] and ``filler``, or with ``keep`` those the model holds (marked kept); unchanged where the model
-    has no stage for the pair."""
+    [(src, tgt)], ``filler`` and ``contexts``, or with ``keep`` those the model holds (marked kept); unchanged
+    where the model has no stage for the pair."""
     if not keep:
-        chosen = choose_stage(model, langs, sets, c.settings, config=config, filler=filler)
+        chosen = choose_stage(model, langs, sets, c.settings, config=config, filler=filler, contexts=contexts)
         return replace(c, stage=chosen.entry()) if chosen else c
     other = _staged(model, langs)
     if other is None:
@@ -326,7 +358,7 @@ def measure_pair(model, langs: tuple[str, str], src: list[str], tgt: list[str], 
     return replace(c, defaults_measured=got, defaults_second_stage=judged)
 
 
-def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationConfig(), fillers=(),
+def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationConfig(), fillers=(), contexts=(),
                      write: bool = True, chosen_on: str = "", defaults: bool = True, keep: bool = False,
                      assist: str = "", log=lambda message: None) -> dict[str, PairCalibration]:
     """Calibrate ``model``'s mining settings for each language pair of ``pairs`` ((language, language, file, file):
@@ -337,7 +369,10 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     (:func:`bitextmine.mining.calibrated.write_section`: beside the pairs it already holds; the bundled model is
     read-only: ConfigError). ``fillers`` (same form as ``pairs``): pairs of the same languages (the model may have
     trained on them) from which the second stage's tasks larger than the dev pairs fill take their distractors.
-    With ``keep``, the settings the model holds for each pair are kept (ConfigError where it holds none) and only
+    ``contexts`` ((language, language, file, file, file of document names)): pairs of a pair's languages in
+    document order, one document name a line; the dev pairs among them are the gold pairs of further tasks for the
+    second stage whose distractors are the lines around them in their documents (:func:`context_tasks`). With
+    ``keep``, the settings the model holds for each pair are kept (ConfigError where it holds none) and only
     what mine's defaults measure with them is added. With ``assist`` (mine --assist), also what mine measures with
     it, where it knows the pair's languages and joins the second stage. Returns {pair key "de-en":
     :class:`PairCalibration`}. ``log`` gets a line as each step of a pair begins."""
@@ -355,13 +390,17 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     grouped, filled = _grouped(pairs), _grouped(fillers, "--filler")
     for key in filled.keys() - grouped.keys():
         raise ConfigError(f"--filler {key}: no --pair of those languages to fill tasks for")
+    documents = _contexts(model, contexts, grouped, keep)
     out = {}
     for key, ((a, b), sets) in grouped.items():
         sets = [distinct_pairs(*read_parallel(x, y)) for x, y in sets]
         filler = _filler(filled.get(key), (a, b), config.seed)
+        found = [read_documents(*files, (a, b) != langs) for langs, files in documents.get(key, ())]
+        _check_documents(found, [files for _, files in documents.get(key, ())], sets)
         log(f"{key}: {sum(len(src) for src, _ in sets):,} distinct dev pairs in {len(sets)} set(s)"
-            + (f", {len(filler):,} filler pairs" if filler else ""))
-        out[key] = _calibrated(model, (a, b), sets, filler, config, keep, defaults, assist, log)
+            + (f", {len(filler):,} filler pairs" if filler else "")
+            + (f", {sum(len(p) for p, _ in found):,} lines of documents" if found else ""))
+        out[key] = _calibrated(model, (a, b), sets, (filler, found), config, keep, defaults, assist, log)
     if write:
         made = f"bitextmine calibrate-mining on dev pairs, seed {config.seed}"
         if keep:  # the settings' own provenance stays (without what an earlier measurement added)
@@ -371,11 +410,13 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     return out
 
 
-def _calibrated(model, langs: tuple, sets: list, filler: list, config: CalibrationConfig, keep: bool,
+def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: CalibrationConfig, keep: bool,
                 defaults: bool, assist: str, log) -> PairCalibration:
-    """One language pair's calibration (:func:`calibrate_mining`) from its dev ``sets`` [(src texts, tgt texts)]."""
+    """One language pair's calibration (:func:`calibrate_mining`) from its dev ``sets`` [(src texts, tgt texts)]
+    and, for the second stage, ``extra`` (filler pairs, documents: :func:`choose_stage`)."""
     from ..encoding import encode
 
+    filler, contexts = extra
     pairs = sum(len(src) for src, _ in sets)
     if not keep:
         log("  choosing the floors")
@@ -383,8 +424,9 @@ def _calibrated(model, langs: tuple, sets: list, filler: list, config: Calibrati
          calibrate_sets([(encode(src, model), encode(tgt, model)) for src, tgt in sets], sizes=config.floor_lines,
                         seed=config.seed))
     if not keep and _staged(model, langs):
-        log(f"  choosing the second stage's settings on tasks of {', '.join(map(str, config.stage_lines))} lines")
-    c = with_stage(model, langs, sets, c, config=config, filler=filler, keep=keep)
+        log(f"  choosing the second stage's settings on tasks of {', '.join(map(str, config.stage_lines))} lines"
+            + (f" and context tasks of {config.context_lines:,}" if contexts else ""))
+    c = with_stage(model, langs, sets, c, config=config, filler=filler, contexts=contexts, keep=keep)
     if defaults:
         log("  measuring mine's defaults end to end")
         c = measure_pair(model, langs, *sets[0], c, config=config)
@@ -407,6 +449,53 @@ def _grouped(pairs, option: str = "--pair") -> dict:
         langs, sets = out.setdefault(pair_key(a, b), ((a, b), []))
         sets.append((path_a, path_b) if langs == (a, b) else (path_b, path_a))
     return out
+
+
+def _contexts(model, contexts, grouped: dict, keep: bool) -> dict:
+    """{pair key: [((language, language) as given, (file, file, names file))]} of ``contexts``; ConfigError for
+    one whose languages no --pair has, one with --keep-settings, or one the model's second stage does not
+    judge."""
+    from ..mining.calibrated import pair_key
+
+    out: dict = {}
+    for a, b, *files in contexts:
+        key = pair_key(a, b)
+        if a == b or key not in grouped:
+            raise ConfigError(f"--context {a} {b}: expected the two languages of a --pair (its dev pairs are the "
+                              "gold pairs of the context tasks)")
+        if keep:
+            raise ConfigError("--context chooses the second stage's settings, which --keep-settings keeps: give one")
+        if _staged(model, (a, b)) is None:
+            raise ConfigError(f"--context {a} {b}: the model has no second stage for {key}, whose settings context "
+                              "tasks choose")
+        out.setdefault(key, []).append(((a, b), tuple(files)))
+    return out
+
+
+def _check_documents(found: list, files: list, sets: list) -> None:
+    """ConfigError naming the first of ``files`` whose pairs (``found``: :func:`read_documents`) hold no dev pair
+    of ``sets`` [(src, tgt)]: a context task's gold pairs are dev pairs."""
+    dev = {(s.strip(), t.strip()) for src, tgt in sets for s, t in zip(src, tgt)}
+    for (pairs, _), names in zip(found, files):
+        if dev.isdisjoint(pairs):
+            raise ConfigError(f"--context {names[0]}: none of its {len(pairs):,} pairs is a dev pair of the --pair "
+                              "of its languages; the gold pairs of context tasks are dev pairs found in documents")
+
+
+def read_documents(path_a: str, path_b: str, names: str, swap: bool = False) -> tuple[list, list[str]]:
+    """(the pairs of two line-aligned files in document order [(text of a, text of b)], stripped; with ``swap``
+    (text of b, text of a)), each line's document name from ``names``, one a line). CorpusError where the files'
+    lines differ in number."""
+    from ..corpus import read_lines, read_parallel
+    from ..errors import CorpusError
+
+    x, y = read_parallel(path_a, path_b)
+    docs = [d.strip() for d in read_lines(names)]
+    if len(docs) != len(x):
+        raise CorpusError(f"{names}: {len(docs)} lines of document names against {len(x)} lines in {path_a}; "
+                          "expected one name for each line")
+    pairs = [(t.strip(), s.strip()) if swap else (s.strip(), t.strip()) for s, t in zip(x, y)]
+    return pairs, docs
 
 
 def _filler(found, langs: tuple, seed: int) -> list:

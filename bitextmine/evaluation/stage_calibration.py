@@ -84,8 +84,8 @@ def best_floor(tasks: list, dense: list, dense_loss: float = DENSE_LOSS, grid=GR
 
 def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float = DENSE_LOSS,
                  own_lines: int = 1) -> StageChoice:
-    """The stage's settings for ``lang`` with English (:class:`StageChoice`) chosen on ``tasks`` [(kind: a dev set,
-    lines a side asked, share of translations, Task)] (foreign against English) with the pair's ``floors``
+    """The stage's settings for ``lang`` with English (:class:`StageChoice`) chosen on ``tasks`` [(kind: a dev set's
+    number, or ("context", number) for a set of documents, lines a side asked, share of translations, Task)] (foreign against English) with the pair's ``floors``
     {threshold, min_z, min_cosine}: the score floor by :func:`best_floor` (each kind and share a group; the densest
     share's tasks as the dense ones), ``max_lines`` the largest task's lines a side or ``own_lines``, whichever is
     more."""
@@ -98,9 +98,12 @@ def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float 
     largest = int(max(c["lines"] for *_, c in cells))
     shares = ", ".join(f"{s:.0%}" for s in sorted({share for _, _, share, _ in cells}))
     sizes = ", ".join(f"{s:,}" for s in sorted({size for _, size, _, _ in cells}))
-    sets = len({kind for kind, *_ in cells})
+    kinds = {kind for kind, *_ in cells}
+    sets, docs = sum(not isinstance(k, tuple) for k in kinds), sum(isinstance(k, tuple) for k in kinds)
     how = (f"calibrate-mining: tasks at {shares} translated, {sizes} lines a side asked (up to {largest:,}), "
-           f"{len(cells)} tasks from {sets} dev set{'s' if sets > 1 else ''}")
+           f"{len(cells)} tasks from {sets} dev set{'s' if sets != 1 else ''}"
+           + (f" and {docs} set{'s' if docs > 1 else ''} of documents (distractors: the lines around each gold "
+              "pair)" if docs else ""))
     return StageChoice(p, max(largest, own_lines), measured, how)
 
 
