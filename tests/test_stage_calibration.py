@@ -51,6 +51,36 @@ def test_prf_at_a_floor_against_the_obvious_selection():
             assert prf_at(c, p) == pytest.approx(slow_prf(c, p))
 
 
+def test_prf_at_prints_the_floors_pairs_where_mines_fail_safe_would():
+    """Against the obvious selection: where the stage's share is 0.15 or more and it keeps fewer than 80 % of the
+    floors' pairs, the floors' pairs count (as mine prints them); below that share, or keeping more, the stage's."""
+    from bitextmine.config import MineConfig
+
+    rng = np.random.default_rng(2)
+    seen = set()
+    for _ in range(40):
+        c = random_cells(rng)
+        for share in (None, 0.1, 0.15, 0.4):
+            cells = {**c, "share": share}
+            for p in (-1.0, 0.3, 0.7):
+                stage, floors = slow_prf(c, p), slow_prf(c, -1.0)
+                kept = sum(1 for _ in _slow_kept(c, p))
+                falls = (p >= 0 and share is not None and share >= MineConfig.fail_safe_share
+                         and kept < MineConfig.fail_safe_keep * sum(1 for _ in _slow_kept(c, -1.0)))
+                seen.add(falls)
+                assert prf_at(cells, p) == pytest.approx(floors if falls else stage)
+    assert seen == {True, False}
+
+
+def _slow_kept(c: dict, p: float):
+    used_s, used_t = set(), set()
+    for i in sorted(range(len(c["pairs"])), key=lambda i: (-c["margin"][i], i)):
+        s, t = c["pairs"][i]
+        if c["floors"][i] and c["prob"][i] >= p and s not in used_s and t not in used_t:
+            used_s.add(s), used_t.add(t)
+            yield i
+
+
 def test_the_floor_chosen_is_the_best_mean_f1_among_those_the_dense_tasks_allow():
     rng = np.random.default_rng(1)
     tasks = [(share, random_cells(rng, gold=g)) for share, g in ((0.01, 1), (0.01, 2), (0.5, 6), (0.5, 6))]

@@ -41,27 +41,43 @@ class StageChoice:
 def task_cells(task, model, stage, lang: str, floors: dict) -> dict:
     """The candidates of one task (a :class:`bitextmine.judge.tasks.Task`, foreign against English): ``pairs``
     int64 (c, 2), ``margin`` float64 (c,), ``prob`` the stage's score float64 (c,), ``hit`` bool (c,) (a gold
-    pair), ``floors`` bool (c,) (passes ``floors`` {threshold, min_z, min_cosine}); ``n_gold`` and ``lines``."""
+    pair), ``floors`` bool (c,) (passes ``floors`` {threshold, min_z, min_cosine}); ``n_gold``, ``lines`` and
+    ``share``, the stage's estimate of the share of translations among the candidates (their mean score before
+    its prior step, as `mine`'s fail safe reads it; None without candidates)."""
     from ..judge.train import labels, task_features
 
     cands, X = task_features(task.src, task.tgt, model, stage, lang, float(stage.languages[lang]["floor"]))
     gold = np.array(sorted(task.gold), np.int64).reshape(-1, 2) - 1
     ok = (X[:, 0] >= floors["threshold"]) & (X[:, 1] >= floors["min_cosine"]) & (X[:, 2] >= floors["min_z"])
+    share = float(stage.probability(lang, X).mean()) if len(X) else None
     return {"pairs": cands, "margin": X[:, 0], "prob": stage.adjusted(lang, X), "hit": labels(cands, gold),
-            "floors": ok, "n_gold": len(gold), "lines": len(task.src)}
+            "floors": ok, "n_gold": len(gold), "lines": len(task.src), "share": share}
 
 
 def prf_at(cells: dict, p: float) -> tuple[float, float, float]:
     """(precision, recall, F1) of the pairs the 1:1 selection by margin keeps among the candidates of
-    :func:`task_cells` that pass the floors and whose score reaches p (p < 0: the floors alone). Precision is 1
-    where none is kept."""
-    from ..mining.select import greedy_one_to_one
+    :func:`task_cells` that pass the floors and whose score reaches p (p < 0: the floors alone), or, where `mine`'s
+    fail safe would print the floors' pairs instead (the stage's ``share`` at MineConfig.fail_safe_share or more
+    and it keeping fewer than MineConfig.fail_safe_keep of them: :func:`bitextmine.mining.calibrated.fail_safe`),
+    those. Precision is 1 where none is kept."""
+    from ..config import MineConfig
 
-    ok = np.flatnonzero(cells["floors"] & (cells["prob"] >= p))
-    keep = ok[greedy_one_to_one(cells["pairs"][ok, 0], cells["pairs"][ok, 1], cells["margin"][ok])]
+    keep = _kept(cells, p)
+    if p >= 0 and cells.get("share") is not None and cells["share"] >= MineConfig.fail_safe_share:
+        floors = _kept(cells, -1.0)
+        keep = floors if len(keep) < MineConfig.fail_safe_keep * len(floors) else keep
     tp = int(cells["hit"][keep].sum())
     precision = tp / len(keep) if len(keep) else 1.0
     return precision, tp / max(cells["n_gold"], 1), 2 * tp / (len(keep) + cells["n_gold"]) if tp else 0.0
+
+
+def _kept(cells: dict, p: float) -> np.ndarray:
+    """The candidates (indexes) the 1:1 selection by margin keeps among those of ``cells`` that pass the floors
+    and whose score reaches p."""
+    from ..mining.select import greedy_one_to_one
+
+    ok = np.flatnonzero(cells["floors"] & (cells["prob"] >= p))
+    return ok[greedy_one_to_one(cells["pairs"][ok, 0], cells["pairs"][ok, 1], cells["margin"][ok])]
 
 
 def mean_f1(tasks: list, p: float) -> float:
