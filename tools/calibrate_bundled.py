@@ -1,21 +1,23 @@
 """Rebuild the bundled model's calibration with `bitextmine calibrate-mining`, on the dev data it was chosen on.
 
-    python tools/calibrate_bundled.py --out /tmp/calibrated [--langs de fr] [--install]
+    python tools/calibrate_bundled.py --out /tmp/calibrated [--manuals DIR] [--langs de fr] [--install]
 
 For each language L, the command gets two dev sets, never trained on: the pairs held apart from the bundled model's
 training (.bench/holdout/en-L.*: `python tools/train_default.py --out - --holdout 5000 --holdout-only`) and
-Tatoeba v1 (dev/tatoeba/v1); as filler for the second stage's tasks larger than those, every training corpus
-of L with English (train/*/en-L.*.gz) but the Debian manuals (never trained on: the fail safe's tasks) and the
-ISO code lists (names); as documents (--context) the WMT news test sets for de, fr, cs, ru and zh, whose held-apart
-lines are the gold pairs of tasks with the sentences around them as distractors. With ``--manuals DIR``, the half of
-the Debian manuals that settings are chosen on (the other half reports) is a third dev set and a set of documents. The settings are chosen on a copy of the bundled model (``--out``), with floor tasks of
-30 to 3,000 lines, stage tasks of 1,000, 10,000 and 30,000 lines a side, and `mine --assist use` measured end to
-end. Several runs on copies of their own (other ``--langs``) are joined with ``--join DIR``: that copy's entries
-for its languages go into ``--out``'s calibration as the command stored them. ``--install`` copies ``--out``'s
-config.json over the bundled model's. This script only assembles the command's arguments.
+Tatoeba v1 (dev/tatoeba/v1); as filler for the second stage's tasks larger than those, every training corpus of L
+with English (train/*/en-L.*.gz) but the Debian manuals (never trained on) and the ISO code lists (names); as
+documents (--context) the WMT news test sets for de, fr, cs, ru and zh, whose held-apart lines are the gold pairs
+of tasks with the sentences around them as distractors. With ``--manuals DIR``, the half of the Debian manuals that
+settings are chosen on (English key hashing even; the odd half reports) is written to DIR and given as a third dev
+set and as documents. The settings are chosen on a copy of the bundled model (``--out``), with floor tasks of 30 to
+3,000 lines, stage tasks of ``--stage-lines`` lines a side, and `mine --assist use` measured end to end. Several
+runs on copies of their own (other ``--langs``) are joined with ``--join DIR``: that copy's entries for its
+languages go into ``--out``'s calibration as the command stored them. ``--install`` copies ``--out``'s config.json
+over the bundled model's. This script only assembles the command's arguments.
 
-Measured 2026-11-28 (docs/tried.md, "Mining settings"): the settings it chose printed fewer right pairs where
-translations are rare than those the bundled model ships, which it keeps; run it without --install to compare.
+Measured 2026-11-28 (docs/tried.md, "Mining settings"), with and without documents and the manuals: the settings it
+chose printed fewer right pairs where translations are rare than those the bundled model ships, which it keeps;
+run it without --install to compare.
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def main() -> None:
     ap.add_argument("--manuals", default="", metavar="DIR",
                     help="write the Debian manuals' choosing half to DIR and give it as a third dev set and as "
                          "documents (default: not used)")
-    ap.add_argument("--stage-lines", type=int, nargs="+", default=[1000, 10000, 30000])
+    ap.add_argument("--stage-lines", type=int, nargs="+", default=[1000, 10000, 30000],
+                    help="lines a side of the second stage's tasks (the 2026-11-28 runs with --manuals: 1000 10000)")
     args = ap.parse_args()
     if not os.path.exists(args.out):
         shutil.copytree(BUNDLED, args.out)

@@ -5,7 +5,8 @@ or ``own_lines`` where that is more).
 Each task is mined as `mine` mines it with the stage (every floor off but the stage's margin floor:
 :func:`bitextmine.judge.train.task_features`); for each score floor of :data:`GRID`, the candidates that reach it
 and pass the pair's floors (threshold, min-z, min-cosine, which `mine` applies with the stage) go through the 1:1
-selection by margin, and give precision, recall and F1 against the gold pairs. The floor chosen has the best mean
+selection by margin (or, where `mine`'s fail safe would print the floors' pairs instead, those count), and give
+precision, recall and F1 against the gold pairs. The floor chosen has the best mean
 F1 over the shares of translations (each share weighs the same) among the floors whose F1 at the densest share is
 at most ``dense_loss`` below the floors alone (`mine --no-second-stage`). Nothing here prints.
 """
