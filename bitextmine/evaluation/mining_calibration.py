@@ -395,8 +395,7 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     for key, ((a, b), sets) in grouped.items():
         sets = [distinct_pairs(*read_parallel(x, y)) for x, y in sets]
         filler = _filler(filled.get(key), (a, b), config.seed)
-        found = [read_documents(*files, (a, b) != langs) for langs, files in documents.get(key, ())]
-        _check_documents(found, [files for _, files in documents.get(key, ())], sets)
+        found = _documents(documents.get(key, ()), (a, b), sets)
         log(f"{key}: {sum(len(src) for src, _ in sets):,} distinct dev pairs in {len(sets)} set(s)"
             + (f", {len(filler):,} filler pairs" if filler else "")
             + (f", {sum(len(p) for p, _ in found):,} lines of documents" if found else ""))
@@ -472,14 +471,19 @@ def _contexts(model, contexts, grouped: dict, keep: bool) -> dict:
     return out
 
 
-def _check_documents(found: list, files: list, sets: list) -> None:
-    """ConfigError naming the first of ``files`` whose pairs (``found``: :func:`read_documents`) hold no dev pair
-    of ``sets`` [(src, tgt)]: a context task's gold pairs are dev pairs."""
+def _documents(given: list, langs: tuple, sets: list) -> list:
+    """[(pairs in ``langs``' order, each line's document name)] of the documents ``given`` [((languages as
+    given), (file, file, names file))] (:func:`read_documents`); ConfigError naming the first whose pairs hold no
+    dev pair of ``sets`` [(src, tgt)]: a context task's gold pairs are dev pairs."""
     dev = {(s.strip(), t.strip()) for src, tgt in sets for s, t in zip(src, tgt)}
-    for (pairs, _), names in zip(found, files):
+    out = []
+    for order, files in given:
+        pairs, names = read_documents(*files, tuple(order) != tuple(langs))
         if dev.isdisjoint(pairs):
-            raise ConfigError(f"--context {names[0]}: none of its {len(pairs):,} pairs is a dev pair of the --pair "
+            raise ConfigError(f"--context {files[0]}: none of its {len(pairs):,} pairs is a dev pair of the --pair "
                               "of its languages; the gold pairs of context tasks are dev pairs found in documents")
+        out.append((pairs, names))
+    return out
 
 
 def read_documents(path_a: str, path_b: str, names: str, swap: bool = False) -> tuple[list, list[str]]:
