@@ -222,12 +222,20 @@ def _staged(model, langs: tuple[str, str]) -> str | None:
 def _draw(pool: list, share: float, lines: int, rng):
     """A task (:func:`bitextmine.judge.tasks.build_task`) of ``lines`` lines a side, fewer (down to
     DEFAULTS_MIN_LINES) where ``pool`` cannot fill it, with gold pairs; or None."""
-    from ..judge.tasks import PoolTooSmall, build_task
+    from ..judge.tasks import build_task
+
+    task = _shrinking(lambda n: build_task(pool, n, share, rng), lines)
+    return task if task is not None and task.gold else None
+
+
+def _shrinking(build, lines: int):
+    """``build(n)`` for the largest n from ``lines`` down (by a fifth at a time, to DEFAULTS_MIN_LINES) at which
+    it raises no :class:`bitextmine.judge.tasks.PoolTooSmall`; None where none."""
+    from ..judge.tasks import PoolTooSmall
 
     while lines >= DEFAULTS_MIN_LINES:
         try:
-            task = build_task(pool, lines, share, rng)
-            return task if task.gold else None
+            return build(lines)
         except PoolTooSmall:
             lines = int(lines * 0.8)
     return None
@@ -282,7 +290,6 @@ def context_tasks(documents: tuple, gold: set, config: CalibrationConfig, rng: n
     pairs of ``documents`` that ``gold`` holds (dev pairs, (foreign, English)), their distractors the lines
     nearest them in their documents, the foreign side's and the English side's from other lines. A task the
     documents cannot fill shrinks to what they fill (down to DEFAULTS_MIN_LINES lines, else it is left out)."""
-    from ..judge.tasks import PoolTooSmall
     from .sparse_tasks import build_context_task
 
     pairs, names = documents
@@ -290,14 +297,9 @@ def context_tasks(documents: tuple, gold: set, config: CalibrationConfig, rng: n
     out = []
     for share in config.context_shares:
         for _ in range(config.stage_draws):
-            lines = config.context_lines
-            while lines >= DEFAULTS_MIN_LINES:
-                try:
-                    out.append((config.context_lines, share, build_context_task(pairs, names, held, lines, share, rng)))
-                    break
-                except PoolTooSmall:
-                    lines = int(lines * 0.8)
-    return [t for t in out if t[2].gold]
+            task = _shrinking(lambda n: build_context_task(pairs, names, held, n, share, rng), config.context_lines)
+            out += [(config.context_lines, share, task)] if task is not None and task.gold else []
+    return out
 
 
 def choose_stage(model, langs: tuple[str, str], sets: list, floors: dict, *,

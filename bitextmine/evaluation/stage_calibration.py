@@ -50,9 +50,10 @@ def task_cells(task, model, stage, lang: str, floors: dict) -> dict:
     cands, X = task_features(task.src, task.tgt, model, stage, lang, float(stage.languages[lang]["floor"]))
     gold = np.array(sorted(task.gold), np.int64).reshape(-1, 2) - 1
     ok = (X[:, 0] >= floors["threshold"]) & (X[:, 1] >= floors["min_cosine"]) & (X[:, 2] >= floors["min_z"])
-    share = float(stage.probability(lang, X).mean()) if len(X) else None
-    return {"pairs": cands, "margin": X[:, 0], "prob": stage.adjusted(lang, X), "hit": labels(cands, gold),
-            "floors": ok, "n_gold": len(gold), "lines": len(task.src), "share": share}
+    raw = stage.probability(lang, X)
+    return {"pairs": cands, "margin": X[:, 0], "prob": stage.adjust(lang, raw), "hit": labels(cands, gold),
+            "floors": ok, "n_gold": len(gold), "lines": len(task.src),
+            "share": float(raw.mean()) if len(X) else None}
 
 
 def prf_at(cells: dict, p: float) -> tuple[float, float, float]:
