@@ -72,8 +72,8 @@ def calibrate_mining(model_dir, pairs, fillers, contexts, floor_lines, stage_lin
     model = load_model(model_dir)
     config = CalibrationConfig(floor_lines=tuple(sorted(set(floor_lines))), stage_lines=tuple(sorted(set(stage_lines))),
                                stage_draws=stage_draws, stage_own_lines=stage_own_lines, seed=seed)
-    got = run(model, pairs, config=config, fillers=fillers, contexts=contexts, write=not dry_run, defaults=measure_defaults,
-              keep=keep_settings, assist=assist or "", log=lambda message: info(quiet, message))
+    got = run(model, pairs, config=config, fillers=fillers, contexts=contexts, write=not dry_run,
+              defaults=measure_defaults, keep=keep_settings, assist=assist or "", log=lambda message: info(quiet, message))
     for key, c in got.items():
         s = c.settings
         how = ("kept, the model's" if c.kept else

@@ -103,8 +103,8 @@ def best_floor(tasks: list, dense: list, dense_loss: float = DENSE_LOSS, grid=GR
 def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float = DENSE_LOSS,
                  own_lines: int = 1) -> StageChoice:
     """The stage's settings for ``lang`` with English (:class:`StageChoice`) chosen on ``tasks`` [(kind: a dev set's
-    number, or ("context", number) for a set of documents, lines a side asked, share of translations, Task)] (foreign against English) with the pair's ``floors``
-    {threshold, min_z, min_cosine}: the score floor by :func:`best_floor` (each kind and share a group; the densest
+    number, or ("context", number) for a set of documents, lines a side asked, share of translations, Task)]
+    (foreign against English) with the pair's ``floors`` {threshold, min_z, min_cosine}: the score floor by :func:`best_floor` (each kind and share a group; the densest
     share's tasks as the dense ones), ``max_lines`` the largest task's lines a side or ``own_lines``, whichever is
     more."""
     cells = [(kind, size, share, task_cells(task, model, model.second_stage, lang, floors))
