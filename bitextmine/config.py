@@ -460,6 +460,9 @@ class CalibrationConfig:
     # margins against 1,000-line samples measured precision 7-29 % at 1 % translated on tasks of 10,000-30,000
     # lines, 47-80 % with their own margins (docs/tried.md, "Mining settings")
     stage_own_lines: int = 30000
+    # the stage's score floor has the best mean F-beta over the shares of translations: 1 weighs precision and
+    # recall alike (F1); below 1, precision more (0.5: the usual precision-weighted F)
+    stage_beta: float = 1.0
     # context tasks (calibrate-mining --context): gold dev pairs among their documents' other lines, the hardest
     # distractors prose has (sentences of the same story); lines a side and shares of translations
     context_lines: int = 1500

@@ -11,7 +11,7 @@ import pytest
 
 from bitextmine.config import MineConfig
 from bitextmine.errors import ModelFormatError
-from bitextmine.evaluation.stage_calibration import GRID, best_floor, mean_f1, prf_at
+from bitextmine.evaluation.stage_calibration import GRID, best_floor, f_beta, mean_f1, prf_at
 from bitextmine.loading import load_model
 from bitextmine.mining.calibrated import check_section
 from bitextmine.pipeline import mine_files
@@ -98,6 +98,27 @@ def test_the_floor_chosen_is_the_best_mean_f1_among_those_the_dense_tasks_allow(
     assert 0.002 in GRID and GRID.max() < 1
 
 
+def test_with_a_beta_the_floor_chosen_is_the_best_mean_f_beta_among_those_the_dense_tasks_allow():
+    assert f_beta(0.6, 0.9) == pytest.approx(2 * 0.6 * 0.9 / 1.5) and f_beta(1.0, 0.0, 0.5) == 0.0
+    assert f_beta(0.5, 1.0, 0.5) == pytest.approx(1.25 * 0.5 / (0.25 * 0.5 + 1.0))  # precision weighs more:
+    assert f_beta(0.5, 1.0, 0.5) < f_beta(1.0, 0.5, 0.5)  # the same two figures the other way round score higher
+    rng = np.random.default_rng(3)
+    tasks = [(share, random_cells(rng, gold=g)) for share, g in ((0.01, 1), (0.01, 2), (0.1, 3), (0.5, 6))]
+    dense = [c for share, c in tasks if share == 0.5]
+    grid = np.round(np.arange(0.0, 1.0, 0.05), 2)
+    alone = np.mean([slow_prf(c, -1.0)[2] for c in dense])
+    allowed = [p for p in grid if np.mean([slow_prf(c, p)[2] for c in dense]) >= alone - 0.01]
+
+    def by_hand(p):  # each share weighs the same; F-beta from the obvious selection's precision and recall
+        return np.mean([np.mean([(1.25 * a * b / (0.25 * a + b) if a + b else 0.0)
+                                 for a, b, _ in (slow_prf(c, p) for s, c in tasks if s == share)])
+                        for share in (0.01, 0.1, 0.5)])
+
+    chosen = best_floor(tasks, dense, 0.01, grid, beta=0.5)
+    assert chosen in allowed and by_hand(chosen) == pytest.approx(max(by_hand(p) for p in allowed))
+    assert mean_f1(tasks, chosen, 0.5) == pytest.approx(by_hand(chosen))
+
+
 def test_the_stage_settings_of_a_calibration_are_checked_on_load():
     ok = {"threshold": 1.2, "min_z": 4.0, "min_cosine": 0.4}
     m = {"lines": 1000, "share": 0.01, "precision": 0.9, "recall": 0.8, "f1": 0.85}
@@ -160,6 +181,27 @@ def test_keep_settings_keeps_the_stage_settings_and_marks_them_kept(calibrated_s
     assert r.exit_code == 0 and f"--min-prob {before['min_prob']:g} (kept, the model's)" in r.output, r.output
     after = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
     assert after == {**before, "kept": True}
+
+
+def test_keep_floors_keeps_the_floors_and_chooses_the_stage_settings_with_them(calibrated_stage_dir):
+    model_dir, files, _ = calibrated_stage_dir
+    path = os.path.join(model_dir, "config.json")
+    config = json.load(open(path))
+    held = {"threshold": 1.1, "min_z": 0.0, "min_cosine": 0.2}  # floors the command would not choose
+    config["mining"]["languages"]["de-en"].update(held)
+    json.dump(config, open(path, "w"))
+    r = calibrate_mining_cli(model_dir, files, "--keep-floors", "--stage-beta", "0.5", "--no-measure-defaults")
+    assert r.exit_code == 0, r.output
+    assert "de-en: --threshold 1.1 --min-z 0 --min-cosine 0.2 (kept, the model's" in r.output
+    assert "(chosen on tasks from the dev pairs)" in r.output
+    section = json.load(open(path))["mining"]
+    entry = section["languages"]["de-en"]
+    assert {k: entry[k] for k in held} == held and "kept" not in entry["second_stage"]
+    assert entry["second_stage"]["chosen_on"].endswith("; the best mean F-beta, beta 0.5")
+    assert section["chosen_on"].endswith("(--keep-floors)") and "stage beta 0.5" in section["chosen_on"]
+    r = calibrate_mining_cli(model_dir, files, "--keep-floors", "--keep-settings")
+    assert r.exit_code == 1 and r.output.strip().splitlines()[-1] == (
+        "Error: --keep-settings keeps the floors too: give --keep-settings or --keep-floors, not both")
 
 
 def test_a_model_whose_calibration_holds_no_stage_settings_uses_the_stage_files(toy_stage_dir):

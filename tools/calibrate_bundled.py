@@ -86,6 +86,11 @@ def main() -> None:
                          "documents (default: not used)")
     ap.add_argument("--stage-lines", type=int, nargs="+", default=[1000, 10000, 30000],
                     help="lines a side of the second stage's tasks (the 2026-11-28 runs with --manuals: 1000 10000)")
+    ap.add_argument("--keep-floors", action="store_true",
+                    help="keep the floors the bundled model holds and choose only the second stage's settings")
+    ap.add_argument("--stage-beta", type=float, default=1.0,
+                    help="the second stage's objective, mean F-beta over the shares (calibrate-mining --stage-beta)")
+    ap.add_argument("--no-assist", action="store_true", help="do not measure mine --assist use end to end")
     args = ap.parse_args()
     if not os.path.exists(args.out):
         shutil.copytree(BUNDLED, args.out)
@@ -94,7 +99,9 @@ def main() -> None:
     elif args.langs:
         command = [sys.executable, "-m", "bitextmine", "calibrate-mining", "--model", args.out,
                    *[a for n in (30, 100, 300, 1000, 3000) for a in ("--floor-lines", str(n))],
-                   *[a for n in args.stage_lines for a in ("--stage-lines", str(n))], "--assist", "use"]
+                   *[a for n in args.stage_lines for a in ("--stage-lines", str(n))],
+                   *(["--keep-floors"] * args.keep_floors), "--stage-beta", str(args.stage_beta),
+                   *(["--assist", "use"] * (not args.no_assist))]
         manuals = write_manuals(args.manuals, args.langs) if args.manuals else ""
         for lang in args.langs:
             command += arguments(lang, manuals=manuals)

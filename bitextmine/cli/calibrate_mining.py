@@ -45,11 +45,17 @@ _DEFAULTS = CalibrationConfig()
 @click.option("--keep-settings", is_flag=True,
               help="Keep the settings the model holds for each pair (floors and the second stage's) and only measure "
                    "what 'mine' prints with them end to end.")
+@click.option("--keep-floors", is_flag=True,
+              help="Keep the floors the model holds for each pair (threshold, min-z, min-cosine) and choose only the "
+                   "second stage's settings with them.")
+@click.option("--stage-beta", type=click.FloatRange(0.1, 10), default=_DEFAULTS.stage_beta, show_default=True,
+              help="The second stage's --min-prob has the best mean F-beta over the shares of translations: 1 weighs "
+                   "precision and recall alike (F1), 0.5 precision more.")
 @assist_option("Measure 'mine --assist' end to end too")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
 def calibrate_mining(model_dir, pairs, fillers, contexts, floor_lines, stage_lines, stage_draws, stage_own_lines, seed,
-                     measure_defaults, keep_settings, assist, dry_run, quiet):
+                     measure_defaults, keep_settings, keep_floors, stage_beta, assist, dry_run, quiet):
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
@@ -71,9 +77,11 @@ def calibrate_mining(model_dir, pairs, fillers, contexts, floor_lines, stage_lin
 
     model = load_model(model_dir)
     config = CalibrationConfig(floor_lines=tuple(sorted(set(floor_lines))), stage_lines=tuple(sorted(set(stage_lines))),
-                               stage_draws=stage_draws, stage_own_lines=stage_own_lines, seed=seed)
+                               stage_draws=stage_draws, stage_own_lines=stage_own_lines, stage_beta=stage_beta,
+                               seed=seed)
     got = run(model, pairs, config=config, fillers=fillers, contexts=contexts, write=not dry_run,
-              defaults=measure_defaults, keep=keep_settings, assist=assist or "", log=lambda message: info(quiet, message))
+              defaults=measure_defaults, keep=keep_settings, keep_floors=keep_floors, assist=assist or "",
+              log=lambda message: info(quiet, message))
     for key, c in got.items():
         s = c.settings
         how = ("kept, the model's" if c.kept else

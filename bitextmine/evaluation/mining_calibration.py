@@ -33,6 +33,7 @@ MIN_PAIRS = 45  # the fewest dev pairs that give a task of 30 lines
 # distractors), of CalibrationConfig.measure_lines lines a side, fewer (down to this) where the pairs run out
 DEFAULTS_MIN_LINES = 50
 MEASURED_BY = "; mine's defaults measured by "  # what --keep-settings adds to the provenance of the settings kept
+STAGE_BY = "; the second stage's settings chosen and mine's defaults measured by "  # what --keep-floors adds
 
 
 @dataclass(frozen=True)
@@ -327,7 +328,9 @@ def choose_stage(model, langs: tuple[str, str], sets: list, floors: dict, *,
         oriented = [(t, s) for s, t in pairs] if langs[0] == "en" else list(pairs)
         tasks += [(("context", i), size, share, t)
                   for size, share, t in context_tasks((oriented, names), gold, config, rng)]
-    return choose(model, other, tasks, floors, own_lines=config.stage_own_lines) if tasks else None
+    if not tasks:
+        return None
+    return choose(model, other, tasks, floors, own_lines=config.stage_own_lines, beta=config.stage_beta)
 
 
 def with_stage(model, langs: tuple[str, str], sets: list, c: PairCalibration, *,
@@ -362,7 +365,8 @@ def measure_pair(model, langs: tuple[str, str], src: list[str], tgt: list[str], 
 
 def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationConfig(), fillers=(), contexts=(),
                      write: bool = True, chosen_on: str = "", defaults: bool = True, keep: bool = False,
-                     assist: str = "", log=lambda message: None) -> dict[str, PairCalibration]:
+                     keep_floors: bool = False, assist: str = "", log=lambda message: None
+                     ) -> dict[str, PairCalibration]:
     """Calibrate ``model``'s mining settings for each language pair of ``pairs`` ((language, language, file, file):
     line-aligned dev pairs of those two ISO 639-1 codes, never trained on; a pair given more than once: dev sets,
     e.g. of other domains, that weigh the same) on the tasks ``config`` describes, and, with ``write``, store them
@@ -375,7 +379,8 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     document order, one document name a line; the dev pairs among them are the gold pairs of further tasks for the
     second stage whose distractors are the lines around them in their documents (:func:`context_tasks`). With
     ``keep``, the settings the model holds for each pair are kept (ConfigError where it holds none) and only
-    what mine's defaults measure with them is added. With ``assist`` (mine --assist), also what mine measures with
+    what mine's defaults measure with them is added; with ``keep_floors``, only the floors are kept and the second
+    stage's settings are chosen with them. With ``assist`` (mine --assist), also what mine measures with
     it, where it knows the pair's languages and joins the second stage. Returns {pair key "de-en":
     :class:`PairCalibration`}. ``log`` gets a line as each step of a pair begins."""
     from ..corpus import read_parallel
@@ -384,6 +389,8 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     if keep and not defaults:
         raise ConfigError("--keep-settings measures mine's defaults with the settings the model holds: drop "
                           "--no-measure-defaults")
+    if keep and keep_floors:
+        raise ConfigError("--keep-settings keeps the floors too: give --keep-settings or --keep-floors, not both")
     if write and not model.path:
         raise ConfigError("the model has no directory to store its calibration in")
     if write and _is_bundled(model.path):
@@ -401,33 +408,38 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
         log(f"{key}: {sum(len(src) for src, _ in sets):,} distinct dev pairs in {len(sets)} set(s)"
             + (f", {len(filler):,} filler pairs" if filler else "")
             + (f", {sum(len(p) for p, _ in found):,} lines of documents" if found else ""))
-        out[key] = _calibrated(model, (a, b), sets, (filler, found), config, keep, defaults, assist, log)
+        mode = "settings" if keep else "floors" if keep_floors else ""
+        out[key] = _calibrated(model, (a, b), sets, (filler, found), config, mode, defaults, assist, log)
     if write:
         made = f"bitextmine calibrate-mining on dev pairs, seed {config.seed}"
-        if keep:  # the settings' own provenance stays (without what an earlier measurement added)
-            own = model.mining.get("chosen_on", "").split(MEASURED_BY)[0]
-            made = f"{own}{MEASURED_BY}{made} (--keep-settings)"
+        if keep or keep_floors:  # the floors' own provenance stays (without what an earlier run added)
+            own = model.mining.get("chosen_on", "").split(MEASURED_BY)[0].split(STAGE_BY)[0]
+            beta = f", stage beta {config.stage_beta:g}" if config.stage_beta != 1 else ""
+            made = (f"{own}{MEASURED_BY}{made} (--keep-settings)" if keep else
+                    f"{own}{STAGE_BY}{made}{beta} (--keep-floors)")
         write_section(model.path, {k: c.entry() for k, c in out.items()}, chosen_on or made)
     return out
 
 
-def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: CalibrationConfig, keep: bool,
+def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: CalibrationConfig, keep: str,
                 defaults: bool, assist: str, log) -> PairCalibration:
     """One language pair's calibration (:func:`calibrate_mining`) from its dev ``sets`` [(src texts, tgt texts)]
-    and, for the second stage, ``extra`` (filler pairs, documents: :func:`choose_stage`)."""
+    and, for the second stage, ``extra`` (filler pairs, documents: :func:`choose_stage`); ``keep``: what the model
+    holds is kept, "settings" (floors and the stage's), "floors", or "" (nothing)."""
     from ..encoding import encode
 
     filler, contexts = extra
     pairs = sum(len(src) for src, _ in sets)
     if not keep:
         log("  choosing the floors")
-    c = (_kept(model, *langs, pairs) if keep else
+    c = (_kept(model, *langs, pairs, f"--keep-{keep}") if keep else
          calibrate_sets([(encode(src, model), encode(tgt, model)) for src, tgt in sets], sizes=config.floor_lines,
                         seed=config.seed))
-    if not keep and _staged(model, langs):
+    stage_kept = keep == "settings"
+    if not stage_kept and _staged(model, langs):
         log(f"  choosing the second stage's settings on tasks of {', '.join(map(str, config.stage_lines))} lines"
             + (f" and context tasks of {config.context_lines:,}" if contexts else ""))
-    c = with_stage(model, langs, sets, c, config=config, filler=filler, contexts=contexts, keep=keep)
+    c = with_stage(model, langs, sets, c, config=config, filler=filler, contexts=contexts, keep=stage_kept)
     if defaults:
         log("  measuring mine's defaults end to end")
         c = measure_pair(model, langs, *sets[0], c, config=config)
@@ -536,13 +548,14 @@ def _with_assist_measured(c: PairCalibration, model, langs: tuple, src: list, tg
     return replace(c, assist_measured={encoder.fingerprint: {"assist": encoder.kind, "measured": got}})
 
 
-def _kept(model, a: str, b: str, pairs: int) -> PairCalibration:
-    """The settings ``model`` holds for a-b, with what they measured, as a PairCalibration (``kept``)."""
+def _kept(model, a: str, b: str, pairs: int, option: str = "--keep-settings") -> PairCalibration:
+    """The settings ``model`` holds for a-b, with what they measured, as a PairCalibration (``kept``); ConfigError
+    naming ``option`` where it holds none."""
     from ..mining.calibrated import measured_for, pair_key, settings_for
 
     held = settings_for(model.mining, a, b)
     if held is None:
-        raise ConfigError(f"--keep-settings: the model holds no settings for {pair_key(a, b)} to keep")
+        raise ConfigError(f"{option}: the model holds no settings for {pair_key(a, b)} to keep")
     return PairCalibration(held, measured_for(model.mining, a, b), float("nan"), float("nan"), pairs, kept=True)
 
 

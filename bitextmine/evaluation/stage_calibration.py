@@ -7,8 +7,9 @@ Each task is mined as `mine` mines it with the stage (every floor off but the st
 and pass the pair's floors (threshold, min-z, min-cosine, which `mine` applies with the stage) go through the 1:1
 selection by margin (or, where `mine`'s fail safe would print the floors' pairs instead, those count), and give
 precision, recall and F1 against the gold pairs. The floor chosen has the best mean
-F1 over the shares of translations (each share weighs the same) among the floors whose F1 at the densest share is
-at most ``dense_loss`` below the floors alone (`mine --no-second-stage`). Nothing here prints.
+F-beta (F1 by default; beta < 1 weighs precision more) over the shares of translations (each share weighs the same)
+among the floors whose F1 at the densest share is at most ``dense_loss`` below the floors alone
+(`mine --no-second-stage`). Nothing here prints.
 """
 
 from __future__ import annotations
@@ -82,36 +83,45 @@ def _kept(cells: dict, p: float) -> np.ndarray:
     return ok[greedy_one_to_one(cells["pairs"][ok, 0], cells["pairs"][ok, 1], cells["margin"][ok])]
 
 
-def mean_f1(tasks: list, p: float) -> float:
-    """The mean over the groups of ``tasks`` [(group, cells)] of their mean F1 at score floor p: each group (a
-    share of translations, or a kind and share) weighs the same."""
+def f_beta(precision: float, recall: float, beta: float = 1.0) -> float:
+    """The weighted harmonic mean of precision and recall (beta 1: F1; beta < 1 weighs precision more); 0 where
+    both are 0."""
+    b2 = beta * beta
+    return (1 + b2) * precision * recall / (b2 * precision + recall) if precision + recall > 0 else 0.0
+
+
+def mean_f1(tasks: list, p: float, beta: float = 1.0) -> float:
+    """The mean over the groups of ``tasks`` [(group, cells)] of their mean F1 (with ``beta``: F-beta) at score
+    floor p: each group (a share of translations, or a kind and share) weighs the same."""
     groups: dict = {}
     for group, cells in tasks:
-        groups.setdefault(group, []).append(prf_at(cells, p)[2])
+        got = prf_at(cells, p)
+        groups.setdefault(group, []).append(got[2] if beta == 1.0 else f_beta(got[0], got[1], beta))
     return float(np.mean([np.mean(v) for v in groups.values()]))
 
 
-def best_floor(tasks: list, dense: list, dense_loss: float = DENSE_LOSS, grid=GRID) -> float:
-    """The score floor of ``grid`` with the best :func:`mean_f1` over ``tasks`` [(group, cells)] among those whose
-    mean F1 on the ``dense`` tasks [cells] is at most ``dense_loss`` below the floors alone (all of the grid
-    when none is); ties go to the floor nearer 0.5."""
+def best_floor(tasks: list, dense: list, dense_loss: float = DENSE_LOSS, grid=GRID, beta: float = 1.0) -> float:
+    """The score floor of ``grid`` with the best :func:`mean_f1` (F-beta with ``beta``) over ``tasks`` [(group,
+    cells)] among those whose mean F1 on the ``dense`` tasks [cells] is at most ``dense_loss`` below the floors
+    alone (all of the grid when none is); ties go to the floor nearer 0.5."""
     alone = np.mean([prf_at(c, -1.0)[2] for c in dense]) if dense else 0.0
     keeps = [p for p in grid if not dense or np.mean([prf_at(c, p)[2] for c in dense]) >= alone - dense_loss]
-    return float(max(keeps or grid, key=lambda p: (mean_f1(tasks, p), -abs(p - 0.5))))
+    return float(max(keeps or grid, key=lambda p: (mean_f1(tasks, p, beta), -abs(p - 0.5))))
 
 
 def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float = DENSE_LOSS,
-                 own_lines: int = 1) -> StageChoice:
+                 own_lines: int = 1, beta: float = 1.0) -> StageChoice:
     """The stage's settings for ``lang`` with English (:class:`StageChoice`) chosen on ``tasks`` [(kind: a dev set's
     number, or ("context", number) for a set of documents, lines a side asked, share of translations, Task)]
-    (foreign against English) with the pair's ``floors`` {threshold, min_z, min_cosine}: the score floor by :func:`best_floor` (each kind and share a group; the densest
-    share's tasks as the dense ones), ``max_lines`` the largest task's lines a side or ``own_lines``, whichever is
+    (foreign against English) with the pair's ``floors`` {threshold, min_z, min_cosine}: the score floor by
+    :func:`best_floor` with ``beta`` (each kind and share a group; the densest share's tasks as the dense ones),
+    ``max_lines`` the largest task's lines a side or ``own_lines``, whichever is
     more."""
     cells = [(kind, size, share, task_cells(task, model, model.second_stage, lang, floors))
              for kind, size, share, task in tasks]
     densest = max(share for _, _, share, _ in cells)
     groups = [((kind, share), c) for kind, _, share, c in cells]
-    p = best_floor(groups, [c for _, _, share, c in cells if share == densest], dense_loss)
+    p = best_floor(groups, [c for _, _, share, c in cells if share == densest], dense_loss, beta=beta)
     measured = measured_at([(size, share, c) for _, size, share, c in cells], p)
     largest = int(max(c["lines"] for *_, c in cells))
     shares = ", ".join(f"{s:.0%}" for s in sorted({share for _, _, share, _ in cells}))
@@ -121,7 +131,7 @@ def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float 
     how = (f"calibrate-mining: tasks at {shares} translated, {sizes} lines a side asked (up to {largest:,}), "
            f"{len(cells)} tasks from {sets} dev set{'s' if sets != 1 else ''}"
            + (f" and {docs} set{'s' if docs > 1 else ''} of documents (distractors: the lines around each gold "
-              "pair)" if docs else ""))
+              "pair)" if docs else "") + (f"; the best mean F-beta, beta {beta:g}" if beta != 1.0 else ""))
     return StageChoice(p, max(largest, own_lines), measured, how)
 
 
