@@ -84,6 +84,18 @@ def test_write_section_round_trips_and_keeps_the_fingerprint(calibrated_dir, toy
     assert model.fingerprint == load_model(toy_model_dir).fingerprint
 
 
+def test_pairs_written_by_another_run_keep_the_provenance_they_came_with(calibrated_dir):
+    floors = {"threshold": 1.2, "min_z": 0.0, "min_cosine": 0.3}
+    write_section(calibrated_dir, {"en-fr": floors}, "a second test")
+    write_section(calibrated_dir, {"de-fr": {**floors, "chosen_on": "pivot pairs"}}, "a third test")
+    got = load_model(calibrated_dir).mining
+    assert got["chosen_on"] == "a third test" and got["languages"]["de-fr"]["chosen_on"] == "pivot pairs"
+    assert got["languages"]["de-en"]["chosen_on"] == "a test"  # each stamped when another run wrote
+    assert got["languages"]["en-fr"] == {**floors, "chosen_on": "a second test"}
+    write_section(calibrated_dir, {"de-fr": floors}, "a third test")  # the same run again: nothing to stamp
+    assert "chosen_on" not in load_model(calibrated_dir).mining["languages"]["de-fr"]
+
+
 @pytest.mark.parametrize("section, says", [({"version": 4, "languages": {}}, "version 4"),
                                            ({"version": 1}, "no \"languages\""),
                                            ({"version": 1, "languages": {"de": {"threshold": "x"}}}, "'de'"),
@@ -95,7 +107,11 @@ def test_write_section_round_trips_and_keeps_the_fingerprint(calibrated_dir, toy
                                            ({"version": 2, "languages": {"de-en": {"threshold": 1, "min_z": 0,
                                                                                    "min_cosine": 0,
                                                                                    "measured": [{"lines": 30}]}}},
-                                            "measured")])
+                                            "measured"),
+                                           ({"version": 3, "languages": {"de-en": {"threshold": 1, "min_z": 0,
+                                                                                   "min_cosine": 0,
+                                                                                   "chosen_on": 3}}},
+                                            "\"chosen_on\" must be text")])
 def test_a_bad_mining_section_is_refused_on_load(calibrated_dir, section, says):
     path = os.path.join(calibrated_dir, "config.json")
     cfg = json.load(open(path))

@@ -179,3 +179,20 @@ def _half(en: list[str], odd: bool) -> list[int]:
     from ..judge.tasks import key
 
     return [i for i, e in enumerate(en) if (hashlib.md5(key(e).encode()).digest()[0] % 2 == 1) == odd]
+
+
+def manuals_pivot(data_dir: str, a: str, b: str, odd: bool = True) -> list[tuple[str, str]]:
+    """(``a`` text, ``b`` text) pairs of two languages of the Debian manuals, neither English: the lines of
+    :func:`manuals_half` (the same half of the English keys) whose English text is the same in both corpora, each
+    English text once, and only where each corpus gives it one translation; in the order of ``a``'s corpus."""
+    sides = [_one_translation(manuals_half(data_dir, lang, odd)) for lang in (a, b)]
+    return [(x, sides[1][e]) for e, x in sides[0].items() if e in sides[1]]
+
+
+def _one_translation(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """{English text: its translation} of (foreign, English) ``pairs``, stripped, in their order, without the
+    English texts given more than one translation."""
+    found: dict[str, set] = {}
+    for x, e in pairs:
+        found.setdefault(e.strip(), set()).add(x.strip())
+    return {e: next(iter(xs)) for e, xs in found.items() if len(xs) == 1 and e}

@@ -412,13 +412,25 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
         out[key] = _calibrated(model, (a, b), sets, (filler, found), config, mode, defaults, assist, log)
     if write:
         made = f"bitextmine calibrate-mining on dev pairs, seed {config.seed}"
-        if keep or keep_floors:  # the floors' own provenance stays (without what an earlier run added)
-            own = model.mining.get("chosen_on", "").split(MEASURED_BY)[0].split(STAGE_BY)[0]
-            beta = f", stage beta {config.stage_beta:g}" if config.stage_beta != 1 else ""
-            made = (f"{own}{MEASURED_BY}{made} (--keep-settings)" if keep else
-                    f"{own}{STAGE_BY}{made}{beta} (--keep-floors)")
-        write_section(model.path, {k: c.entry() for k, c in out.items()}, chosen_on or made)
+        made += f", stage beta {config.stage_beta:g}" if config.stage_beta != 1 and not keep else ""
+        how = {k: chosen_on or _provenance(model.mining, k, made, "settings" if keep else
+                                           "floors" if keep_floors else "") for k in out}
+        write_section(model.path, {k: {**c.entry(), "chosen_on": how[k]} for k, c in out.items()},
+                      chosen_on or (next(iter(how.values())) if len(set(how.values())) == 1 else made))
     return out
+
+
+def _provenance(section: dict, key: str, made: str, keep: str) -> str:
+    """How pair ``key``'s entry came to be: ``made``, or with ``keep`` ("settings", "floors") the provenance of
+    the settings kept (the pair's own in ``section``, else the section's, without what an earlier measurement
+    added) and ``made`` as what measured (and chose the second stage's settings)."""
+    if not keep:
+        return made
+    entry = (section or {}).get("languages", {}).get(key, {})
+    own = (entry.get("chosen_on") or (section or {}).get("chosen_on", "")).split(MEASURED_BY)[0].split(STAGE_BY)[0]
+    if keep == "settings":
+        return f"{own}{MEASURED_BY}{made} (--keep-settings)"
+    return f"{own}{STAGE_BY}{made} (--keep-floors)"
 
 
 def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: CalibrationConfig, keep: str,

@@ -34,14 +34,16 @@ from ..errors import ConfigError, ModelFormatError, is_finite_number
 # "defaults_second_stage", optional), and with an assist joining the stage ("assist_measured": {the assist's
 # fingerprint: {"assist": its name, "measured": [...]}}, optional); 3: as 2, and for a pair of English and a
 # language of the model's second stage, the stage's settings ("second_stage": {"min_prob", "max_lines",
-# "measured"[, "kept", "chosen_on"]}, optional: where absent, those of the stage's own file apply)
+# "measured"[, "kept", "chosen_on"]}, optional: where absent, those of the stage's own file apply); an entry of
+# version 3 may also say how its settings were chosen ("chosen_on", text, optional: where absent, the section's
+# "chosen_on" says it; readers that do not know it pass it by)
 SECTION_VERSION = 3
 READS = (1, 2, 3)
 KEYS = ("threshold", "min_z", "min_cosine")  # the MineConfig fields a calibration sets
 PIVOT = "en"
 MEASURED = ("lines", "share", "precision", "recall", "f1")  # the numbers of each "measured" entry
 # what an entry may hold besides KEYS
-OPTIONAL = ("measured", "defaults_measured", "defaults_second_stage", "assist_measured", "second_stage")
+OPTIONAL = ("measured", "defaults_measured", "defaults_second_stage", "assist_measured", "second_stage", "chosen_on")
 
 
 def pair_key(a: str, b: str) -> str:
@@ -79,6 +81,8 @@ def check_section(section: dict, where: str) -> None:
                 raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"{name}\" must be a list of objects with "
                                        f"numbers for {', '.join(MEASURED)}")
         _check_assist_measured(s.get("assist_measured", {}), f"{where}: \"mining\" {key!r}")
+        if not isinstance(s.get("chosen_on", ""), str):
+            raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"chosen_on\" must be text")
         if "second_stage" in s and version != 3:
             raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"second_stage\" in a section of version "
                                    f"{version}; it came with version 3")
@@ -410,14 +414,17 @@ def _why_not(section: dict, src: str | None, tgt: str | None) -> str:
 
 def write_section(model_dir: str, languages: dict[str, dict], chosen_on: str) -> None:
     """Store ``languages`` ({pair key "de-en", or a code meaning that language with English: {threshold, min_z,
-    min_cosine[, measured, defaults_measured, defaults_second_stage, assist_measured]}}) in the "mining" section
-    of ``model_dir``/config.json, beside the pairs it already holds (the model's weights and fingerprint
-    unchanged); written as version 3, replaced atomically."""
+    min_cosine[, measured, defaults_measured, defaults_second_stage, assist_measured, second_stage, chosen_on]}})
+    in the "mining" section of ``model_dir``/config.json, beside the pairs it already holds (the model's weights
+    and fingerprint unchanged), with ``chosen_on`` as the section's; written as version 3, replaced atomically.
+    A pair already held without a "chosen_on" of its own keeps the section's earlier one."""
     path = os.path.join(model_dir, "config.json")
     with open(path, encoding="utf-8") as f:
         config = json.load(f)
     new = {(k if "-" in k else pair_key(k, PIVOT)): v for k, v in languages.items()}
-    held = {**entries(config.get("mining")), **new}
+    old = config.get("mining") or {}
+    stamp = old.get("chosen_on") if old.get("chosen_on") not in ("", None, chosen_on) else None
+    held = {**{k: {"chosen_on": stamp, **v} if stamp else v for k, v in entries(old).items()}, **new}
     section = {"version": SECTION_VERSION, "chosen_on": chosen_on,
                "languages": {key: {**{k: float(s[k]) for k in KEYS},
                                    **{k: s[k] for k in OPTIONAL if s.get(k, []) != []}}
