@@ -13,7 +13,10 @@ set and as documents. The settings are chosen on a copy of the bundled model (``
 3,000 lines, stage tasks of ``--stage-lines`` lines a side, and `mine --assist use` measured end to end. Several
 runs on copies of their own (other ``--langs``) are joined with ``--join DIR``: that copy's entries for its
 languages go into ``--out``'s calibration as the command stored them. ``--install`` copies ``--out``'s config.json
-over the bundled model's. This script only assembles the command's arguments.
+over the bundled model's. With ``--pivot DIR`` it calibrates the pairs of two --langs without English instead: their
+dev pairs are the lines of the manuals' choosing half whose English text both languages translate
+(:func:`bitextmine.evaluation.devdata.manuals_pivot`), written to DIR; the command chooses their floors (no second
+stage judges a pair without English). This script only assembles the command's arguments.
 
 Measured 2026-11-28 (docs/tried.md, "Mining settings"), with and without documents and the manuals: the settings it
 chose printed fewer right pairs where translations are rare than those the bundled model ships, which it keeps;
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import itertools
 import json
 import os
 import shutil
@@ -91,11 +95,21 @@ def main() -> None:
     ap.add_argument("--stage-beta", type=float, default=1.0,
                     help="the second stage's objective, mean F-beta over the shares (calibrate-mining --stage-beta)")
     ap.add_argument("--no-assist", action="store_true", help="do not measure mine --assist use end to end")
+    ap.add_argument("--pivot", default="", metavar="DIR",
+                    help="calibrate the pairs of --langs without English instead, on the manuals' choosing half "
+                         "joined on the English text (written to DIR)")
     args = ap.parse_args()
     if not os.path.exists(args.out):
         shutil.copytree(BUNDLED, args.out)
     if args.join:
-        join(args.join, args.out, args.langs)
+        join(args.join, args.out, args.langs, pivot=bool(args.pivot))
+    elif args.pivot:
+        command = [sys.executable, "-m", "bitextmine", "calibrate-mining", "--model", args.out,
+                   *[a for n in (30, 100, 300, 1000, 3000) for a in ("--floor-lines", str(n))]]
+        for a, b in itertools.combinations(args.langs, 2):
+            command += ["--pair", a, b, *write_pivot(args.pivot, a, b)]
+        print(" ".join(command), flush=True)
+        subprocess.run(command, check=True)
     elif args.langs:
         command = [sys.executable, "-m", "bitextmine", "calibrate-mining", "--model", args.out,
                    *[a for n in (30, 100, 300, 1000, 3000) for a in ("--floor-lines", str(n))],
@@ -111,14 +125,32 @@ def main() -> None:
         shutil.copy(os.path.join(args.out, "config.json"), os.path.join(BUNDLED, "config.json"))
 
 
-def join(source: str, target: str, langs: list[str]) -> None:
-    """``source``'s calibration entries for ``langs`` (each with English) stored into ``target``'s, as they are."""
+def write_pivot(folder: str, a: str, b: str, data: str = DATA) -> tuple[str, str]:
+    """Write the pivot dev pairs of ``a`` and ``b`` from the manuals' choosing half (English key hashing even) to
+    ``folder``/a-b.{a,b}; returns the two paths."""
+    from bitextmine.evaluation.devdata import manuals_pivot
+
+    os.makedirs(folder, exist_ok=True)
+    pairs = manuals_pivot(data, a, b, odd=False)
+    paths = tuple(os.path.join(folder, f"{a}-{b}.{lang}") for lang in (a, b))
+    for path, side in zip(paths, zip(*pairs)):
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in side)
+    return paths
+
+
+def join(source: str, target: str, langs: list[str], pivot: bool = False) -> None:
+    """``source``'s calibration entries for ``langs`` (each with English; ``pivot``: each two of them) stored into
+    ``target``'s, each with its provenance."""
     from bitextmine.mining.calibrated import pair_key, write_section
 
     with open(os.path.join(source, "config.json"), encoding="utf-8") as f:
         section = json.load(f)["mining"]
-    write_section(target, {pair_key(lang, "en"): section["languages"][pair_key(lang, "en")] for lang in langs},
-                  section["chosen_on"])
+    pairs = itertools.combinations(langs, 2) if pivot else [(x, "en") for x in langs]
+    keys = [pair_key(a, b) for a, b in pairs]
+    with open(os.path.join(target, "config.json"), encoding="utf-8") as f:
+        held = json.load(f).get("mining", {}).get("chosen_on", "")
+    write_section(target, {k: {"chosen_on": section["chosen_on"], **section["languages"][k]} for k in keys}, held)
 
 
 if __name__ == "__main__":

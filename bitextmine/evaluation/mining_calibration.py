@@ -452,7 +452,7 @@ def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: Calibrati
         log(f"  choosing the second stage's settings on tasks of {', '.join(map(str, config.stage_lines))} lines"
             + (f" and context tasks of {config.context_lines:,}" if contexts else ""))
     c = with_stage(model, langs, sets, c, config=config, filler=filler, contexts=contexts, keep=stage_kept)
-    if defaults:
+    if defaults and "en" in langs:
         log("  measuring mine's defaults end to end")
         c = measure_pair(model, langs, *sets[0], c, config=config)
     if assist:
