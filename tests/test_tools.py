@@ -141,3 +141,36 @@ def test_the_manuals_half_with_its_documents_is_the_half_that_reports_less_nothi
     halves = [manuals_half_documents(str(tmp_path), "de", odd) for odd in (True, False)]
     assert [h[0] for h in halves] == [manuals_half(str(tmp_path), "de", odd) for odd in (True, False)]
     assert sorted(p + (n,) for h in halves for p, n in zip(*h)) == sorted(rows)
+
+
+def test_pivot_pairs_join_two_languages_on_their_shared_english_in_one_half(tmp_path):
+    """manuals_pivot pairs the German and French lines whose English is the same, within one half of the English
+    keys; an English text with two German translations is left out; write_pivot writes them line-aligned."""
+    import gzip
+    import importlib.util
+    import os
+
+    from bitextmine.evaluation.devdata import manuals_half, manuals_pivot
+
+    base = tmp_path / "train" / "debian_docs"
+    base.mkdir(parents=True)
+    words = "apt boot cron disk edit font grub host init jobs kernel link mail mount node port".split()
+    en = [f"The manual describes {w}." for w in words]
+    corpora = {"de": ([f"Das Handbuch beschreibt {w}." for w in words] + ["Zweite Übersetzung."], en + [en[0]]),
+               "fr": ([f"Le manuel décrit {w}." for w in words[:1] + words[3:]], en[:1] + en[3:])}  # not 2 and 3
+    for lang, (fx, english) in corpora.items():
+        for suffix, lines in ((lang, fx), ("en", english)):
+            with gzip.open(base / f"en-{lang}.{suffix}.gz", "wt", encoding="utf-8") as f:
+                f.writelines(line + "\n" for line in lines)
+    for odd in (True, False):
+        half = {e for _, e in manuals_half(str(tmp_path), "de", odd)}
+        by_hand = [(f"Das Handbuch beschreibt {w}.", f"Le manuel décrit {w}.") for w, e in zip(words, en)
+                   if e in half and w not in words[:3]]  # apt: two German translations
+        assert manuals_pivot(str(tmp_path), "de", "fr", odd) == by_hand
+    spec = importlib.util.spec_from_file_location("calibrate_bundled", os.path.join(
+        os.path.dirname(__file__), "..", "tools", "calibrate_bundled.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    paths = tool.write_pivot(str(tmp_path / "pivot"), "de", "fr", data=str(tmp_path))
+    sides = [open(p, encoding="utf-8").read().splitlines() for p in paths]
+    assert list(zip(*sides)) == manuals_pivot(str(tmp_path), "de", "fr", odd=False)
