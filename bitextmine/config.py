@@ -450,6 +450,11 @@ class CalibrationConfig:
 
     # source lines of the floors' tasks (half of them translated), each where the dev pairs allow (1.5 pairs a line)
     floor_lines: tuple[int, ...] = (30, 100, 300, 1000)
+    # shares of translations whose mean F1 the floors are chosen on (0.5 and 0.1, from tasks of 100 lines, are
+    # drawn): where a second stage judges the pair, the dense tasks (the stage decides where translations are
+    # rare); where none does, the floors alone decide at every share, so the sparse tasks count too
+    floor_shares: tuple[float, ...] = (0.5,)
+    floor_shares_alone: tuple[float, ...] = (0.5, 0.1)
     # lines a side of the second stage's tasks: the smallest shrinks to what the dev pairs fill; a larger one takes
     # its gold pairs from the dev pairs and, where they run out, its distractors from filler pairs (none: left out)
     stage_lines: tuple[int, ...] = (1000,)

@@ -7,7 +7,9 @@ translation on the other side, the other half's places go to translations of dev
 distractor has a partner in the task; both sides are shuffled. Over every draw and size, precision, recall and
 F1 of the mined pairs are computed for each point of the grid of :mod:`bitextmine.evaluation.threshold_grid`
 (the floors apply before the 1:1 selection, as in `mine`), and the settings chosen are the broad top of the mean
-F1 (:func:`bitextmine.evaluation.threshold_grid.best`). A pair may come with several dev sets (say one a domain):
+F1 (:func:`bitextmine.evaluation.threshold_grid.best`); where no second stage judges the pair, the mean over those
+tasks and tasks with a tenth of the lines translated, since the floors alone then decide what is printed where
+translations are rare (:attr:`bitextmine.config.CalibrationConfig.floor_shares_alone`). A pair may come with several dev sets (say one a domain):
 each weighs the same. The second stage's settings are chosen on tasks with same-domain distractors
 (:func:`stage_tasks`), up to sizes whose distractors come from filler pairs. Nothing here prints.
 """
@@ -96,25 +98,31 @@ def calibrate_pair(x: np.ndarray, y: np.ndarray, *, sizes=CalibrationConfig.floo
     return calibrate_sets([(x, y)], sizes=sizes, seed=seed)
 
 
-def calibrate_sets(sets: list, *, sizes=CalibrationConfig.floor_lines, seed: int = 0) -> PairCalibration:
+def calibrate_sets(sets: list, *, sizes=CalibrationConfig.floor_lines, seed: int = 0, shares=(KEEP,)
+                   ) -> PairCalibration:
     """Settings for mining one language pair, chosen on tasks drawn from each of ``sets`` [(x, y): aligned dev
     pairs, float32 (n, d), L2-normalised; e.g. one set a domain]: the top of the F1 surface averaged over the
-    sets (each weighs the same) and, within a set, over the task sizes it allows; ``measured`` per size, means
-    over the sets that allow it. ConfigError when a set has unaligned rows or none has enough pairs."""
+    ``shares`` of translations (each weighs the same; KEEP and SPARSE, SPARSE from tasks of 100 lines), within a
+    share over the sets (each weighs the same) and, within a set, over the task sizes it allows; ``measured`` per
+    share and size, means over the sets that allow it. ConfigError when a set has unaligned rows or none has
+    enough pairs."""
     for x, y in sets:
         if len(x) != len(y):
             raise ConfigError(f"dev pairs: {len(x)} source rows against {len(y)} target rows; expected aligned pairs")
+    if not shares or set(shares) - {KEEP, SPARSE}:
+        raise ConfigError(f"floor shares {shares}: the floors' tasks are drawn at {KEEP} and {SPARSE} translated")
     usable = [(x, y) for x, y in sets if sizes_for(len(x), sizes)]
     if not usable:
         raise ConfigError(f"{max(len(x) for x, _ in sets)} dev pairs: too few to calibrate on (at least {MIN_PAIRS} "
                           f"for tasks of {min(sizes)} lines)")
-    grids = [_grids(x, y, sizes_for(len(x), sizes), KEEP, np.random.default_rng(seed)) for x, y in usable]
-    f1 = np.mean([np.mean([g[..., 2] for g in set_grids.values()], 0) for set_grids in grids], 0)
+    grids = {KEEP: [_grids(x, y, sizes_for(len(x), sizes), KEEP, np.random.default_rng(seed)) for x, y in usable],
+             SPARSE: [_grids(x, y, [s for s in sizes_for(len(x), sizes, SPARSE) if s >= 100], SPARSE,
+                             np.random.default_rng(seed + 1)) for x, y in usable]}  # own draws
+    f1 = np.mean([np.mean([np.mean([g[..., 2] for g in set_grids.values()], 0)
+                           for set_grids in grids[share] if set_grids], 0)
+                  for share in shares if any(grids[share])], 0)
     index = best(f1)
-    measured = _measured_over(grids, KEEP, index)
-    sparse = [_grids(x, y, [s for s in sizes_for(len(x), sizes, SPARSE) if s >= 100], SPARSE,
-                     np.random.default_rng(seed + 1)) for x, y in usable]  # own draws: the choice is the same
-    measured += _measured_over(sparse, SPARSE, index)
+    measured = _measured_over(grids[KEEP], KEEP, index) + _measured_over(grids[SPARSE], SPARSE, index)
     return PairCalibration(settings(index), measured, float(f1[index]), float(f1[_global_index()]),
                            sum(len(x) for x, _ in sets))
 
@@ -446,7 +454,8 @@ def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: Calibrati
         log("  choosing the floors")
     c = (_kept(model, *langs, pairs, f"--keep-{keep}") if keep else
          calibrate_sets([(encode(src, model), encode(tgt, model)) for src, tgt in sets], sizes=config.floor_lines,
-                        seed=config.seed))
+                        seed=config.seed, shares=config.floor_shares if _staged(model, langs) else
+                        config.floor_shares_alone))
     stage_kept = keep == "settings"
     if not stage_kept and _staged(model, langs):
         log(f"  choosing the second stage's settings on tasks of {', '.join(map(str, config.stage_lines))} lines"
