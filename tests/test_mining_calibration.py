@@ -219,6 +219,27 @@ def test_a_dev_set_given_twice_chooses_and_measures_what_it_does_alone(toy_model
     assert [(m["lines"], m["share"]) for m in small.measured] == [(30, 0.5), (100, 0.5), (100, 0.1)]
 
 
+def test_floors_chosen_on_dense_and_sparse_tasks_are_the_top_of_their_mean_surface(toy_model):
+    """With shares (0.5, 0.1) the floors are the top of the mean of the two surfaces, each drawn as measured (0.5
+    from the seed, 0.1 from the next, from 100 lines); a pair no second stage judges is calibrated so."""
+    from bitextmine.encoding import encode
+    from bitextmine.evaluation.mining_calibration import _grids, calibrate_sets
+    from bitextmine.evaluation.threshold_grid import best, settings
+
+    s, t = toy_corpus(400, seed=29)
+    x, y = encode(s, toy_model), encode(t, toy_model)
+    both = calibrate_sets([(x, y)], sizes=(30, 100), shares=(0.5, 0.1))
+    dense = _grids(x, y, [30, 100], 0.5, np.random.default_rng(0))
+    sparse = _grids(x, y, [100], 0.1, np.random.default_rng(1))
+    f1 = (np.mean([g[..., 2] for g in dense.values()], 0) + sparse[100][..., 2]) / 2
+    assert both.settings == settings(best(f1)) and both.f1 == pytest.approx(f1[best(f1)])
+    sparse_got = [m for m in both.measured if m["share"] == 0.1]  # what it measured is those tasks at that point
+    assert [(m["precision"], m["recall"], m["f1"]) for m in sparse_got] == pytest.approx([tuple(sparse[100][best(f1)])])
+    with pytest.raises(ConfigError, match="floor shares"):
+        calibrate_sets([(x, y)], sizes=(30, 100), shares=(0.3,))
+    assert CalibrationConfig.floor_shares == (0.5,) and CalibrationConfig.floor_shares_alone == (0.5, 0.1)
+
+
 def test_stage_tasks_take_their_gold_from_the_dev_pairs_and_distractors_from_the_filler():
     from bitextmine.evaluation.mining_calibration import stage_tasks
 
