@@ -59,7 +59,8 @@ def calibrate_mining(model_dir, pairs, fillers, contexts, floor_lines, stage_lin
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
-    pairs. Tasks: --floor-lines source lines, half with their translation on the other side. For a pair of
+    pairs. Tasks: --floor-lines source lines, half with their translation on the other side (and, where no second
+    stage judges the pair, a tenth, from 100 lines: the floors alone then decide at every share). For a pair of
     English and a language of the model's second stage, also the score a pair needs (--min-prob) and the largest
     side whose own margins the stage judges, chosen on tasks of 1/5/10/50 % translated of --stage-lines lines a
     side (--stage-draws draws each; larger than the dev pairs fill: distractors from --filler), and on the

@@ -136,7 +136,7 @@ def train(
         shutil.rmtree(ckpt_dir)
     calibrated = None
     if config.calibrate and not stopped_early:
-        calibrated = _calibrate(out_dir, languages, dev_src, dev_tgt, config.seed, log)
+        calibrated = _calibrate(out_dir, languages, dev_src, dev_tgt, config.seed, log, staged=second_stage is not None)
     if second_stage is not None and not stopped_early:
         from ..judge.build import build_second_stage
 
@@ -151,12 +151,15 @@ def train(
                        best if np.isfinite(best) else float("nan"), run.state["history"])
 
 
-def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int, log) -> None:
+def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int, log, staged: bool = False) -> None:
     """The saved model's mining settings for its one language pair, chosen on the held-apart dev pairs
-    (:func:`bitextmine.evaluation.mining_calibration.calibrate_mining`), when two languages are recorded and
+    (:func:`bitextmine.evaluation.mining_calibration.calibrate_sets`; on the shares of
+    CalibrationConfig.floor_shares where a second stage will judge the pair, ``staged``, else of
+    floor_shares_alone), when two languages are recorded and
     there are enough dev pairs, returned as (PairCalibration, distinct dev sources, their targets); else a log
     line saying why not, and None."""
-    from ..evaluation.mining_calibration import MIN_PAIRS, calibrate_pair, distinct_pairs
+    from ..config import CalibrationConfig
+    from ..evaluation.mining_calibration import MIN_PAIRS, calibrate_sets, distinct_pairs
     from ..encoding import encode
     from ..loading import load_model
     from ..mining.calibrated import pair_key, write_section
@@ -171,7 +174,8 @@ def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int,
         log(f"mining settings not calibrated: {len(src)} distinct dev pairs, fewer than {MIN_PAIRS} (--dev-pairs)")
         return None
     model = load_model(out_dir)
-    c = calibrate_pair(encode(src, model), encode(tgt, model), seed=seed)
+    shares = CalibrationConfig.floor_shares if staged else CalibrationConfig.floor_shares_alone
+    c = calibrate_sets([(encode(src, model), encode(tgt, model))], seed=seed, shares=shares)
     write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {len(src)} held-apart pairs, seed {seed}")
     s = c.settings
     log(f"mining settings for {pair_key(*langs)} on {len(src)} held-apart pairs: threshold {s['threshold']:g}, "
