@@ -2,6 +2,7 @@
 size, and sides with planted translations."""
 
 import numpy as np
+import pytest
 
 from bitextmine.corpus import CorpusSpec
 
@@ -174,3 +175,22 @@ def test_pivot_pairs_join_two_languages_on_their_shared_english_in_one_half(tmp_
     paths = tool.write_pivot(str(tmp_path / "pivot"), "de", "fr", data=str(tmp_path))
     sides = [open(p, encoding="utf-8").read().splitlines() for p in paths]
     assert list(zip(*sides)) == manuals_pivot(str(tmp_path), "de", "fr", odd=False)
+
+
+def test_the_reliability_diagram_pools_bins_by_their_candidates_and_draws_a_line_a_share():
+    import importlib.util
+    import os
+    import xml.dom.minidom
+
+    spec = importlib.util.spec_from_file_location("reliability", os.path.join(
+        os.path.dirname(__file__), "..", "tools", "reliability.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    found = {"pool 1000 0.01 de": {"bins": [[0, 30, 0.02, 0.0], [9, 10, 0.95, 0.9]]},
+             "pool 10000 0.01 fr": {"bins": [[0, 10, 0.06, 0.4]]},
+             "news 1500 0.1 de": {"bins": [[5, 4, 0.55, 0.5]]}}
+    pooled = tool.pooled_bins(found)
+    assert pooled[("pool", 0.01)] == [pytest.approx((0.03, 0.1, 40)), pytest.approx((0.95, 0.9, 10))]
+    assert pooled[("news", 0.1)] == [pytest.approx((0.55, 0.5, 4))]
+    doc = xml.dom.minidom.parseString(tool.svg(pooled))
+    assert len(doc.getElementsByTagName("polyline")) == 2 and doc.documentElement.tagName == "svg"

@@ -2,7 +2,8 @@
 error (ECE) of the score the stage gives every candidate it judges, on dev tasks of several kinds, shares and sizes.
 
     python tools/reliability.py [--model DIR] [--kinds pool manuals news] [--sizes 1000 10000] \\
-        [--shares 0.01 0.05 0.1 0.5] [--draws 2] [--langs ...] [--json out.json]
+        [--shares 0.01 0.05 0.1 0.5] [--draws 2] [--langs ...] [--json out.json] [--svg plot.svg]
+    python tools/reliability.py --from-json out.json --svg plot.svg
 
 Kinds of task (each built by the project's task builder, :mod:`bitextmine.judge.tasks`: same-domain distractors,
 none a near repeat of a line it could translate):
@@ -92,7 +93,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--json", default="", help="also write every cell's scores and labels' bins here")
+    ap.add_argument("--svg", default="", help="also draw the reliability diagram of each kind of task here")
+    ap.add_argument("--from-json", default="", metavar="FILE", help="draw --svg from a --json file instead")
     args = ap.parse_args()
+    if args.from_json:
+        with open(args.from_json, encoding="utf-8") as f:
+            found = json.load(f)
+        with open(args.svg, "w", encoding="utf-8") as f:
+            f.write(svg(pooled_bins(found)))
+        return
     from bitextmine.loading import load_model
     from bitextmine.mining.calibrated import settings_for
 
@@ -118,6 +127,54 @@ def main() -> None:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({" ".join(map(str, k)): {"lines": n, "ece": ece(p, y), "bins": bins(p, y)}
                        for k, (p, y, n) in cells.items()}, f, indent=1)
+    if args.svg:
+        found = {" ".join(map(str, k)): {"bins": bins(p, y)} for k, (p, y, _) in cells.items()}
+        with open(args.svg, "w", encoding="utf-8") as f:
+            f.write(svg(pooled_bins(found)))
+
+
+def pooled_bins(found: dict) -> dict:
+    """{(kind, share): [(mean score, share of translations, candidates)] per bin}, the languages and sizes pooled,
+    from --json's {"kind size share lang": {"bins": [[bin, candidates, mean score, share of translations]]}}."""
+    sums: dict = {}
+    for key, cell in found.items():
+        kind, _, share, _ = key.split()
+        for b, n, mean, hit in cell["bins"]:
+            acc = sums.setdefault((kind, float(share)), {}).setdefault(b, [0, 0.0, 0.0])
+            acc[0], acc[1], acc[2] = acc[0] + n, acc[1] + n * mean, acc[2] + n * hit
+    return {k: [(s / n, h / n, n) for _, (n, s, h) in sorted(v.items())] for k, v in sorted(sums.items())}
+
+
+def svg(pooled: dict, side: int = 220, pad: int = 34) -> str:
+    """A reliability diagram, one panel a kind of task: each share's bins as a line from mean score (x) to share
+    of translations (y), the diagonal where a score would be a probability. SVG text."""
+    kinds = sorted({k for k, _ in pooled})
+    colours = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e"]
+    shares = sorted({s for _, s in pooled})
+    width, height = len(kinds) * (side + pad) + pad, side + 2 * pad + 18
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+           'font-size="11">', f'<rect width="{width}" height="{height}" fill="white"/>']
+    for i, kind in enumerate(kinds):
+        x0, y0 = pad + i * (side + pad), pad
+        at = lambda u, v: (x0 + u * side, y0 + (1 - v) * side)  # noqa: E731
+        out += [f'<rect x="{x0}" y="{y0}" width="{side}" height="{side}" fill="none" stroke="#444"/>',
+                f'<line x1="{x0}" y1="{y0 + side}" x2="{x0 + side}" y2="{y0}" stroke="#aaa" stroke-dasharray="4 3"/>',
+                f'<text x="{x0 + side / 2}" y="{y0 - 8}" text-anchor="middle" font-weight="bold">{kind}</text>',
+                f'<text x="{x0 + side / 2}" y="{y0 + side + 26}" text-anchor="middle">mean score of the bin</text>']
+        out += [f'<text x="{x0 + t * side}" y="{y0 + side + 13}" text-anchor="middle">{t:g}</text>'
+                f'<text x="{x0 - 4}" y="{y0 + (1 - t) * side + 4}" text-anchor="end">{t:g}</text>'
+                for t in (0, 0.5, 1)]
+        for j, share in enumerate(shares):
+            points = pooled.get((kind, share))
+            if points:
+                path = " ".join("%.1f,%.1f" % at(m, h) for m, h, _ in points)
+                out.append(f'<polyline points="{path}" fill="none" stroke="{colours[j % len(colours)]}" '
+                           'stroke-width="1.8"/>')
+    legend = " ".join(f'<tspan fill="{colours[j % len(colours)]}">{share:.0%} translated</tspan>'
+                      for j, share in enumerate(shares))
+    out += [f'<text x="{pad}" y="{height - 6}">share of translations (y) against the score (x); dashed: a '
+            f'probability. {legend}</text>', "</svg>\n"]
+    return "\n".join(out)
 
 
 def bins(p: np.ndarray, y: np.ndarray) -> list[list]:
