@@ -9,8 +9,8 @@ F1 of the mined pairs are computed for each point of the grid of :mod:`bitextmin
 (the floors apply before the 1:1 selection, as in `mine`), and the settings chosen are the broad top of the mean
 F1 (:func:`bitextmine.evaluation.threshold_grid.best`); where no second stage judges the pair, the mean over those
 tasks and tasks with a tenth of the lines translated, since the floors alone then decide what is printed where
-translations are rare (:attr:`bitextmine.config.CalibrationConfig.floor_shares_alone`). A pair may come with several dev sets (say one a domain):
-each weighs the same. The second stage's settings are chosen on tasks with same-domain distractors
+translations are rare (:attr:`bitextmine.config.CalibrationConfig.floor_shares_alone`). A pair may come with
+several dev sets (say one a domain): each weighs the same. The second stage's settings are chosen on tasks with same-domain distractors
 (:func:`stage_tasks`), up to sizes whose distractors come from filler pairs. Nothing here prints.
 """
 

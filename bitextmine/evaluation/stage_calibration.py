@@ -115,8 +115,7 @@ def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float 
     number, or ("context", number) for a set of documents, lines a side asked, share of translations, Task)]
     (foreign against English) with the pair's ``floors`` {threshold, min_z, min_cosine}: the score floor by
     :func:`best_floor` with ``beta`` (each kind and share a group; the densest share's tasks as the dense ones),
-    ``max_lines`` the largest task's lines a side or ``own_lines``, whichever is
-    more."""
+    ``max_lines`` the largest task's lines a side or ``own_lines``, whichever is more."""
     cells = [(kind, size, share, task_cells(task, model, model.second_stage, lang, floors))
              for kind, size, share, task in tasks]
     densest = max(share for _, _, share, _ in cells)

@@ -154,9 +154,8 @@ def train(
 def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int, log, staged: bool = False) -> None:
     """The saved model's mining settings for its one language pair, chosen on the held-apart dev pairs
     (:func:`bitextmine.evaluation.mining_calibration.calibrate_sets`; on the shares of
-    CalibrationConfig.floor_shares where a second stage will judge the pair, ``staged``, else of
-    floor_shares_alone), when two languages are recorded and
-    there are enough dev pairs, returned as (PairCalibration, distinct dev sources, their targets); else a log
+    CalibrationConfig.floor_shares where a second stage will judge the pair, ``staged`` and one language English,
+    else of floor_shares_alone), when two languages are recorded and there are enough dev pairs, returned as (PairCalibration, distinct dev sources, their targets); else a log
     line saying why not, and None."""
     from ..config import CalibrationConfig
     from ..evaluation.mining_calibration import MIN_PAIRS, calibrate_sets, distinct_pairs
@@ -174,7 +173,7 @@ def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int,
         log(f"mining settings not calibrated: {len(src)} distinct dev pairs, fewer than {MIN_PAIRS} (--dev-pairs)")
         return None
     model = load_model(out_dir)
-    shares = CalibrationConfig.floor_shares if staged else CalibrationConfig.floor_shares_alone
+    shares = CalibrationConfig.floor_shares if staged and "en" in langs else CalibrationConfig.floor_shares_alone
     c = calibrate_sets([(encode(src, model), encode(tgt, model))], seed=seed, shares=shares)
     write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {len(src)} held-apart pairs, seed {seed}")
     s = c.settings
