@@ -155,8 +155,8 @@ def _calibrate(out_dir: str, languages, dev_src: list, dev_tgt: list, seed: int,
     """The saved model's mining settings for its one language pair, chosen on the held-apart dev pairs
     (:func:`bitextmine.evaluation.mining_calibration.calibrate_sets`; on the shares of
     CalibrationConfig.floor_shares where a second stage will judge the pair, ``staged`` and one language English,
-    else of floor_shares_alone), when two languages are recorded and there are enough dev pairs, returned as (PairCalibration, distinct dev sources, their targets); else a log
-    line saying why not, and None."""
+    else of floor_shares_alone), when two languages are recorded and there are enough dev pairs, returned as
+    (PairCalibration, distinct dev sources, their targets); else a log line saying why not, and None."""
     from ..config import CalibrationConfig
     from ..evaluation.mining_calibration import MIN_PAIRS, calibrate_sets, distinct_pairs
     from ..encoding import encode
