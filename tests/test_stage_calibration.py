@@ -81,42 +81,32 @@ def _slow_kept(c: dict, p: float):
             yield i
 
 
-def test_the_floor_chosen_is_the_best_mean_f1_among_those_the_dense_tasks_allow():
-    rng = np.random.default_rng(1)
-    tasks = [(share, random_cells(rng, gold=g)) for share, g in ((0.01, 1), (0.01, 2), (0.5, 6), (0.5, 6))]
-    dense = [c for share, c in tasks if share == 0.5]
-    grid = np.round(np.arange(0.0, 1.0, 0.05), 2)
-    alone = np.mean([slow_prf(c, -1.0)[2] for c in dense])
-    allowed = [p for p in grid if np.mean([slow_prf(c, p)[2] for c in dense]) >= alone - 0.01]
-
-    def by_hand(p):  # each share weighs the same
-        return np.mean([np.mean([slow_prf(c, p)[2] for s, c in tasks if s == share]) for share in (0.01, 0.5)])
-
-    chosen = best_floor(tasks, dense, 0.01, grid)
-    assert chosen in allowed and by_hand(chosen) == pytest.approx(max(by_hand(p) for p in allowed))
-    assert mean_f1(tasks, chosen) == pytest.approx(by_hand(chosen))
+def test_f_beta_weighs_precision_more_below_one():
+    assert f_beta(0.6, 0.9) == pytest.approx(2 * 0.6 * 0.9 / 1.5) and f_beta(1.0, 0.0, 0.5) == 0.0
+    assert f_beta(0.5, 1.0, 0.5) == pytest.approx(1.25 * 0.5 / (0.25 * 0.5 + 1.0))
+    assert f_beta(0.5, 1.0, 0.5) < f_beta(1.0, 0.5, 0.5)  # the same two figures the other way round score higher
     assert 0.002 in GRID and GRID.max() < 1
 
 
-def test_with_a_beta_the_floor_chosen_is_the_best_mean_f_beta_among_those_the_dense_tasks_allow():
-    assert f_beta(0.6, 0.9) == pytest.approx(2 * 0.6 * 0.9 / 1.5) and f_beta(1.0, 0.0, 0.5) == 0.0
-    assert f_beta(0.5, 1.0, 0.5) == pytest.approx(1.25 * 0.5 / (0.25 * 0.5 + 1.0))  # precision weighs more:
-    assert f_beta(0.5, 1.0, 0.5) < f_beta(1.0, 0.5, 0.5)  # the same two figures the other way round score higher
-    rng = np.random.default_rng(3)
-    tasks = [(share, random_cells(rng, gold=g)) for share, g in ((0.01, 1), (0.01, 2), (0.1, 3), (0.5, 6))]
+@pytest.mark.parametrize("beta, seed, golds", [(1.0, 1, ((0.01, 1), (0.01, 2), (0.5, 6), (0.5, 6))),
+                                              (0.5, 3, ((0.01, 1), (0.01, 2), (0.1, 3), (0.5, 6)))])
+def test_the_floor_chosen_is_the_best_mean_f_beta_among_those_the_dense_tasks_allow(beta, seed, golds):
+    rng = np.random.default_rng(seed)
+    tasks = [(share, random_cells(rng, gold=g)) for share, g in golds]
     dense = [c for share, c in tasks if share == 0.5]
     grid = np.round(np.arange(0.0, 1.0, 0.05), 2)
     alone = np.mean([slow_prf(c, -1.0)[2] for c in dense])
     allowed = [p for p in grid if np.mean([slow_prf(c, p)[2] for c in dense]) >= alone - 0.01]
+    b2 = beta * beta
 
     def by_hand(p):  # each share weighs the same; F-beta from the obvious selection's precision and recall
-        return np.mean([np.mean([(1.25 * a * b / (0.25 * a + b) if a + b else 0.0)
-                                 for a, b, _ in (slow_prf(c, p) for s, c in tasks if s == share)])
-                        for share in (0.01, 0.1, 0.5)])
+        return np.mean([np.mean([((1 + b2) * a * r / (b2 * a + r) if a + r else 0.0)
+                                 for a, r, _ in (slow_prf(c, p) for s, c in tasks if s == share)])
+                        for share in sorted({s for s, _ in golds})])
 
-    chosen = best_floor(tasks, dense, 0.01, grid, beta=0.5)
+    chosen = best_floor(tasks, dense, 0.01, grid, beta=beta)
     assert chosen in allowed and by_hand(chosen) == pytest.approx(max(by_hand(p) for p in allowed))
-    assert mean_f1(tasks, chosen, 0.5) == pytest.approx(by_hand(chosen))
+    assert mean_f1(tasks, chosen, beta) == pytest.approx(by_hand(chosen))
 
 
 def test_the_stage_settings_of_a_calibration_are_checked_on_load():
