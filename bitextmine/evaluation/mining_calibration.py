@@ -10,8 +10,9 @@ F1 of the mined pairs are computed for each point of the grid of :mod:`bitextmin
 F1 (:func:`bitextmine.evaluation.threshold_grid.best`); where no second stage judges the pair, the mean over those
 tasks and tasks with a tenth of the lines translated, since the floors alone then decide what is printed where
 translations are rare (:attr:`bitextmine.config.CalibrationConfig.floor_shares_alone`). A pair may come with
-several dev sets (say one a domain): each weighs the same. The second stage's settings are chosen on tasks with same-domain distractors
-(:func:`stage_tasks`), up to sizes whose distractors come from filler pairs. Nothing here prints.
+several dev sets (say one a domain): each weighs the same. The second stage's settings are chosen on tasks with
+same-domain distractors (:func:`stage_tasks`), up to sizes whose distractors come from filler pairs. Nothing here
+prints.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ MIN_PAIRS = 45  # the fewest dev pairs that give a task of 30 lines
 # distractors), of CalibrationConfig.measure_lines lines a side, fewer (down to this) where the pairs run out
 DEFAULTS_MIN_LINES = 50
 MEASURED_BY = "; mine's defaults measured by "  # what --keep-settings adds to the provenance of the settings kept
-STAGE_BY = "; the second stage's settings chosen and mine's defaults measured by "  # what --keep-floors adds
+STAGE_BY = "; the second stage's settings chosen by "  # what --keep-floors adds (and MEASURED_BY where it measures)
 
 
 @dataclass(frozen=True)
@@ -422,23 +423,25 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
         made = f"bitextmine calibrate-mining on dev pairs, seed {config.seed}"
         made += f", stage beta {config.stage_beta:g}" if config.stage_beta != 1 and not keep else ""
         how = {k: chosen_on or _provenance(model.mining, k, made, "settings" if keep else
-                                           "floors" if keep_floors else "") for k in out}
+                                           "floors" if keep_floors else "", bool(out[k].defaults_measured))
+               for k in out}
         write_section(model.path, {k: {**c.entry(), "chosen_on": how[k]} for k, c in out.items()},
                       chosen_on or (next(iter(how.values())) if len(set(how.values())) == 1 else made))
     return out
 
 
-def _provenance(section: dict, key: str, made: str, keep: str) -> str:
+def _provenance(section: dict, key: str, made: str, keep: str, measured: bool) -> str:
     """How pair ``key``'s entry came to be: ``made``, or with ``keep`` ("settings", "floors") the provenance of
-    the settings kept (the pair's own in ``section``, else the section's, without what an earlier measurement
-    added) and ``made`` as what measured (and chose the second stage's settings)."""
+    the settings kept (the pair's own in ``section``, else the section's, without what an earlier run added), then
+    ``made`` as what chose the second stage's settings (``keep`` "floors") and measured mine's defaults
+    (``measured``)."""
     if not keep:
         return made
     entry = (section or {}).get("languages", {}).get(key, {})
     own = (entry.get("chosen_on") or (section or {}).get("chosen_on", "")).split(MEASURED_BY)[0].split(STAGE_BY)[0]
     if keep == "settings":
         return f"{own}{MEASURED_BY}{made} (--keep-settings)"
-    return f"{own}{STAGE_BY}{made} (--keep-floors)"
+    return f"{own}{STAGE_BY}{made}" + (f"{MEASURED_BY}the same" if measured else "") + " (--keep-floors)"
 
 
 def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: CalibrationConfig, keep: str,
