@@ -223,14 +223,14 @@ def test_floors_chosen_on_dense_and_sparse_tasks_are_the_top_of_their_mean_surfa
     """With shares (0.5, 0.1) the floors are the top of the mean of the two surfaces, each drawn as measured (0.5
     from the seed, 0.1 from the next, from 100 lines); a pair no second stage judges is calibrated so."""
     from bitextmine.encoding import encode
-    from bitextmine.evaluation.mining_calibration import _grids, calibrate_sets
+    from bitextmine.evaluation.mining_calibration import calibrate_sets, task_grids
     from bitextmine.evaluation.threshold_grid import best, settings
 
     s, t = toy_corpus(400, seed=29)
     x, y = encode(s, toy_model), encode(t, toy_model)
     both = calibrate_sets([(x, y)], sizes=(30, 100), shares=(0.5, 0.1))
-    dense = _grids(x, y, [30, 100], 0.5, np.random.default_rng(0))
-    sparse = _grids(x, y, [100], 0.1, np.random.default_rng(1))
+    dense = task_grids(x, y, [30, 100], 0.5, np.random.default_rng(0))
+    sparse = task_grids(x, y, [100], 0.1, np.random.default_rng(1))
     f1 = (np.mean([g[..., 2] for g in dense.values()], 0) + sparse[100][..., 2]) / 2
     assert both.settings == settings(best(f1)) and both.f1 == pytest.approx(f1[best(f1)])
     sparse_got = [m for m in both.measured if m["share"] == 0.1]  # what it measured is those tasks at that point

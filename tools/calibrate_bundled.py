@@ -53,8 +53,7 @@ def write_manuals(folder: str, langs: list[str], data: str = DATA) -> str:
     for lang in langs:
         pairs, names = manuals_half_documents(data, lang, odd=False)
         for suffix, lines in ((lang, [x for x, _ in pairs]), ("en", [e for _, e in pairs]), ("docs", names)):
-            with open(os.path.join(folder, f"en-{lang}.{suffix}"), "w", encoding="utf-8") as f:
-                f.writelines(line + "\n" for line in lines)
+            write_lines(os.path.join(folder, f"en-{lang}.{suffix}"), lines)
     return folder
 
 
@@ -103,26 +102,31 @@ def main() -> None:
         shutil.copytree(BUNDLED, args.out)
     if args.join:
         join(args.join, args.out, args.langs, pivot=bool(args.pivot))
-    elif args.pivot:
-        command = [sys.executable, "-m", "bitextmine", "calibrate-mining", "--model", args.out,
-                   *[a for n in (30, 100, 300, 1000, 3000) for a in ("--floor-lines", str(n))]]
-        for a, b in itertools.combinations(args.langs, 2):
-            command += ["--pair", a, b, *write_pivot(args.pivot, a, b)]
-        print(" ".join(command), flush=True)
-        subprocess.run(command, check=True)
     elif args.langs:
         command = [sys.executable, "-m", "bitextmine", "calibrate-mining", "--model", args.out,
                    *[a for n in (30, 100, 300, 1000, 3000) for a in ("--floor-lines", str(n))],
-                   *[a for n in args.stage_lines for a in ("--stage-lines", str(n))],
-                   *(["--keep-floors"] * args.keep_floors), "--stage-beta", str(args.stage_beta),
-                   *(["--assist", "use"] * (not args.no_assist))]
-        manuals = write_manuals(args.manuals, args.langs) if args.manuals else ""
-        for lang in args.langs:
-            command += arguments(lang, manuals=manuals)
+                   *(pivot_arguments(args.pivot, args.langs) if args.pivot else language_arguments(args))]
         print(" ".join(command), flush=True)
         subprocess.run(command, check=True)
     if args.install:
         shutil.copy(os.path.join(args.out, "config.json"), os.path.join(BUNDLED, "config.json"))
+
+
+def language_arguments(args) -> list[str]:
+    """calibrate-mining's arguments after the floor tasks' sizes for each of ``args.langs`` with English."""
+    out = [*[a for n in args.stage_lines for a in ("--stage-lines", str(n))],
+           *(["--keep-floors"] * args.keep_floors), "--stage-beta", str(args.stage_beta),
+           *(["--assist", "use"] * (not args.no_assist))]
+    manuals = write_manuals(args.manuals, args.langs) if args.manuals else ""
+    for lang in args.langs:
+        out += arguments(lang, manuals=manuals)
+    return out
+
+
+def pivot_arguments(folder: str, langs: list[str]) -> list[str]:
+    """calibrate-mining's --pair arguments for each two of ``langs`` (no English), their pivot dev pairs written
+    to ``folder`` (:func:`write_pivot`)."""
+    return [x for a, b in itertools.combinations(langs, 2) for x in ("--pair", a, b, *write_pivot(folder, a, b))]
 
 
 def write_pivot(folder: str, a: str, b: str, data: str = DATA) -> tuple[str, str]:
@@ -134,9 +138,14 @@ def write_pivot(folder: str, a: str, b: str, data: str = DATA) -> tuple[str, str
     pairs = manuals_pivot(data, a, b, odd=False)
     paths = tuple(os.path.join(folder, f"{a}-{b}.{lang}") for lang in (a, b))
     for path, side in zip(paths, zip(*pairs)):
-        with open(path, "w", encoding="utf-8") as f:
-            f.writelines(line + "\n" for line in side)
+        write_lines(path, side)
     return paths
+
+
+def write_lines(path: str, lines) -> None:
+    """``lines`` to ``path``, one a line."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
 
 
 def join(source: str, target: str, langs: list[str], pivot: bool = False) -> None:

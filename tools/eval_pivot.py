@@ -23,8 +23,8 @@ import numpy as np
 from bitextmine.config import Floors
 from bitextmine.encoding import encode
 from bitextmine.evaluation.devdata import manuals_pivot
-from bitextmine.evaluation.mining_calibration import DRAWS, draw_task
-from bitextmine.evaluation.threshold_grid import FLOORS, GRID, ZS, prf_table
+from bitextmine.evaluation.mining_calibration import sizes_for, task_grids
+from bitextmine.evaluation.threshold_grid import FLOORS, GRID, ZS
 from bitextmine.loading import load_model
 from bitextmine.mining.calibrated import settings_for
 
@@ -38,11 +38,9 @@ def index_of(settings: dict) -> tuple:
 
 
 def measure(x: np.ndarray, y: np.ndarray, sizes: list, share: float, points: list, seed: int = 0) -> list:
-    """Mean (precision, recall, F1) over ``sizes`` (each a mean over DRAWS tasks) at each grid point of
-    ``points``; sizes the pairs cannot fill (1 + (1 - share)) N pairs for are left out."""
-    rng = np.random.default_rng(seed)
-    grids = [np.mean([prf_table(*draw_task(x, y, n, share, rng)) for _ in range(DRAWS.get(n, 3))], 0)
-             for n in sizes if int(n * (2 - share)) <= len(x)]
+    """Mean (precision, recall, F1) over ``sizes`` (each a mean over DRAWS tasks: task_grids) at each grid point
+    of ``points``; sizes the pairs cannot fill are left out (sizes_for)."""
+    grids = task_grids(x, y, sizes_for(len(x), sizes, share), share, np.random.default_rng(seed)).values()
     return [np.mean([g[p] for g in grids], 0) for p in points] if grids else []
 
 

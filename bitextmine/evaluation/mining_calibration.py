@@ -116,9 +116,10 @@ def calibrate_sets(sets: list, *, sizes=CalibrationConfig.floor_lines, seed: int
     if not usable:
         raise ConfigError(f"{max(len(x) for x, _ in sets)} dev pairs: too few to calibrate on (at least {MIN_PAIRS} "
                           f"for tasks of {min(sizes)} lines)")
-    grids = {KEEP: [_grids(x, y, sizes_for(len(x), sizes), KEEP, np.random.default_rng(seed)) for x, y in usable],
-             SPARSE: [_grids(x, y, [s for s in sizes_for(len(x), sizes, SPARSE) if s >= 100], SPARSE,
-                             np.random.default_rng(seed + 1)) for x, y in usable]}  # own draws
+    grids = {KEEP: [task_grids(x, y, sizes_for(len(x), sizes), KEEP, np.random.default_rng(seed))
+                    for x, y in usable],
+             SPARSE: [task_grids(x, y, [s for s in sizes_for(len(x), sizes, SPARSE) if s >= 100], SPARSE,
+                                 np.random.default_rng(seed + 1)) for x, y in usable]}  # own draws
     f1 = np.mean([np.mean([np.mean([g[..., 2] for g in set_grids.values()], 0)
                            for set_grids in grids[share] if set_grids], 0)
                   for share in shares if any(grids[share])], 0)
@@ -128,8 +129,9 @@ def calibrate_sets(sets: list, *, sizes=CalibrationConfig.floor_lines, seed: int
                            sum(len(x) for x, _ in sets))
 
 
-def _grids(x: np.ndarray, y: np.ndarray, sizes: list, keep: float, rng: np.random.Generator) -> dict:
-    """{size: the P/R/F1 grid (floors, zs, thresholds, 3) averaged over DRAWS[size] tasks drawn from x, y}."""
+def task_grids(x: np.ndarray, y: np.ndarray, sizes: list, keep: float, rng: np.random.Generator) -> dict:
+    """{size: the P/R/F1 grid float (floors, zs, thresholds, 3) averaged over DRAWS[size] tasks drawn from x, y
+    (:func:`draw_task`, a ``keep`` share translated) with ``rng``, for each of ``sizes`` in order}."""
     return {s: np.mean([prf_table(*draw_task(x, y, s, keep, rng)) for _ in range(DRAWS.get(s, 3))], 0)
             for s in sizes}
 
@@ -409,6 +411,7 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     for key in filled.keys() - grouped.keys():
         raise ConfigError(f"--filler {key}: no --pair of those languages to fill tasks for")
     documents = _contexts(model, contexts, grouped, keep)
+    mode = "settings" if keep else "floors" if keep_floors else ""  # what the model holds is kept
     out = {}
     for key, ((a, b), sets) in grouped.items():
         sets = [distinct_pairs(*read_parallel(x, y)) for x, y in sets]
@@ -417,14 +420,12 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
         log(f"{key}: {sum(len(src) for src, _ in sets):,} distinct dev pairs in {len(sets)} set(s)"
             + (f", {len(filler):,} filler pairs" if filler else "")
             + (f", {sum(len(p) for p, _ in found):,} lines of documents" if found else ""))
-        mode = "settings" if keep else "floors" if keep_floors else ""
         out[key] = _calibrated(model, (a, b), sets, (filler, found), config, mode, defaults, assist, log)
     if write:
         made = f"bitextmine calibrate-mining on dev pairs, seed {config.seed}"
         made += f", stage beta {config.stage_beta:g}" if config.stage_beta != 1 and not keep else ""
-        how = {k: chosen_on or _provenance(model.mining, k, made, "settings" if keep else
-                                           "floors" if keep_floors else "", bool(out[k].defaults_measured))
-               for k in out}
+        how = {k: chosen_on or _provenance(model.mining, k, made, mode, bool(c.defaults_measured))
+               for k, c in out.items()}
         write_section(model.path, {k: {**c.entry(), "chosen_on": how[k]} for k, c in out.items()},
                       chosen_on or (next(iter(how.values())) if len(set(how.values())) == 1 else made))
     return out
@@ -435,10 +436,12 @@ def _provenance(section: dict, key: str, made: str, keep: str, measured: bool) -
     the settings kept (the pair's own in ``section``, else the section's, without what an earlier run added), then
     ``made`` as what chose the second stage's settings (``keep`` "floors") and measured mine's defaults
     (``measured``)."""
+    from ..mining.calibrated import entries
+
     if not keep:
         return made
-    entry = (section or {}).get("languages", {}).get(key, {})
-    own = (entry.get("chosen_on") or (section or {}).get("chosen_on", "")).split(MEASURED_BY)[0].split(STAGE_BY)[0]
+    held = entries(section).get(key, {}).get("chosen_on") or (section or {}).get("chosen_on", "")
+    own = held.split(MEASURED_BY)[0].split(STAGE_BY)[0]
     if keep == "settings":
         return f"{own}{MEASURED_BY}{made} (--keep-settings)"
     return f"{own}{STAGE_BY}{made}" + (f"{MEASURED_BY}the same" if measured else "") + " (--keep-floors)"
@@ -452,15 +455,14 @@ def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: Calibrati
     from ..encoding import encode
 
     filler, contexts = extra
-    pairs = sum(len(src) for src, _ in sets)
+    pairs, staged = sum(len(src) for src, _ in sets), _staged(model, langs)
     if not keep:
         log("  choosing the floors")
     c = (_kept(model, *langs, pairs, f"--keep-{keep}") if keep else
          calibrate_sets([(encode(src, model), encode(tgt, model)) for src, tgt in sets], sizes=config.floor_lines,
-                        seed=config.seed, shares=config.floor_shares if _staged(model, langs) else
-                        config.floor_shares_alone))
+                        seed=config.seed, shares=config.floor_shares if staged else config.floor_shares_alone))
     stage_kept = keep == "settings"
-    if not stage_kept and _staged(model, langs):
+    if not stage_kept and staged:
         log(f"  choosing the second stage's settings on tasks of {', '.join(map(str, config.stage_lines))} lines"
             + (f" and context tasks of {config.context_lines:,}" if contexts else ""))
     c = with_stage(model, langs, sets, c, config=config, filler=filler, contexts=contexts, keep=stage_kept)
