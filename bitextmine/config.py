@@ -152,6 +152,11 @@ class MineConfig:
     # use, e5, or a local sentence-transformers model directory. Its cosine of each pair the second stage judges
     # joins the stage's score (docs/assist.md)
     assist: str = ""
+    # With the assist: each line's candidate is the neighbour of its k nearest by the fast model that the two
+    # encoders rank first together (their mean cosine's ratio margin, which becomes its score), instead of the fast
+    # model's best (bitextmine/assist/pick.py; docs/assist.md). None: for the languages where that was measured to
+    # help (bitextmine.assist.pick.PICKED_FOR)
+    assist_pick: bool | None = None
     # Fail safe: where the stage's own estimate of the share of translations among the candidates it judged
     # (their mean score before its prior step) reaches fail_safe_share and it keeps fewer than fail_safe_keep of
     # the pairs the floors alone print, those are printed instead: where translations are common the floors are

@@ -1171,3 +1171,32 @@ def test_a_second_stage_that_is_a_file_is_refused(toy_stage_dir, tmp_path):
     open(os.path.join(bad, "second_stage"), "w").write("hi")
     with pytest.raises(ModelFormatError, match="second_stage: not a folder"):
         load_second_stage(bad)
+
+
+def test_a_run_above_max_lines_judges_the_fast_models_candidates_even_when_asked_to_pick(toy_stage_dir, tmp_path):
+    """Margins against samples are the stage's scale and the assist's joint margin is not: above the stage's
+    max_lines --assist-pick is not applied, and the settings line says so."""
+    from dataclasses import replace
+
+    from bitextmine.loading import load_model
+    from bitextmine.pipeline import mine_files
+
+    small = stage_of_100_lines(toy_stage_dir, tmp_path)
+    src, tgt, _ = sparse_toy_task(tmp_path)
+    rng = np.random.default_rng(0)
+    paths = []
+    for side in (src, tgt):
+        n = len(open(side, encoding="utf-8").read().splitlines())
+        paths.append(str(tmp_path / f"{os.path.basename(side)}.npy"))
+        np.save(paths[-1], rng.normal(size=(n, 16)).astype(np.float32))
+    model = load_model(small)
+    config = MineConfig(threshold=1.0, min_z=0, min_cosine=0, min_prob=0.0)
+    runs = []
+    for pick in (True, False):
+        out = io.StringIO()
+        stats = mine_files(src, tgt, out, model=model, config=replace(config, assist_pick=pick), ids=True,
+                           src_lang="de", tgt_lang="en", assist_emb=tuple(paths))
+        runs.append((out.getvalue(), stats))
+    assert runs[0][0] == runs[1][0] and runs[0][0]
+    assert "without picking candidates (sides above 100 lines)" in runs[0][1].info["settings"]
+    assert "without picking" not in runs[1][1].info["settings"] and "|assist-pick" not in runs[0][1].signature

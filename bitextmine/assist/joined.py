@@ -3,8 +3,9 @@
 the same lines (in their standard deviations: encoders whose cosines lie on other scales give comparable
 numbers), fitted on dev tasks (:data:`JOINED`, docs/assist.md).
 
-The fast model's search proposes the candidates and the stage judges them as without the assist; the joined score
-replaces the stage's where the stage judged a pair (0 elsewhere), and --min-prob applies to it."""
+The fast model's search proposes the candidates (with --assist-pick, the assist chooses among each line's
+neighbours: :mod:`.pick`) and the stage judges them as without the assist; the joined score replaces the stage's
+where the stage judged a pair (0 elsewhere), and --min-prob applies to it."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ JOINED = {
     "weights": (4.814374, 0.937993),
     "bias": -5.129993,
     "min_score": 0.5,  # the --min-prob the joined score was fitted for
+    "min_score_pick": 0.5,  # the --min-prob with --assist-pick, chosen on the same tasks (docs/assist.md)
     "fitted_with": "use",
     "null_pairs": 4000,  # random pairs of the judged pairs' lines whose cosines give the mean and deviation
 }
@@ -54,10 +56,11 @@ def standout(cosine: Callable, s: np.ndarray, t: np.ndarray, pairs: int = JOINED
 class AssistedJudge:
     """A :class:`bitextmine.judge.judge.Judge` whose scores are joined with the assist's standout of each pair it
     judged (:func:`standout`). ``cosine(s, t)``: the assist's cosine float (c,) of the pairs (src row, tgt row)
-    int64 (c,)."""
+    int64 (c,). ``pick``: the candidates it judges were chosen by the assist among the fast model's neighbours
+    (:mod:`bitextmine.assist.pick`), which the run does before judging."""
 
-    def __init__(self, judge, cosine: Callable[[np.ndarray, np.ndarray], np.ndarray]):
-        self.judge, self.cosine = judge, cosine
+    def __init__(self, judge, cosine: Callable[[np.ndarray, np.ndarray], np.ndarray], pick: bool = False):
+        self.judge, self.cosine, self.pick = judge, cosine, pick
 
     @property
     def floor(self) -> float:

@@ -6,6 +6,7 @@ import functools
 
 import click
 
+from ..assist.pick import PICKED_FOR
 from ..config import ENGINES, EncodeConfig, Floors, MineConfig, PipelineConfig
 from .common import (COLUMN_NAMES, EMBEDDING_NAMES, LANG_NAMES, RULE_NAMES, SEARCH_FIELDS, atomic_output,
                      check_not_inputs, check_output, column_options, columns_from, device_option, embedding_options, embeddings_from,
@@ -25,7 +26,7 @@ PIPELINE_NAMES = ("work_dir", "resume", "chunk_lines", "engine", "ray_address")
 # "Options" (what most runs set) are those no group names: -o, --model, --src-lang/--tgt-lang, --ids, --explain,
 # --device, -q; the rule options are accepted but hidden (filter's help describes them; --rules names them)
 OPTION_GROUPS = (
-    ("Selection", ("threshold", "min_z", "min_cosine", "per_language", "second_stage", "min_prob", "assist")),
+    ("Selection", ("threshold", "min_z", "min_cosine", "per_language", "second_stage", "min_prob", "assist", "assist_pick")),
     ("Parquet and JSONL", COLUMN_NAMES),
     ("Embeddings", ("src_emb", "tgt_emb", *EMBEDDING_NAMES, "sif", "marked", "src_assist_emb", "tgt_assist_emb")),
     ("Search", (*SEARCH_FIELDS, "block_size")),
@@ -79,6 +80,10 @@ def _pipeline_options(f):
 @click.option("--min-prob", type=FiniteRange(0, 1), default=None, show_default=_calibrated(F.min_prob),
               help="With the second stage: the score a pair needs.")
 @assist_option()
+@click.option("--assist-pick/--no-assist-pick", default=M.assist_pick,
+              help="With the assist: each line's candidate is the neighbour the two encoders rank first together "
+              "among the fast model's k nearest, instead of the fast model's best (docs/assist.md).  [default: for "
+              "the languages where it was measured to help: " + " ".join(sorted(PICKED_FOR)) + "]")
 @click.option("--src-assist-emb", default=None, metavar="FILE.npy",
               help="The assist as any encoder's embeddings of every line of SRC (.npy), with --tgt-assist-emb; "
               "instead of --assist.")
@@ -103,7 +108,7 @@ def _pipeline_options(f):
 @functools.partial(quiet_option, help="No progress bar or summary on stderr; the line naming the settings used stays when "
                                      "per-language settings were looked for.")
 def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, min_z, per_language, second_stage,
-         min_prob, assist, src_assist_emb, tgt_assist_emb, ids, explain,
+         min_prob, assist, assist_pick, src_assist_emb, tgt_assist_emb, ids, explain,
          block_size, sif, marked, use_rules, src_lang, tgt_lang, trust_langs, device, quiet, work_dir, resume, chunk_lines, engine,
          ray_address, **kw):
     """Mine translation pairs between two text files (one sentence per line), or Parquet/JSONL inputs (.parquet,
@@ -138,7 +143,7 @@ def mine(src, tgt, output, model_dir, src_emb, tgt_emb, threshold, min_cosine, m
     embeddings = embeddings_from(kw)
     config = MineConfig(**search_from(kw), threshold=threshold, min_cosine=min_cosine, min_z=min_z,
                         per_language=per_language, second_stage=second_stage, min_prob=min_prob,
-                        trust_langs=trust_langs, assist=assist or "",
+                        trust_langs=trust_langs, assist=assist or "", assist_pick=assist_pick,
                         block_size=block_size, device=device)
     pipeline = PipelineConfig(work_dir=work_dir or "", resume=resume, chunk_lines=chunk_lines, engine=engine,
                               ray_address=ray_address or "")

@@ -128,7 +128,8 @@ _ROWS = ("*/emb-*", "*/moments*", *_INDEX)
 REDO = {**dict.fromkeys(("index", "auto_flat_max", "nlist", "train_sample", "pq_m", "seed", "ivf_backend"), _INDEX),
         **dict.fromkeys(("k", "nprobe", "candidates", "shard_rows"), _KNN),
         "margin": _MARGINS, "threshold": _MARGINS, "mode": (), "min_cosine": (), "min_z": (),
-        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS, "assist": ("*/assist-*",), "table": _ROWS,
+        "second_stage": (), "min_prob": (), "judged_floor": _MARGINS, "assist": ("*/assist-*",), "assist_pick": (),
+        "table": _ROWS,
         "sample_draw": _KNN}  # how the reference samples are drawn (a work directory of an earlier version: another way)
 
 
@@ -265,6 +266,8 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
     fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
     if reference:
         fc, bc = _reference(run, sources, config, reference, fc, bc)
+    if judge is not None and isinstance(judge, AssistedJudge) and judge.pick:
+        fc, bc = _picked(run, judge.cosine)
     f = (fc["row"], fc["other"], fc["score"], fc["cos"])
     b = (bc["other"], bc["row"], bc["score"], bc["cos"])
     standout = _standout(run, sources) if config.min_z > 0 or explain or judge else None
@@ -276,6 +279,27 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
     in_b = _pair_in(bc["other"], bc["row"], s, t)
     direction = np.where(in_f & in_b, 2, origin)
     return s, t, sc, cos, mean_s, mean_t, direction, z, prob
+
+
+def _neighbours(run: _Run, side: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(rows int64 (r,), D float32 (r, k), I int64 (r, k), fast neighbour means float32 (r,)): ``side``'s
+    neighbour lists as the search reduced them (global row ids; I -1 in empty slots)."""
+    parts = [(run.offsets[side][c], load_arrays(run.work.path(stages.nn_file(side, c))),
+              np.load(run.work.path(stages.mean_file(side, c)))) for c in run.live[side]]
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros((0, 1), np.float32), np.zeros((0, 1), np.int64), np.zeros(0, np.float32)
+    return (np.concatenate([a + np.arange(len(z["D"])) for a, z, _ in parts]),
+            np.concatenate([z["D"] for _, z, _ in parts]), np.concatenate([z["I"] for _, z, _ in parts]),
+            np.concatenate([m for _, _, m in parts]))
+
+
+def _picked(run: _Run, cosine: Callable) -> tuple[dict, dict]:
+    """Both sides' candidates (as :func:`_candidates`) chosen by the assist's ``cosine`` among each row's fast
+    neighbours (:func:`bitextmine.assist.pick.candidates`)."""
+    from ..assist import pick
+
+    sizes = {side: int(run.offsets[side][-1]) for side in SIDES}
+    return pick.candidates({side: _neighbours(run, side) for side in SIDES}, sizes, cosine)
 
 
 def _fail_safe(run: _Run, config: MineConfig, sources: dict, explain: bool, judge, choice, pairs: tuple,
@@ -594,6 +618,7 @@ def mine_files(
             choice = with_second_stage(choice, model.second_stage)
         _check_min_prob(choice, not_plain, model)
         assist = asked = _assist(config, assist_emb, choice.languages)
+        pick_asked = config.assist_pick
         config = choice.config
         calibrated_for = choice.languages if choice.calibrated else None
         inputs = {} if temp else _inputs({"src": src_path, "tgt": tgt_path, "src_emb": src_emb, "tgt_emb": tgt_emb})
@@ -632,7 +657,7 @@ def mine_files(
             _search(run, sources, config, kinds, choice.reference_lines, choice.judged_floor)
             judge = _judge(run, model, choice, encode_config.threads) if choice.judged else None
             if assist is not None:
-                judge = AssistedJudge(judge, _assist_cosine(run, assist))
+                judge = AssistedJudge(judge, _assist_cosine(run, assist), pick=config.assist_pick)
             screen = None if rules is None else _screen(run, rules, (src_lang, tgt_lang), rejected)
             pairs = _select(run, config, sources, explain, judge, choice.reference_lines, screen)
             if judge is not None:
@@ -648,7 +673,7 @@ def mine_files(
         if choice.judged:
             sig += f"|second-stage:{choice.judged}:min-prob{config.min_prob:g}"
         if assist is not None:
-            sig += f"|assist:{assist.fingerprint}"
+            sig += f"|assist:{assist.fingerprint}" + ("|assist-pick" if config.assist_pick else "")
         if calibrated_for:
             sig += f"|calibrated:{calibrated_for[0]}-{calibrated_for[1]}"
         if rules is not None:
@@ -662,7 +687,7 @@ def mine_files(
                          written, sig, rejected, {"index": index, "computed": run.computed,
                                                   "changed": changed, "calibrated_for": calibrated_for,
                                                   "assist_lines": run.assist_lines,
-                                                  "settings": choice.describe() + _assist_line(asked, assist, choice),
+                                                  "settings": choice.describe() + _assist_line(asked, assist, choice, pick_asked),
                                                   "settings_looked": choice.looked,
                                                   **({"recall": run.recall} if run.recall else {})})
     finally:
@@ -677,6 +702,9 @@ def _assist(config: MineConfig, assist_emb: tuple[str, str] | None, langs: tuple
     """The run's assist: config.assist's encoder for the sides' languages ``langs``
     (:func:`bitextmine.assist.assist_for`: ConfigError where it does not know one), or the embeddings files
     ``assist_emb`` (src, tgt), or None."""
+    if config.assist_pick and not (assist_emb or config.assist):
+        raise ConfigError("--assist-pick chooses candidates with the assist: give --assist (or assist embeddings "
+                          "files)")
     if assist_emb and config.assist:
         raise ConfigError(f"--assist {config.assist} and assist embeddings files: give one of them")
     if assist_emb:
@@ -698,21 +726,40 @@ def _with_assist(choice, assist, section: dict | None):
         if not choice.config.second_stage:
             raise ConfigError("--assist joins the second stage's score: drop --no-second-stage")
         return choice, None
-    figures = () if choice.given else tuple(assist_measured_for(section, choice.languages, assist.fingerprint))
+    from ..assist.pick import picks_for
+
+    pick = choice.config.assist_pick
+    if pick is None:
+        pick = picks_for(choice.languages)
+    # margins against samples (a side larger than the stage was calibrated on) are the stage's scale, which the
+    # joint margin over the run's own neighbours is not: there the fast model's best candidate is judged
+    pick = bool(pick) and not choice.reference_lines
+    choice = replace(choice, config=replace(choice.config, assist_pick=pick))
+    # the calibration measured runs without the pick: its figures are not this run's
+    figures = () if choice.given or pick else tuple(assist_measured_for(section, choice.languages, assist.fingerprint))
     choice = replace(choice, defaults_measured=figures, defaults_judged=True)
     if "min_prob" in choice.given:
         return choice, assist
-    return replace(choice, config=replace(choice.config, min_prob=float(JOINED["min_score"]))), assist
+    cut = float(JOINED["min_score_pick" if pick else "min_score"])
+    return replace(choice, config=replace(choice.config, min_prob=cut)), assist
 
 
-def _assist_line(asked, assist, choice) -> str:
-    """What the settings line says of the assist: none asked for, applied, or why not."""
+def _assist_line(asked, assist, choice, pick_asked: bool | None) -> str:
+    """What the settings line says of the assist: none asked for, applied, or why not; and why it did not pick
+    where ``pick_asked`` (MineConfig.assist_pick as given) or the languages' default asked it to."""
+    from ..assist.pick import picks_for
+
     if asked is None:
         return ""
     if assist is None:
         why = choice.not_judged or "the model has none for the sides' languages"
         return f"; assist {asked.kind} not applied: no second stage judges this run ({why})"
-    return f"; assist {assist.kind} joins the second stage's score (min-prob {choice.config.min_prob:g})"
+    picks = " picks each line's candidate among the fast model's neighbours and" if choice.config.assist_pick else ""
+    line = f"; assist {assist.kind}{picks} joins the second stage's score (min-prob {choice.config.min_prob:g})"
+    wanted = picks_for(choice.languages) if pick_asked is None else pick_asked
+    if choice.reference_lines and wanted:
+        line += f", without picking candidates (sides above {choice.reference_lines:,} lines)"
+    return line
 
 
 ASSIST_BLOCK = 8192  # lines the assist encodes between two files written: a stopped run resumes from the last
