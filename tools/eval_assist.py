@@ -3,6 +3,8 @@ with the languages given as the folders name them (.../LANG/SHARE/DRAW, English 
 
     python tools/eval_assist.py --out assist.jsonl TASKS/eval/*/*/d[01] TASKS/tatoeba/*/*/d[01]
 
+--pick on | off runs the assist with --assist-pick or --no-assist-pick (default: mine's, per language).
+
 One JSON line per task and run as it goes, then P/R/F1 in % per folder group, language and share (means over
 draws), with the lines the assist encoded and the seconds each run took."""
 
@@ -42,6 +44,7 @@ def main() -> None:
     ap.add_argument("--assist", default="use")
     ap.add_argument("--model", default=None, help="a model directory  [default: the bundled model]")
     ap.add_argument("--runs", nargs="+", default=["defaults", "assist"], choices=["defaults", "assist"])
+    ap.add_argument("--pick", choices=["default", "on", "off"], default="default")
     args = ap.parse_args()
     model = load_model(args.model)
     table = collections.defaultdict(list)
@@ -50,7 +53,8 @@ def main() -> None:
             group, lang, share, draw = folder.rstrip("/").split("/")[-4:]
             with open(f"{folder}/gold.tsv", encoding="utf-8") as f:
                 gold = {tuple(int(x) for x in line.split("\t")) for line in f if line.strip()}
-            runs = {"defaults": MineConfig(), "assist": replace(MineConfig(), assist=args.assist)}
+            pick = {"default": None, "on": True, "off": False}[args.pick]
+            runs = {"defaults": MineConfig(), "assist": replace(MineConfig(), assist=args.assist, assist_pick=pick)}
             for name, config in ((n, runs[n]) for n in args.runs):
                 try:
                     pairs, secs, stats = run(folder, model, config, lang)

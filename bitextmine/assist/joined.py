@@ -23,7 +23,7 @@ JOINED = {
     "weights": (4.814374, 0.937993),
     "bias": -5.129993,
     "min_score": 0.5,  # the --min-prob the joined score was fitted for
-    "min_score_pick": 0.5,  # the --min-prob with --assist-pick, chosen on the same tasks (docs/assist.md)
+    "min_score_pick": 0.5,  # the --min-prob with --assist-pick, chosen on the same half's tasks (docs/assist.md)
     "fitted_with": "use",
     "null_pairs": 4000,  # random pairs of the judged pairs' lines whose cosines give the mean and deviation
 }

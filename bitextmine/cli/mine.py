@@ -26,7 +26,8 @@ PIPELINE_NAMES = ("work_dir", "resume", "chunk_lines", "engine", "ray_address")
 # "Options" (what most runs set) are those no group names: -o, --model, --src-lang/--tgt-lang, --ids, --explain,
 # --device, -q; the rule options are accepted but hidden (filter's help describes them; --rules names them)
 OPTION_GROUPS = (
-    ("Selection", ("threshold", "min_z", "min_cosine", "per_language", "second_stage", "min_prob", "assist", "assist_pick")),
+    ("Selection", ("threshold", "min_z", "min_cosine", "per_language", "second_stage", "min_prob", "assist",
+                   "assist_pick")),
     ("Parquet and JSONL", COLUMN_NAMES),
     ("Embeddings", ("src_emb", "tgt_emb", *EMBEDDING_NAMES, "sif", "marked", "src_assist_emb", "tgt_assist_emb")),
     ("Search", (*SEARCH_FIELDS, "block_size")),

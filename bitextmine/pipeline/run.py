@@ -266,7 +266,7 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
     fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
     if reference:
         fc, bc = _reference(run, sources, config, reference, fc, bc)
-    if judge is not None and isinstance(judge, AssistedJudge) and judge.pick:
+    if isinstance(judge, AssistedJudge) and judge.pick:
         fc, bc = _picked(run, judge.cosine)
     f = (fc["row"], fc["other"], fc["score"], fc["cos"])
     b = (bc["other"], bc["row"], bc["score"], bc["cos"])
@@ -687,7 +687,8 @@ def mine_files(
                          written, sig, rejected, {"index": index, "computed": run.computed,
                                                   "changed": changed, "calibrated_for": calibrated_for,
                                                   "assist_lines": run.assist_lines,
-                                                  "settings": choice.describe() + _assist_line(asked, assist, choice, pick_asked),
+                                                  "settings": choice.describe()
+                                                  + _assist_line(asked, assist, choice, pick_asked),
                                                   "settings_looked": choice.looked,
                                                   **({"recall": run.recall} if run.recall else {})})
     finally:
