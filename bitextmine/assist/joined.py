@@ -56,11 +56,10 @@ def standout(cosine: Callable, s: np.ndarray, t: np.ndarray, pairs: int = JOINED
 class AssistedJudge:
     """A :class:`bitextmine.judge.judge.Judge` whose scores are joined with the assist's standout of each pair it
     judged (:func:`standout`). ``cosine(s, t)``: the assist's cosine float (c,) of the pairs (src row, tgt row)
-    int64 (c,). ``pick``: the candidates it judges were chosen by the assist among the fast model's neighbours
-    (:mod:`bitextmine.assist.pick`), which the run does before judging."""
+    int64 (c,)."""
 
-    def __init__(self, judge, cosine: Callable[[np.ndarray, np.ndarray], np.ndarray], pick: bool = False):
-        self.judge, self.cosine, self.pick = judge, cosine, pick
+    def __init__(self, judge, cosine: Callable[[np.ndarray, np.ndarray], np.ndarray]):
+        self.judge, self.cosine = judge, cosine
 
     @property
     def floor(self) -> float:

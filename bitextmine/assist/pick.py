@@ -25,6 +25,11 @@ def picks_for(langs: tuple) -> bool:
     return any(lang in PICKED_FOR for lang in langs)
 
 
+def wanted(asked: bool | None, langs: tuple) -> bool:
+    """Whether a run asks to pick: ``asked`` (MineConfig.assist_pick) as given, or by default for ``langs``."""
+    return picks_for(langs) if asked is None else bool(asked)
+
+
 def joint_cosines(D: np.ndarray, I: np.ndarray, A: np.ndarray) -> np.ndarray:
     """float32 (r, k): the mean of the fast model's cosines ``D`` (r, k) and the assist's ``A`` (r, k) of each
     row's neighbours ``I`` int64 (r, k); -inf in empty slots (I < 0)."""

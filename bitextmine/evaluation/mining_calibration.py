@@ -206,9 +206,9 @@ def _run_task(model, lang: str, pool: list, share: float, lines: int, rng, setti
     if task is None:
         return None
     min_prob = float(settings["min_prob"]) if settings.get("min_prob") is not None else None
+    # with an assist, runs without the pick: mine shows these figures only to runs that do not pick
     config = MineConfig(**{k: float(settings[k]) for k in ("threshold", "min_z", "min_cosine")}, trust_langs=True,
-                        assist=assist, min_prob=min_prob, assist_pick=False if assist else None)  # mine shows
-    # these figures only for runs that do not pick (the pick is measured in docs/assist.md)
+                        assist=assist, min_prob=min_prob, assist_pick=False if assist else None)
     with tempfile.TemporaryDirectory(prefix="bitextmine-calibrate-") as d:
         write_task(task, d)
         printed, _, stats = mined(d, model, config, (lang, "en"))

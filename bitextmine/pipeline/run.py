@@ -260,14 +260,16 @@ def _select(run: _Run, config: MineConfig, sources: dict, explain: bool, judge=N
     """The pairs config keeps of both sides' candidates (:func:`bitextmine.mining.select.finish`: every floor,
     the second stage ``judge`` when given, the rules' ``screen`` (:func:`_screen`), then the mode), best first,
     with what ``explain`` prints of them. ``reference`` > 0: the candidates' margins are taken as sides of that
-    many lines give them (:func:`_reference`)."""
+    many lines give them (:func:`_reference`). With config.assist_pick, ``judge`` (then the assist's) picks them
+    instead (:func:`_picked`)."""
     from ..mining.select import finish
 
-    fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
-    if reference:
-        fc, bc = _reference(run, sources, config, reference, fc, bc)
-    if isinstance(judge, AssistedJudge) and judge.pick:
+    if judge is not None and config.assist_pick:  # the assist's judge: its cosine picks (never with reference)
         fc, bc = _picked(run, judge.cosine)
+    else:
+        fc, bc = _candidates(run, "src"), _candidates(run, "tgt")
+        if reference:
+            fc, bc = _reference(run, sources, config, reference, fc, bc)
     f = (fc["row"], fc["other"], fc["score"], fc["cos"])
     b = (bc["other"], bc["row"], bc["score"], bc["cos"])
     standout = _standout(run, sources) if config.min_z > 0 or explain or judge else None
@@ -657,7 +659,7 @@ def mine_files(
             _search(run, sources, config, kinds, choice.reference_lines, choice.judged_floor)
             judge = _judge(run, model, choice, encode_config.threads) if choice.judged else None
             if assist is not None:
-                judge = AssistedJudge(judge, _assist_cosine(run, assist), pick=config.assist_pick)
+                judge = AssistedJudge(judge, _assist_cosine(run, assist))
             screen = None if rules is None else _screen(run, rules, (src_lang, tgt_lang), rejected)
             pairs = _select(run, config, sources, explain, judge, choice.reference_lines, screen)
             if judge is not None:
@@ -727,14 +729,11 @@ def _with_assist(choice, assist, section: dict | None):
         if not choice.config.second_stage:
             raise ConfigError("--assist joins the second stage's score: drop --no-second-stage")
         return choice, None
-    from ..assist.pick import picks_for
+    from ..assist.pick import wanted
 
-    pick = choice.config.assist_pick
-    if pick is None:
-        pick = picks_for(choice.languages)
     # margins against samples (a side larger than the stage was calibrated on) are the stage's scale, which the
     # joint margin over the run's own neighbours is not: there the fast model's best candidate is judged
-    pick = bool(pick) and not choice.reference_lines
+    pick = wanted(choice.config.assist_pick, choice.languages) and not choice.reference_lines
     choice = replace(choice, config=replace(choice.config, assist_pick=pick))
     # the calibration measured runs without the pick: its figures are not this run's
     figures = () if choice.given or pick else tuple(assist_measured_for(section, choice.languages, assist.fingerprint))
@@ -748,7 +747,7 @@ def _with_assist(choice, assist, section: dict | None):
 def _assist_line(asked, assist, choice, pick_asked: bool | None) -> str:
     """What the settings line says of the assist: none asked for, applied, or why not; and why it did not pick
     where ``pick_asked`` (MineConfig.assist_pick as given) or the languages' default asked it to."""
-    from ..assist.pick import picks_for
+    from ..assist.pick import wanted
 
     if asked is None:
         return ""
@@ -757,8 +756,7 @@ def _assist_line(asked, assist, choice, pick_asked: bool | None) -> str:
         return f"; assist {asked.kind} not applied: no second stage judges this run ({why})"
     picks = " picks each line's candidate among the fast model's neighbours and" if choice.config.assist_pick else ""
     line = f"; assist {assist.kind}{picks} joins the second stage's score (min-prob {choice.config.min_prob:g})"
-    wanted = picks_for(choice.languages) if pick_asked is None else pick_asked
-    if choice.reference_lines and wanted:
+    if choice.reference_lines and wanted(pick_asked, choice.languages):
         line += f", without picking candidates (sides above {choice.reference_lines:,} lines)"
     return line
 
