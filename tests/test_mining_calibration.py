@@ -38,6 +38,66 @@ def test_a_task_holds_the_translations_of_half_its_lines_and_no_other():
     assert found == gold and sum(float(v) in partners for v in ys[:, 0]) == len(gold)
 
 
+def test_a_distracted_task_fills_the_untranslated_places_from_the_pool():
+    """Against a slow reading of the rows: each gold pair is a source row and its own translation, every other
+    target row is a pool row, each once; a set smaller than the task gives all its rows."""
+    from bitextmine.evaluation.mining_calibration import draw_distracted
+
+    x = np.arange(100, dtype=np.float32)[:, None] * np.ones((1, 3), np.float32)  # row i holds i
+    y, pool = x + 0.5, -1 - np.arange(500, dtype=np.float32)[:, None] * np.ones((1, 3), np.float32)
+    for size, n in ((60, 100), (200, 100)):
+        xs, ys, gold = draw_distracted(x[:n], y[:n], pool, size, 0.5, np.random.default_rng(size))
+        assert len(xs) == len(ys) == min(size, n) and len(set(xs[:, 0])) == len(xs)
+        found = {(i, j) for j in range(len(ys)) for i in range(len(xs)) if ys[j, 0] == xs[i, 0] + 0.5}
+        assert found == gold and 0.3 * len(xs) < len(gold) < 0.7 * len(xs)
+        others = [v for j, v in enumerate(ys[:, 0]) if j not in {b for _, b in gold}]
+        assert all(v < 0 for v in others) and len(set(others)) == len(others)  # pool rows, none twice
+
+
+def test_a_distracted_dev_set_needs_one_pair_a_line_and_a_pool_as_large():
+    from bitextmine.evaluation.mining_calibration import _set_sizes
+
+    x = np.zeros((300, 2), np.float32)
+    assert sizes_for(300, (30, 100, 300, 1000), pooled=True) == [30, 100, 300]
+    assert _set_sizes((x, x, np.zeros((100, 2), np.float32)), (30, 100, 300), 0.5) == [30, 100]
+    assert _set_sizes((x, x, None), (30, 100, 300), 0.5) == [30, 100]
+
+
+def test_calibrate_mining_draws_a_distracted_sets_floor_tasks_from_its_distractors(toy_model, toy_model_dir,
+                                                                                    tmp_path):
+    """--distracted-pair: the floors are those calibrate_sets chooses on the set's rows with the distractors'
+    rows as the pool (the distractors file's lines that are not the set's own English), beside a set given
+    English first; the distractors differ from the set's untaken translations, and so do the figures."""
+    from bitextmine.encoding import encode
+    from bitextmine.evaluation.mining_calibration import calibrate_sets
+
+    model_dir, files = model_with_dev_pairs(toy_model_dir, tmp_path, 300, 22)
+    s, t = toy_corpus(400, seed=23)
+    dev_en = [line.rstrip("\n") for line in open(files[1], encoding="utf-8")]
+    extra = write_lines(tmp_path / "d.en", t + dev_en[:5] + [""])
+    x, y = distinct_pairs(*(open(f, encoding="utf-8").read().splitlines() for f in files))
+    pool = sorted(set(t) - set(y))
+    alone = dict(sizes=(30, 100), shares=CalibrationConfig.floor_shares_alone)  # the toy model has no stage
+    want = calibrate_sets([(encode(x, toy_model), encode(y, toy_model), encode(pool, toy_model))], **alone)
+    plain = calibrate_sets([(encode(x, toy_model), encode(y, toy_model))], **alone)
+    o_de, o_en = toy_corpus(200, seed=24)
+    other = write_lines(tmp_path / "o.en", o_en), write_lines(tmp_path / "o.de", o_de)
+    o_en, o_de = distinct_pairs(o_en, o_de)
+    both = calibrate_sets([(encode(o_en, toy_model), encode(o_de, toy_model)),
+                           (encode(x, toy_model), encode(y, toy_model), encode(pool, toy_model))], **alone)
+    runner = CliRunner()
+    for first, expected in (([], want), (["--pair", "en", "de", *other], both)):  # English first: the set's order
+        r = runner.invoke(main, ["calibrate-mining", "--model", model_dir, *first, "--distracted-pair", "de", "en",
+                                 *files, extra, "--floor-lines", "30", "--floor-lines", "100",
+                                 "--no-measure-defaults", "--dry-run"])
+        assert r.exit_code == 0, r.output
+        got = dict(zip(("threshold", "min_z", "min_cosine"), map(float, r.stdout.split()[2:7:2])))
+        assert got == expected.settings and f"mean F1 {expected.f1:.3f}" in r.stdout, (r.stdout, expected)
+    assert want.measured != plain.measured
+    r = runner.invoke(main, ["calibrate-mining", "--model", model_dir, "--dry-run"])
+    assert r.exit_code != 0 and "no dev pairs: give --pair or --distracted-pair" in r.output, r.output
+
+
 def test_sizes_need_one_and_a_half_pairs_a_line():
     assert sizes_for(44) == [] and sizes_for(45) == [30] and sizes_for(1500) == [30, 100, 300, 1000]
     assert MIN_PAIRS == 45

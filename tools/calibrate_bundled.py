@@ -10,7 +10,9 @@ documents (--context) the WMT news test sets for de, fr, cs, ru and zh, whose he
 of tasks with the sentences around them as distractors. With ``--manuals DIR``, the half of the Debian manuals that
 settings are chosen on (English key hashing even; the odd half reports) is written to DIR and given as a third dev
 set and as documents. The settings are chosen on a copy of the bundled model (``--out``), with floor tasks of 30 to
-3,000 lines, stage tasks of ``--stage-lines`` lines a side, and `mine --assist use` measured end to end. Several
+3,000 lines, stage tasks of ``--stage-lines`` lines a side, and `mine --assist use` measured end to end. With
+``--distractors DIR`` the two dev sets are given as --distracted-pair, their floor tasks' untranslated English
+lines the other languages' English of the same set (written to DIR), as the shipped floors' tasks were built. Several
 runs on copies of their own (other ``--langs``) are joined with ``--join DIR``: that copy's entries for its
 languages go into ``--out``'s calibration as the command stored them. ``--install`` copies ``--out``'s config.json
 over the bundled model's. With ``--pivot DIR`` it calibrates the pairs of two --langs without English instead: their
@@ -57,12 +59,40 @@ def write_manuals(folder: str, langs: list[str], data: str = DATA) -> str:
     return folder
 
 
-def arguments(lang: str, data: str = DATA, holdout: str = HOLDOUT, manuals: str = "") -> list[str]:
-    """calibrate-mining's --pair, --filler and --context arguments for ``lang`` with English; with ``manuals`` (a
-    folder :func:`write_manuals` wrote) the Debian manuals' choosing half as a third dev set and as documents."""
+def dev_files(lang: str, data: str = DATA, holdout: str = HOLDOUT) -> dict[str, tuple[str, str]]:
+    """{source: (file of ``lang``, its English file)} of the two dev sets: the held-apart pairs and Tatoeba v1."""
     tatoeba = os.path.join(data, "dev", "tatoeba", "v1", f"tatoeba.{ISO3[lang]}-eng")
-    out = ["--pair", lang, "en", f"{holdout}/en-{lang}.{lang}", f"{holdout}/en-{lang}.en",
-           "--pair", lang, "en", f"{tatoeba}.{ISO3[lang]}", f"{tatoeba}.eng"]
+    return {"holdout": (f"{holdout}/en-{lang}.{lang}", f"{holdout}/en-{lang}.en"),
+            "tatoeba": (f"{tatoeba}.{ISO3[lang]}", f"{tatoeba}.eng")}
+
+
+def write_distractors(folder: str, langs: list[str], data: str = DATA, holdout: str = HOLDOUT) -> str:
+    """Write, for each of ``langs`` and dev set, the English lines of the same set of the other languages (of
+    ISO3) to ``folder``/SOURCE-L.en: the floor tasks' distractors, as the shipped floors had them; returns
+    ``folder``."""
+    from bitextmine.corpus import read_lines
+
+    os.makedirs(folder, exist_ok=True)
+    files = {lang: dev_files(lang, data, holdout) for lang in ISO3}
+    for lang in langs:
+        for source in ("holdout", "tatoeba"):
+            lines = sorted({t.strip() for other in ISO3 if other != lang
+                            for t in read_lines(files[other][source][1]) if t.strip()})
+            write_lines(os.path.join(folder, f"{source}-{lang}.en"), lines)
+    return folder
+
+
+def arguments(lang: str, data: str = DATA, holdout: str = HOLDOUT, manuals: str = "", distractors: str = ""
+              ) -> list[str]:
+    """calibrate-mining's --pair, --filler and --context arguments for ``lang`` with English; with ``manuals`` (a
+    folder :func:`write_manuals` wrote) the Debian manuals' choosing half as a third dev set and as documents; with
+    ``distractors`` (a folder :func:`write_distractors` wrote) the two dev sets as --distracted-pair with the
+    other languages' English of the same set."""
+    dev = dev_files(lang, data, holdout)
+    out = []
+    for source in ("holdout", "tatoeba"):
+        extra = [f"{distractors}/{source}-{lang}.en"] if distractors else []
+        out += ["--distracted-pair" if distractors else "--pair", lang, "en", *dev[source], *extra]
     if manuals:
         half = f"{manuals}/en-{lang}"
         out += ["--pair", lang, "en", f"{half}.{lang}", f"{half}.en",
@@ -87,6 +117,10 @@ def main() -> None:
     ap.add_argument("--manuals", default="", metavar="DIR",
                     help="write the Debian manuals' choosing half to DIR and give it as a third dev set and as "
                          "documents (default: not used)")
+    ap.add_argument("--distractors", default="", metavar="DIR",
+                    help="give the held-apart pairs and Tatoeba v1 as --distracted-pair, the floor tasks' distractors "
+                         "the other languages' English of the same set (written to DIR), as the shipped floors "
+                         "were chosen")
     ap.add_argument("--stage-lines", type=int, nargs="+", default=[1000, 10000, 30000],
                     help="lines a side of the second stage's tasks (the 2026-11-28 runs with --manuals: 1000 10000)")
     ap.add_argument("--keep-floors", action="store_true",
@@ -118,8 +152,9 @@ def language_arguments(args) -> list[str]:
            *(["--keep-floors"] * args.keep_floors), "--stage-beta", str(args.stage_beta),
            *(["--assist", "use"] * (not args.no_assist))]
     manuals = write_manuals(args.manuals, args.langs) if args.manuals else ""
+    distractors = write_distractors(args.distractors, args.langs) if args.distractors else ""
     for lang in args.langs:
-        out += arguments(lang, manuals=manuals)
+        out += arguments(lang, manuals=manuals, distractors=distractors)
     return out
 
 

@@ -14,10 +14,14 @@ _DEFAULTS = CalibrationConfig()
 
 @click.command(name="calibrate-mining", cls=GroupedCommand)
 @model_option
-@click.option("--pair", "pairs", nargs=4, multiple=True, required=True, metavar="LANG LANG FILE FILE",
+@click.option("--pair", "pairs", nargs=4, multiple=True, metavar="LANG LANG FILE FILE",
               help="Two ISO 639-1 codes and two line-aligned files of dev pairs in those languages, never trained "
                    "on (repeatable: the same two languages again give another dev set, e.g. of another domain, "
                    "which weighs the same; at least 45 pairs, 1,500 for the largest floor tasks).")
+@click.option("--distracted-pair", "distracted", nargs=5, multiple=True, metavar="LANG LANG FILE FILE DISTRACTORS",
+              help="A dev set as --pair whose floor tasks take their untranslated lines in the second language from "
+                   "DISTRACTORS (lines of the same domain with no partner among the set, e.g. other language pairs' "
+                   "English side) instead of the set's own untaken translations (repeatable).")
 @click.option("--filler", "fillers", nargs=4, multiple=True, metavar="LANG LANG FILE FILE",
               help="Line-aligned pairs of a --pair's languages, of the same domain, which the model may have trained "
                    "on: the distractors of second-stage tasks larger than the dev pairs fill (repeatable).")
@@ -54,8 +58,9 @@ _DEFAULTS = CalibrationConfig()
 @assist_option("Measure 'mine --assist' end to end too")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
-def calibrate_mining(model_dir, pairs, fillers, contexts, floor_lines, stage_lines, stage_draws, stage_own_lines, seed,
-                     measure_defaults, keep_settings, keep_floors, stage_beta, assist, dry_run, quiet):
+def calibrate_mining(model_dir, pairs, distracted, fillers, contexts, floor_lines, stage_lines, stage_draws,
+                     stage_own_lines, seed, measure_defaults, keep_settings, keep_floors, stage_beta, assist, dry_run,
+                     quiet):
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
@@ -69,6 +74,7 @@ def calibrate_mining(model_dir, pairs, fillers, contexts, floor_lines, stage_lin
     \b
     Example:
       bitextmine calibrate-mining --model my-model --pair de en dev.de dev.en
+      bitextmine calibrate-mining --model my-model --distracted-pair de en dev.de dev.en other.en
       bitextmine calibrate-mining --model my-model --pair de en news.de news.en --pair de en ui.de ui.en \\
           --stage-lines 1000 --stage-lines 10000 --filler de en train.de train.en \\
           --context de en news.de news.en news.docs
@@ -80,7 +86,7 @@ def calibrate_mining(model_dir, pairs, fillers, contexts, floor_lines, stage_lin
     config = CalibrationConfig(floor_lines=tuple(sorted(set(floor_lines))), stage_lines=tuple(sorted(set(stage_lines))),
                                stage_draws=stage_draws, stage_own_lines=stage_own_lines, stage_beta=stage_beta,
                                seed=seed)
-    got = run(model, pairs, config=config, fillers=fillers, contexts=contexts, write=not dry_run,
+    got = run(model, pairs + distracted, config=config, fillers=fillers, contexts=contexts, write=not dry_run,
               defaults=measure_defaults, keep=keep_settings, keep_floors=keep_floors, assist=assist or "",
               log=lambda message: info(quiet, message))
     for key, c in got.items():

@@ -4,7 +4,8 @@ floor that `mine` applies to that pair by default, with what they measured.
 Dev pairs are line-aligned pairs of the two languages that the model never trained on (``train`` holds some
 apart; a user may bring their own). A task of N lines draws N source lines; half of them (``keep``) keep their
 translation on the other side, the other half's places go to translations of dev pairs not drawn, so that no
-distractor has a partner in the task; both sides are shuffled. Over every draw and size, precision, recall and
+distractor has a partner in the task (or, for a set given with distractors, lines of the target's language
+from them: :func:`draw_distracted`); both sides are shuffled. Over every draw and size, precision, recall and
 F1 of the mined pairs are computed for each point of the grid of :mod:`bitextmine.evaluation.threshold_grid`
 (the floors apply before the 1:1 selection, as in `mine`), and the settings chosen are the broad top of the mean
 F1 (:func:`bitextmine.evaluation.threshold_grid.best`); where no second stage judges the pair, the mean over those
@@ -70,25 +71,47 @@ class PairCalibration:
                 **({"second_stage": self.stage} if self.stage else {})}
 
 
-def draw_task(x: np.ndarray, y: np.ndarray, size: int, keep: float, rng: np.random.Generator):
+def draw_task(x: np.ndarray, y: np.ndarray, size: int, keep: float, rng: np.random.Generator,
+              pool: np.ndarray | None = None):
     """One task from aligned rows x, y float32 (n, d): (source rows (size, d), target rows (size, d), gold
     {(source i, target j)}). The target side holds the translations of a ``keep`` share of the source rows and,
-    in the others' places, translations of rows not drawn; both orders are shuffled."""
+    in the others' places, translations of rows not drawn, or with ``pool`` (float32 (m, d): lines of the
+    target's language with no partner among x) rows of it (:func:`draw_distracted`); both orders are
+    shuffled."""
+    if pool is not None:
+        return draw_distracted(x, y, pool, size, keep, rng)
     n = len(x)
     order = rng.permutation(n)
     pick, rest = order[:size], order[size:]
     kept = rng.random(size) < keep
     fill = rest[: int((~kept).sum())]
     tgt = np.concatenate([pick[kept], fill])
+    return _shuffled(x[pick], y[tgt], np.flatnonzero(kept), rng)
+
+
+def draw_distracted(x: np.ndarray, y: np.ndarray, pool: np.ndarray, size: int, keep: float,
+                    rng: np.random.Generator):
+    """One task as :func:`draw_task`, whose target lines without a partner are rows of ``pool`` float32 (m, d)
+    (m >= size): ``size`` source rows of x (all of them where x has fewer), the translations of a ``keep``
+    share of them, pool rows in the others' places."""
+    pick = rng.choice(len(x), min(size, len(x)), replace=False)
+    kept = rng.random(len(pick)) < keep
+    fill = pool[rng.choice(len(pool), int((~kept).sum()), replace=False)]
+    return _shuffled(x[pick], np.concatenate([y[pick[kept]], fill]), np.flatnonzero(kept), rng)
+
+
+def _shuffled(src: np.ndarray, tgt: np.ndarray, sources: np.ndarray, rng: np.random.Generator):
+    """(src, tgt in a random order, gold {(source i, new position of its translation)}): the first len(sources)
+    target rows are the translations of the source rows ``sources``, in that order."""
     perm = rng.permutation(len(tgt))
     at = np.argsort(perm)  # the new position of each target row
-    gold = {(int(i), int(at[j])) for j, i in enumerate(np.flatnonzero(kept))}
-    return x[pick], y[tgt[perm]], gold
+    return src, tgt[perm], {(int(i), int(at[j])) for j, i in enumerate(sources)}
 
 
-def sizes_for(n: int, sizes=CalibrationConfig.floor_lines, keep: float = KEEP) -> list[int]:
-    """The task sizes ``n`` dev pairs allow (a task of N lines at a share ``keep`` takes up to (2 - keep) N pairs)."""
-    return [s for s in sizes if int(s * (1 + (1 - keep))) <= n]
+def sizes_for(n: int, sizes=CalibrationConfig.floor_lines, keep: float = KEEP, pooled: bool = False) -> list[int]:
+    """The task sizes ``n`` dev pairs allow (a task of N lines at a share ``keep`` takes up to (2 - keep) N pairs;
+    ``pooled``, its distractors from a pool (:func:`draw_distracted`), N pairs)."""
+    return [s for s in sizes if (s if pooled else int(s * (1 + (1 - keep)))) <= n]
 
 
 def calibrate_pair(x: np.ndarray, y: np.ndarray, *, sizes=CalibrationConfig.floor_lines, seed: int = 0
@@ -101,38 +124,49 @@ def calibrate_pair(x: np.ndarray, y: np.ndarray, *, sizes=CalibrationConfig.floo
 
 def calibrate_sets(sets: list, *, sizes=CalibrationConfig.floor_lines, seed: int = 0, shares=(KEEP,)
                    ) -> PairCalibration:
-    """Settings for mining one language pair, chosen on tasks drawn from each of ``sets`` [(x, y): aligned dev
-    pairs, float32 (n, d), L2-normalised; e.g. one set a domain]: the top of the F1 surface averaged over the
-    ``shares`` of translations (each weighs the same; KEEP and SPARSE, SPARSE from tasks of 100 lines), within a
-    share over the sets (each weighs the same) and, within a set, over the task sizes it allows; ``measured`` per
-    share and size, means over the sets that allow it. ConfigError when a set has unaligned rows or none has
-    enough pairs."""
-    for x, y in sets:
+    """Settings for mining one language pair, chosen on tasks drawn from each of ``sets`` [(x, y) or (x, y,
+    pool): aligned dev pairs, float32 (n, d), L2-normalised, e.g. one set a domain; ``pool`` float32 (m, d) or
+    None: lines of y's language with no partner in x, the distractors of the set's tasks (:func:`draw_task`)]:
+    the top of the F1 surface averaged over the ``shares`` of translations (each weighs the same; KEEP and
+    SPARSE, SPARSE from tasks of 100 lines), within a share over the sets (each weighs the same) and, within a
+    set, over the task sizes it allows; ``measured`` per share and size, means over the sets that allow it.
+    ConfigError when a set has unaligned rows or none has enough pairs."""
+    sets = [(*s, None) if len(s) == 2 else tuple(s) for s in sets]
+    for x, y, _ in sets:
         if len(x) != len(y):
             raise ConfigError(f"dev pairs: {len(x)} source rows against {len(y)} target rows; expected aligned pairs")
     if not shares or set(shares) - {KEEP, SPARSE}:
         raise ConfigError(f"floor shares {shares}: the floors' tasks are drawn at {KEEP} and {SPARSE} translated")
-    usable = [(x, y) for x, y in sets if sizes_for(len(x), sizes)]
+    usable = [s for s in sets if _set_sizes(s, sizes, KEEP)]
     if not usable:
-        raise ConfigError(f"{max(len(x) for x, _ in sets)} dev pairs: too few to calibrate on (at least {MIN_PAIRS} "
-                          f"for tasks of {min(sizes)} lines)")
-    grids = {KEEP: [task_grids(x, y, sizes_for(len(x), sizes), KEEP, np.random.default_rng(seed))
-                    for x, y in usable],
-             SPARSE: [task_grids(x, y, [s for s in sizes_for(len(x), sizes, SPARSE) if s >= 100], SPARSE,
-                                 np.random.default_rng(seed + 1)) for x, y in usable]}  # own draws
+        raise ConfigError(f"{max(len(x) for x, *_ in sets)} dev pairs: too few to calibrate on (at least "
+                          f"{MIN_PAIRS} for tasks of {min(sizes)} lines)")
+    grids = {KEEP: [task_grids(x, y, _set_sizes((x, y, p), sizes, KEEP), KEEP, np.random.default_rng(seed), p)
+                    for x, y, p in usable],
+             SPARSE: [task_grids(x, y, [s for s in _set_sizes((x, y, p), sizes, SPARSE) if s >= 100], SPARSE,
+                                 np.random.default_rng(seed + 1), p) for x, y, p in usable]}  # own draws
     f1 = np.mean([np.mean([np.mean([g[..., 2] for g in set_grids.values()], 0)
                            for set_grids in grids[share] if set_grids], 0)
                   for share in shares if any(grids[share])], 0)
     index = best(f1)
     measured = _measured_over(grids[KEEP], KEEP, index) + _measured_over(grids[SPARSE], SPARSE, index)
     return PairCalibration(settings(index), measured, float(f1[index]), float(f1[_global_index()]),
-                           sum(len(x) for x, _ in sets))
+                           sum(len(x) for x, *_ in sets))
 
 
-def task_grids(x: np.ndarray, y: np.ndarray, sizes: list, keep: float, rng: np.random.Generator) -> dict:
+def _set_sizes(dev: tuple, sizes, keep: float) -> list[int]:
+    """The task sizes a dev set (x, y, pool or None) allows at share ``keep``: :func:`sizes_for`; with a pool, only
+    sizes N it holds N rows for (a task's untranslated lines are drawn at random, up to all N)."""
+    x, _, pool = dev
+    return [s for s in sizes_for(len(x), sizes, keep, pool is not None) if pool is None or s <= len(pool)]
+
+
+def task_grids(x: np.ndarray, y: np.ndarray, sizes: list, keep: float, rng: np.random.Generator,
+               pool: np.ndarray | None = None) -> dict:
     """{size: the P/R/F1 grid float (floors, zs, thresholds, 3) averaged over DRAWS[size] tasks drawn from x, y
-    (:func:`draw_task`, a ``keep`` share translated) with ``rng``, for each of ``sizes`` in order}."""
-    return {s: np.mean([prf_table(*draw_task(x, y, s, keep, rng)) for _ in range(DRAWS.get(s, 3))], 0)
+    (:func:`draw_task`, a ``keep`` share translated, distractors from ``pool`` where given) with ``rng``, for each
+    of ``sizes`` in order}."""
+    return {s: np.mean([prf_table(*draw_task(x, y, s, keep, rng, pool)) for _ in range(DRAWS.get(s, 3))], 0)
             for s in sizes}
 
 
@@ -381,19 +415,20 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
                      ) -> dict[str, PairCalibration]:
     """Calibrate ``model``'s mining settings for each language pair of ``pairs`` ((language, language, file, file):
     line-aligned dev pairs of those two ISO 639-1 codes, never trained on; a pair given more than once: dev sets,
-    e.g. of other domains, that weigh the same) on the tasks ``config`` describes, and, with ``write``, store them
-    with what they measured (with ``defaults``, also what mine's defaults measured end to end on the pair's first
-    dev set: :func:`measure_defaults`, pairs with English) in the model directory's "mining" section
-    (:func:`bitextmine.mining.calibrated.write_section`: beside the pairs it already holds; the bundled model is
-    read-only: ConfigError). ``fillers`` (same form as ``pairs``): pairs of the same languages (the model may have
-    trained on them) from which the second stage's tasks larger than the dev pairs fill take their distractors.
-    ``contexts`` ((language, language, file, file, file of document names)): pairs of a pair's languages in
-    document order, one document name a line; the dev pairs among them are the gold pairs of further tasks for the
-    second stage whose distractors are the lines around them in their documents (:func:`context_tasks`). With
-    ``keep``, the settings the model holds for each pair are kept (ConfigError where it holds none) and only
-    what mine's defaults measure with them is added; with ``keep_floors``, only the floors are kept and the second
-    stage's settings are chosen with them. With ``assist`` (mine --assist), also what mine measures with
-    it, where it knows the pair's languages and joins the second stage. Returns {pair key "de-en":
+    e.g. of other domains, that weigh the same; a fifth file: lines of the second language with no partner among the
+    set, from which the set's floor tasks take their distractors, :func:`draw_distracted`) on the tasks ``config``
+    describes, and, with ``write``, store them with what they measured (with ``defaults``, also what mine's defaults
+    measured end to end on the pair's first dev set: :func:`measure_defaults`, pairs with English) in the model
+    directory's "mining" section (:func:`bitextmine.mining.calibrated.write_section`: beside the pairs it already
+    holds; the bundled model is read-only: ConfigError). ``fillers`` (same form as ``pairs``): pairs of the same
+    languages (the model may have trained on them) from which the second stage's tasks larger than the dev pairs
+    fill take their distractors. ``contexts`` ((language, language, file, file, file of document names)): pairs of a
+    pair's languages in document order, one document name a line; the dev pairs among them are the gold pairs of
+    further tasks for the second stage whose distractors are the lines around them in their documents
+    (:func:`context_tasks`). With ``keep``, the settings the model holds for each pair are kept (ConfigError where
+    it holds none) and only what mine's defaults measure with them is added; with ``keep_floors``, only the floors
+    are kept and the second stage's settings are chosen with them. With ``assist`` (mine --assist), also what mine
+    measures with it, where it knows the pair's languages and joins the second stage. Returns {pair key "de-en":
     :class:`PairCalibration`}. ``log`` gets a line as each step of a pair begins."""
     from ..corpus import read_parallel
     from ..mining.calibrated import pair_key, write_section
@@ -401,6 +436,8 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     if keep and not defaults:
         raise ConfigError("--keep-settings measures mine's defaults with the settings the model holds: drop "
                           "--no-measure-defaults")
+    if not pairs:
+        raise ConfigError("no dev pairs: give --pair or --distracted-pair")
     if keep and keep_floors:
         raise ConfigError("--keep-settings keeps the floors too: give --keep-settings or --keep-floors, not both")
     if write and not model.path:
@@ -414,14 +451,16 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     documents = _contexts(model, contexts, grouped, keep)
     mode = "settings" if keep else "floors" if keep_floors else ""  # what the model holds is kept
     out = {}
-    for key, ((a, b), sets) in grouped.items():
-        sets = [distinct_pairs(*read_parallel(x, y)) for x, y in sets]
+    for key, ((a, b), given) in grouped.items():
+        sets = [distinct_pairs(*read_parallel(*files[:2])) for files in given]
+        pools = [_pool(files, dev) for files, dev in zip(given, sets)]
         filler = _filler(filled.get(key), (a, b), config.seed)
         found = _documents(documents.get(key, ()), (a, b), sets)
         log(f"{key}: {sum(len(src) for src, _ in sets):,} distinct dev pairs in {len(sets)} set(s)"
+            + (f", {sum(len(p) for _, p in filter(None, pools)):,} floor distractors" if any(pools) else "")
             + (f", {len(filler):,} filler pairs" if filler else "")
             + (f", {sum(len(p) for p, _ in found):,} lines of documents" if found else ""))
-        out[key] = _calibrated(model, (a, b), sets, (filler, found), config, mode, defaults, assist, log)
+        out[key] = _calibrated(model, (a, b), sets, (filler, found, pools), config, mode, defaults, assist, log)
     if write:
         made = f"bitextmine calibrate-mining on dev pairs, seed {config.seed}"
         made += f", stage beta {config.stage_beta:g}" if config.stage_beta != 1 and not keep else ""
@@ -451,16 +490,15 @@ def _provenance(section: dict, key: str, made: str, keep: str, measured: bool) -
 def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: CalibrationConfig, keep: str,
                 defaults: bool, assist: str, log) -> PairCalibration:
     """One language pair's calibration (:func:`calibrate_mining`) from its dev ``sets`` [(src texts, tgt texts)]
-    and, for the second stage, ``extra`` (filler pairs, documents: :func:`choose_stage`); ``keep``: what the model
-    holds is kept, "settings" (floors and the stage's), "floors", or "" (nothing)."""
-    from ..encoding import encode
-
-    filler, contexts = extra
+    and ``extra``: for the second stage, filler pairs and documents (:func:`choose_stage`); for the floors, each
+    set's distractors or None (:func:`_pool`); ``keep``: what the model holds is kept, "settings" (floors and the
+    stage's), "floors", or "" (nothing)."""
+    filler, contexts, pools = extra
     pairs, staged = sum(len(src) for src, _ in sets), _staged(model, langs)
     if not keep:
         log("  choosing the floors")
     c = (_kept(model, *langs, pairs, f"--keep-{keep}") if keep else
-         calibrate_sets([(encode(src, model), encode(tgt, model)) for src, tgt in sets], sizes=config.floor_lines,
+         calibrate_sets([_encoded(model, dev, pool) for dev, pool in zip(sets, pools)], sizes=config.floor_lines,
                         seed=config.seed, shares=config.floor_shares if staged else config.floor_shares_alone))
     stage_kept = keep == "settings"
     if not stage_kept and staged:
@@ -477,18 +515,43 @@ def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: Calibrati
 
 
 def _grouped(pairs, option: str = "--pair") -> dict:
-    """{pair key: ((language, language) as first given, [(file, file) in that order]}: each (a, b, file, file)
-    of ``pairs`` under its key, a pair given as (b, a) with its files swapped. ConfigError naming ``option`` for
-    a == b."""
+    """{pair key: ((language, language) as first given, [(file, file) in that order, or (file, file, distractors
+    file, the index of its language in that order)]}: each (a, b, file, file[, file of b's lines]) of ``pairs``
+    under its key, a pair given as (b, a) with its files swapped. ConfigError naming ``option`` for a == b."""
     from ..mining.calibrated import pair_key
 
     out: dict = {}
-    for a, b, path_a, path_b in pairs:
+    for a, b, path_a, path_b, *distractors in pairs:
         if a == b:
             raise ConfigError(f"{option} {a} {b}: expected two different languages")
         langs, sets = out.setdefault(pair_key(a, b), ((a, b), []))
-        sets.append((path_a, path_b) if langs == (a, b) else (path_b, path_a))
+        files = (path_a, path_b) if langs == (a, b) else (path_b, path_a)
+        sets.append((*files, *distractors, int(langs == (a, b))) if distractors else files)
     return out
+
+
+def _pool(files: tuple, dev: tuple) -> tuple[int, list[str]] | None:
+    """(the index of its language, the distinct lines of a dev set's distractors file (stripped, blank lines
+    and the set's own texts in that language left out)) for ``files`` (:func:`_grouped`) with a distractors
+    file, else None; ``dev``: the set's (texts, texts)."""
+    from ..corpus import read_lines
+
+    if len(files) == 2:
+        return None
+    side = files[3]
+    own = {t.strip() for t in dev[side]}
+    return side, sorted({t.strip() for t in read_lines(files[2]) if t.strip()} - own)
+
+
+def _encoded(model, dev: tuple, pool: tuple | None) -> tuple:
+    """A dev set as :func:`calibrate_sets` takes it: (source rows, target rows) of its (texts, texts), or with a
+    ``pool`` (side, lines) the side's language as the target and the pool's rows as the distractors."""
+    from ..encoding import encode
+
+    if pool is None:
+        return encode(dev[0], model), encode(dev[1], model)
+    side, lines = pool
+    return encode(dev[1 - side], model), encode(dev[side], model), encode(lines, model)
 
 
 def _contexts(model, contexts, grouped: dict, keep: bool) -> dict:
