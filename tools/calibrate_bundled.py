@@ -20,9 +20,15 @@ dev pairs are the lines of the manuals' choosing half whose English text both la
 (:func:`bitextmine.evaluation.devdata.manuals_pivot`), written to DIR; the command chooses their floors (no second
 stage judges a pair without English). This script only assembles the command's arguments.
 
-Measured 2026-11-28 (docs/tried.md, "Mining settings"), with and without documents and the manuals: the settings it
-chose printed fewer right pairs where translations are rare than those the bundled model ships, which it keeps;
-run it without --install to compare.
+The bundled model's calibration (2026-11-28; docs/benchmarks.md, "Settings per language", and docs/tried.md,
+"Mining settings", for the other arguments measured):
+
+    python tools/calibrate_bundled.py --out COPY --distractors DIR --stage-lines 1000 3000 10000
+    python tools/calibrate_bundled.py --out COPY --keep-floors --joined DIR2 --manuals DIR3 --no-manuals-context \
+        --stage-lines 1000 3000 10000 --no-assist
+
+then `bitextmine calibrate-mining --model COPY --keep-settings --assist use` on the held-apart pairs of each
+language, and ``--install``.
 """
 
 from __future__ import annotations
@@ -82,21 +88,38 @@ def write_distractors(folder: str, langs: list[str], data: str = DATA, holdout: 
     return folder
 
 
-def arguments(lang: str, data: str = DATA, holdout: str = HOLDOUT, manuals: str = "", distractors: str = ""
-              ) -> list[str]:
+def write_joined(folder: str, langs: list[str], data: str = DATA, holdout: str = HOLDOUT) -> str:
+    """Write each language's held-apart pairs followed by its Tatoeba v1 pairs to ``folder``/en-L.{L,en} (one dev
+    set of both); returns ``folder``."""
+    from bitextmine.corpus import read_lines
+
+    os.makedirs(folder, exist_ok=True)
+    for lang in langs:
+        dev = dev_files(lang, data, holdout)
+        for k, suffix in ((0, lang), (1, "en")):
+            write_lines(os.path.join(folder, f"en-{lang}.{suffix}"), [t for s in ("holdout", "tatoeba")
+                                                                      for t in read_lines(dev[s][k])])
+    return folder
+
+
+def arguments(lang: str, data: str = DATA, holdout: str = HOLDOUT, manuals: str = "", distractors: str = "",
+              joined: str = "", manuals_context: bool = True) -> list[str]:
     """calibrate-mining's --pair, --filler and --context arguments for ``lang`` with English; with ``manuals`` (a
-    folder :func:`write_manuals` wrote) the Debian manuals' choosing half as a third dev set and as documents; with
-    ``distractors`` (a folder :func:`write_distractors` wrote) the two dev sets as --distracted-pair with the
-    other languages' English of the same set."""
+    folder :func:`write_manuals` wrote) the Debian manuals' choosing half as a third dev set and, with
+    ``manuals_context``, as documents; with ``distractors`` (a folder :func:`write_distractors` wrote) the two dev
+    sets as --distracted-pair with the other languages' English of the same set; with ``joined`` (a folder
+    :func:`write_joined` wrote) the two as one set instead."""
     dev = dev_files(lang, data, holdout)
     out = []
-    for source in ("holdout", "tatoeba"):
+    for source in ("holdout", "tatoeba") if not joined else ():
         extra = [f"{distractors}/{source}-{lang}.en"] if distractors else []
         out += ["--distracted-pair" if distractors else "--pair", lang, "en", *dev[source], *extra]
+    if joined:
+        out += ["--pair", lang, "en", f"{joined}/en-{lang}.{lang}", f"{joined}/en-{lang}.en"]
     if manuals:
         half = f"{manuals}/en-{lang}"
-        out += ["--pair", lang, "en", f"{half}.{lang}", f"{half}.en",
-                "--context", lang, "en", f"{half}.{lang}", f"{half}.en", f"{half}.docs"]
+        out += ["--pair", lang, "en", f"{half}.{lang}", f"{half}.en"]
+        out += ["--context", lang, "en", f"{half}.{lang}", f"{half}.en", f"{half}.docs"] * manuals_context
     if lang in NEWS:
         news = os.path.join(data, "train", "wmt_newstest", f"en-{lang}")
         out += ["--context", lang, "en", f"{news}.{lang}.gz", f"{news}.en.gz", f"{news}.origin.gz"]
@@ -121,6 +144,10 @@ def main() -> None:
                     help="give the held-apart pairs and Tatoeba v1 as --distracted-pair, the floor tasks' distractors "
                          "the other languages' English of the same set (written to DIR), as the shipped floors "
                          "were chosen")
+    ap.add_argument("--joined", default="", metavar="DIR",
+                    help="give the held-apart pairs and Tatoeba v1 as one dev set, written to DIR")
+    ap.add_argument("--no-manuals-context", action="store_true",
+                    help="with --manuals, give the manuals' half as a dev set only, not as documents")
     ap.add_argument("--stage-lines", type=int, nargs="+", default=[1000, 10000, 30000],
                     help="lines a side of the second stage's tasks (the 2026-11-28 runs with --manuals: 1000 10000)")
     ap.add_argument("--keep-floors", action="store_true",
@@ -153,8 +180,10 @@ def language_arguments(args) -> list[str]:
            *(["--assist", "use"] * (not args.no_assist))]
     manuals = write_manuals(args.manuals, args.langs) if args.manuals else ""
     distractors = write_distractors(args.distractors, args.langs) if args.distractors else ""
+    joined = write_joined(args.joined, args.langs) if args.joined else ""
     for lang in args.langs:
-        out += arguments(lang, manuals=manuals, distractors=distractors)
+        out += arguments(lang, manuals=manuals, distractors=distractors, joined=joined,
+                         manuals_context=not args.no_manuals_context)
     return out
 
 
