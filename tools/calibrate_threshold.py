@@ -31,13 +31,13 @@ import numpy as np
 from bitextmine.config import MineConfig
 from bitextmine.corpus import read_lines, read_parallel
 from bitextmine.encoding import encode
+from bitextmine.evaluation.mining_calibration import DRAWS, draw_distracted
 from bitextmine.evaluation.threshold_grid import GRID, ZS, best, prf_table, settings
 from bitextmine.mining.calibrated import write_section
 from bitextmine.loading import load_model
 
 DEV = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "dev", "tatoeba", "v1")
 LANGS = ["deu", "fra", "spa", "ces", "rus", "cmn", "tur", "ara"]
-DRAWS = {30: 20, 100: 10, 300: 5, 1000: 3}
 
 
 ISO = {"deu": "de", "fra": "fr", "spa": "es", "ces": "cs", "rus": "ru", "cmn": "zh", "tur": "tr", "ara": "ar"}
@@ -60,16 +60,6 @@ def encoded_task(lang: str, model, holdout: str | None = None) -> tuple[np.ndarr
     x, y = read_parallel(src, eng)
     pool = sorted({e for o in others for e in read_lines(o)} - set(y))
     return encode(x, model), encode(y, model), encode(pool, model)
-
-
-def draw(X, Y, P, size: int, keep: float, rng: np.random.Generator):
-    """One task: (source rows, target rows, gold pairs {(source i, target j)})."""
-    pick = rng.choice(len(X), min(size, len(X)), replace=False)
-    kept = rng.random(len(pick)) < keep
-    tgt = np.concatenate([Y[pick[kept]], P[rng.choice(len(P), int((~kept).sum()), replace=False)]])
-    perm = rng.permutation(len(tgt))
-    at = np.argsort(perm)  # new position of each target row
-    return X[pick], tgt[perm], {(int(i), int(at[j])) for j, i in enumerate(np.flatnonzero(kept))}
 
 
 def show_grid(title: str, f1: np.ndarray) -> None:
@@ -97,7 +87,8 @@ def measure(model, tasks: list[str], holdout: str, sizes: list[int], keep: float
             for size in sizes:
                 if len(X) < size / 2:  # a task of this size cannot be drawn from this source
                     continue
-                grid = np.mean([prf_table(*draw(X, Y, P, size, keep, rng)) for _ in range(DRAWS.get(size, 3))], 0)
+                grid = np.mean([prf_table(*draw_distracted(X, Y, P, size, keep, rng))
+                                for _ in range(DRAWS.get(size, 3))], 0)
                 res.setdefault((lang, size), []).append(grid)
     return {k: np.mean(v, 0) for k, v in res.items()}
 
