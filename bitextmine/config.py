@@ -473,6 +473,10 @@ class CalibrationConfig:
     # the stage's score floor has the best mean F-beta over the shares of translations: 1 weighs precision and
     # recall alike (F1); below 1, precision more (0.5: the usual precision-weighted F)
     stage_beta: float = 1.0
+    # fit a map of the stage's score on the stage's tasks (its candidates, each kind of task and share weighing the
+    # same) so that among candidates given a score the share of translations is near it, at every share of
+    # translations; min_prob then applies to the mapped score (bitextmine.evaluation.stage_calibration)
+    stage_score_map: bool = True
     # context tasks (calibrate-mining --context): gold dev pairs among their documents' other lines, the hardest
     # distractors prose has (sentences of the same story); lines a side and shares of translations
     context_lines: int = 1500

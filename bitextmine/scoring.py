@@ -222,6 +222,7 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
         from .assist import assist_for
 
         assist = assist_for(score.assist, (score.src_lang or None, score.tgt_lang or None))
+    stage = model.second_stage if assist is None else model.second_stage.unmapped()  # what the assist joins
     read, scol, tcol = input_lines(path, columns)
     enc = Encoder(model, config)
     name = "<stdin>" if path == "-" else path
@@ -230,7 +231,7 @@ def prob_score_lines(path: str, model: Model, *, config: EncodeConfig = EncodeCo
         src, tgt = [c[0] for c in cols], [c[1] for c in cols]
         pieces = [model.tokenizer.encode(side, threads=config.threads) for side in (src, tgt)]
         p = aligned_probability(enc.embed_flat(*pieces[0]), enc.embed_flat(*pieces[1]), *pieces, (src, tgt),
-                                model.second_stage, lang, score.src_lang == PIVOT, score.k, score.judge_lines)
+                                stage, lang, score.src_lang == PIVOT, score.k, score.judge_lines)
         if assist is not None:
             from .assist import join_aligned
 

@@ -78,7 +78,7 @@ def calibrated_dir(tmp_path, toy_model_dir):
 
 def test_write_section_round_trips_and_keeps_the_fingerprint(calibrated_dir, toy_model_dir):
     model = load_model(calibrated_dir)
-    assert model.mining["version"] == 3
+    assert model.mining["version"] == 4
     assert model.mining["languages"]["de-en"] == {"threshold": 1e9, "min_z": 0.0, "min_cosine": 0.0}
     assert model.mining["chosen_on"] == "a test"
     assert model.fingerprint == load_model(toy_model_dir).fingerprint
@@ -96,7 +96,7 @@ def test_pairs_written_by_another_run_keep_the_provenance_they_came_with(calibra
     assert "chosen_on" not in load_model(calibrated_dir).mining["languages"]["de-fr"]
 
 
-@pytest.mark.parametrize("section, says", [({"version": 4, "languages": {}}, "version 4"),
+@pytest.mark.parametrize("section, says", [({"version": 5, "languages": {}}, "version 5"),
                                            ({"version": 1}, "no \"languages\""),
                                            ({"version": 1, "languages": {"de": {"threshold": "x"}}}, "'de'"),
                                            ({"version": 2, "languages": {"en-de": {"threshold": 1, "min_z": 0,

@@ -128,7 +128,7 @@ def test_calibrate_mining_stores_the_pair_and_mine_uses_and_reports_it(toy_model
     r = calibrate_mining_cli(model_dir, files, "--no-measure-defaults")
     assert r.exit_code == 0, r.output
     section = json.load(open(os.path.join(model_dir, "config.json")))["mining"]
-    assert section["version"] == 3 and list(section["languages"]) == ["de-en"]
+    assert section["version"] == 4 and list(section["languages"]) == ["de-en"]
     assert [m["lines"] for m in section["languages"]["de-en"]["measured"]] == [30, 100, 100]
     assert "defaults_measured" not in section["languages"]["de-en"]
     model = load_model(model_dir)

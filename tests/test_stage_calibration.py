@@ -123,8 +123,19 @@ def test_the_stage_settings_of_a_calibration_are_checked_on_load():
         check_section({"version": 3, "languages": {"de-fr": {**ok, "second_stage": stage}}}, "x")
     with pytest.raises(ModelFormatError, match="\"second_stage\" in a section of version 2; it came with version 3"):
         check_section({"version": 2, "languages": {"de-en": {**ok, "second_stage": stage}}}, "x")
-    with pytest.raises(ModelFormatError, match="reads versions 1, 2, 3"):
-        check_section({"version": 4, "languages": {}}, "x")
+    score_map = {"score": 1.2, "share": 0.4, "bias": -0.3}
+    check_section({"version": 4, "languages": {"de-en": {**ok, "second_stage": {**stage, "score_map": score_map}}}},
+                  "x")
+    for bad in ({**score_map, "score": 0.0}, {**score_map, "bias": None}, {"score": 1.0, "share": 0.0},
+                {**score_map, "extra": 1.0}, [1.0, 0.0, 0.0]):
+        with pytest.raises(ModelFormatError, match="\"score_map\" \\({\"score\": a number above 0"):
+            check_section({"version": 4, "languages": {"de-en": {**ok, "second_stage": {**stage, "score_map": bad}}}},
+                          "x")
+    with pytest.raises(ModelFormatError, match="\"score_map\" in a section of version 3; it came with version 4"):
+        check_section({"version": 3, "languages": {"de-en": {**ok, "second_stage": {**stage, "score_map": score_map}}}},
+                      "x")
+    with pytest.raises(ModelFormatError, match="reads versions 1, 2, 3, 4"):
+        check_section({"version": 5, "languages": {}}, "x")
 
 
 @pytest.fixture
@@ -143,12 +154,15 @@ def test_calibrate_mining_chooses_the_stage_settings_and_mine_uses_them(calibrat
     assert got["min_prob"] in GRID and [m["share"] for m in got["measured"]] == [0.01, 0.05, 0.1, 0.5]
     assert got["max_lines"] == 30000 and got["chosen_on"].startswith(
         "calibrate-mining: tasks at 1%, 5%, 10%, 50% translated, 1,000 lines a side asked")
-    assert f"second stage: --min-prob {got['min_prob']:g} (chosen on tasks from the dev pairs)" in output
+    m = got["score_map"]
+    assert got["chosen_on"].endswith("; the score mapped by a fit on the tasks' candidates") and m["score"] > 0
+    assert (f"second stage: --min-prob {got['min_prob']:g} (chosen on tasks from the dev pairs, on its score mapped by "
+            f"{m['score']:.3f} logit(score) + {m['share']:.3f} logit(share) + {m['bias']:.3f})") in output
     assert entry["defaults_second_stage"] is True
 
     stage = load_model(model_dir).second_stage
-    assert (stage.languages["de"]["min_prob"], stage.languages["de"]["max_lines"]) == (got["min_prob"],
-                                                                                     got["max_lines"])
+    assert (stage.languages["de"]["min_prob"], stage.languages["de"]["max_lines"],
+            stage.languages["de"]["score_map"]) == (got["min_prob"], got["max_lines"], got["score_map"])
     s, t = toy_corpus(2400, seed=32)  # sides of 1,100 lines: larger than the tasks, own margins up to 30,000
     files = write_lines(tmp_path / "a.de", s[:1100]), write_lines(tmp_path / "b.en", t[1000:2100])
     run = lambda: mine_files(*files, io.StringIO(), model=load_model(model_dir),  # noqa: E731
@@ -168,7 +182,7 @@ def test_keep_settings_keeps_the_stage_settings_and_marks_them_kept(calibrated_s
     model_dir, files, _ = calibrated_stage_dir
     before = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
     r = calibrate_mining_cli(model_dir, files, "--keep-settings")
-    assert r.exit_code == 0 and f"--min-prob {before['min_prob']:g} (kept, the model's)" in r.output, r.output
+    assert r.exit_code == 0 and f"--min-prob {before['min_prob']:g} (kept, the model's, on its score mapped by" in r.output, r.output
     after = json.load(open(os.path.join(model_dir, "config.json")))["mining"]["languages"]["de-en"]["second_stage"]
     assert after == {**before, "kept": True}
 
@@ -183,11 +197,12 @@ def test_keep_floors_keeps_the_floors_and_chooses_the_stage_settings_with_them(c
     r = calibrate_mining_cli(model_dir, files, "--keep-floors", "--stage-beta", "0.5", "--no-measure-defaults")
     assert r.exit_code == 0, r.output
     assert "de-en: --threshold 1.1 --min-z 0 --min-cosine 0.2 (kept, the model's" in r.output
-    assert "(chosen on tasks from the dev pairs)" in r.output
+    assert "(chosen on tasks from the dev pairs, on its score mapped by" in r.output
     section = json.load(open(path))["mining"]
     entry = section["languages"]["de-en"]
     assert {k: entry[k] for k in held} == held and "kept" not in entry["second_stage"]
-    assert entry["second_stage"]["chosen_on"].endswith("; the best mean F-beta, beta 0.5")
+    assert entry["second_stage"]["chosen_on"].endswith(
+        "; the best mean F-beta, beta 0.5; the score mapped by a fit on the tasks' candidates")
     assert section["chosen_on"].endswith("stage beta 0.5 (--keep-floors)")  # nothing measured: no such words
     assert "; the second stage's settings chosen by bitextmine calibrate-mining" in section["chosen_on"]
     r = calibrate_mining_cli(model_dir, files, "--keep-floors", "--keep-settings")

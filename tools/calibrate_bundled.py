@@ -25,10 +25,11 @@ The bundled model's calibration (2026-11-28; docs/benchmarks.md, "Settings per l
 
     python tools/calibrate_bundled.py --out COPY --distractors DIR --stage-lines 1000 3000 10000
     python tools/calibrate_bundled.py --out COPY --keep-floors --joined DIR2 --manuals DIR3 --no-manuals-context \
-        --stage-lines 1000 3000 10000 --no-assist
+        --stage-lines 1000 3000 10000 --no-assist --no-score-map
 
 then `bitextmine calibrate-mining --model COPY --keep-settings --assist use` on the held-apart pairs of each
-language, and ``--install``.
+language, and ``--install``. (That calibration was made before the command mapped the stage's score; the same stage
+run with the map, the command's default now, was measured and not installed: docs/tried.md, "Mining settings".)
 """
 
 from __future__ import annotations
@@ -155,6 +156,8 @@ def main() -> None:
     ap.add_argument("--stage-beta", type=float, default=1.0,
                     help="the second stage's objective, mean F-beta over the shares (calibrate-mining --stage-beta)")
     ap.add_argument("--no-assist", action="store_true", help="do not measure mine --assist use end to end")
+    ap.add_argument("--no-score-map", action="store_true",
+                    help="choose the second stage's min-prob on its own score (calibrate-mining --no-score-map)")
     ap.add_argument("--pivot", default="", metavar="DIR",
                     help="calibrate the pairs of --langs without English instead, on the manuals' choosing half "
                          "joined on the English text (written to DIR)")
@@ -177,6 +180,7 @@ def language_arguments(args) -> list[str]:
     """calibrate-mining's arguments after the floor tasks' sizes for each of ``args.langs`` with English."""
     out = [*[a for n in args.stage_lines for a in ("--stage-lines", str(n))],
            *(["--keep-floors"] * args.keep_floors), "--stage-beta", str(args.stage_beta),
+           *(["--no-score-map"] * args.no_score_map),
            *(["--assist", "use"] * (not args.no_assist))]
     manuals = write_manuals(args.manuals, args.langs) if args.manuals else ""
     distractors = write_distractors(args.distractors, args.langs) if args.distractors else ""

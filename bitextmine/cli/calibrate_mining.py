@@ -55,12 +55,16 @@ _DEFAULTS = CalibrationConfig()
 @click.option("--stage-beta", type=click.FloatRange(0.1, 10), default=_DEFAULTS.stage_beta, show_default=True,
               help="The second stage's --min-prob has the best mean F-beta over the shares of translations: 1 weighs "
                    "precision and recall alike (F1), 0.5 precision more.")
+@click.option("--score-map/--no-score-map", default=_DEFAULTS.stage_score_map, show_default=True,
+              help="Map the second stage's score, fitted on the stage's tasks, so that among pairs given a score the "
+                   "share of translations is near it at every share of translations; --min-prob applies to the "
+                   "mapped score.")
 @assist_option("Measure 'mine --assist' end to end too")
 @click.option("--dry-run", is_flag=True, help="Measure and print, but do not store the settings in the model.")
 @quiet_option
 def calibrate_mining(model_dir, pairs, distracted, fillers, contexts, floor_lines, stage_lines, stage_draws,
-                     stage_own_lines, seed, measure_defaults, keep_settings, keep_floors, stage_beta, assist, dry_run,
-                     quiet):
+                     stage_own_lines, seed, measure_defaults, keep_settings, keep_floors, stage_beta, score_map, assist,
+                     dry_run, quiet):
     """Choose the threshold, standout floor and cosine floor that 'mine' applies by default to each language
     pair, on dev pairs of that pair, and store them with what they measured in the model directory
     (config.json, "mining"), where 'mine' finds them. 'train --lang XX --lang YY' does this on its held-apart
@@ -85,7 +89,7 @@ def calibrate_mining(model_dir, pairs, distracted, fillers, contexts, floor_line
     model = load_model(model_dir)
     config = CalibrationConfig(floor_lines=tuple(sorted(set(floor_lines))), stage_lines=tuple(sorted(set(stage_lines))),
                                stage_draws=stage_draws, stage_own_lines=stage_own_lines, stage_beta=stage_beta,
-                               seed=seed)
+                               stage_score_map=score_map, seed=seed)
     got = run(model, pairs + distracted, config=config, fillers=fillers, contexts=contexts, write=not dry_run,
               defaults=measure_defaults, keep=keep_settings, keep_floors=keep_floors, assist=assist or "",
               log=lambda message: info(quiet, message))
@@ -98,7 +102,10 @@ def calibrate_mining(model_dir, pairs, distracted, fillers, contexts, floor_line
         _figures(c.measured)
         if c.stage:
             how = "kept, the model's" if c.stage.get("kept") else "chosen on tasks from the dev pairs"
-            click.echo(f"  second stage: --min-prob {c.stage['min_prob']:g} ({how}), its own margins up to "
+            found = c.stage.get("score_map")
+            mapped = (f", on its score mapped by {found['score']:.3f} logit(score) + {found['share']:.3f} logit(share) "
+                      f"+ {found['bias']:.3f}" if found else "")
+            click.echo(f"  second stage: --min-prob {c.stage['min_prob']:g} ({how}{mapped}), its own margins up to "
                        f"{c.stage['max_lines']:,} lines a side" + (":" if c.stage["measured"] else ""))
             _figures(c.stage["measured"])
         if c.defaults_measured:

@@ -376,7 +376,8 @@ def choose_stage(model, langs: tuple[str, str], sets: list, floors: dict, *,
                   for size, share, t in context_tasks((oriented, names), gold, config, rng)]
     if not tasks:
         return None
-    return choose(model, other, tasks, floors, own_lines=config.stage_own_lines, beta=config.stage_beta)
+    return choose(model, other, tasks, floors, own_lines=config.stage_own_lines, beta=config.stage_beta,
+                  score_map=config.stage_score_map)
 
 
 def with_stage(model, langs: tuple[str, str], sets: list, c: PairCalibration, *,
@@ -505,13 +506,28 @@ def _calibrated(model, langs: tuple, sets: list, extra: tuple, config: Calibrati
         log(f"  choosing the second stage's settings on tasks of {', '.join(map(str, config.stage_lines))} lines"
             + (f" and context tasks of {config.context_lines:,}" if contexts else ""))
     c = with_stage(model, langs, sets, c, config=config, filler=filler, contexts=contexts, keep=stage_kept)
+    measuring = with_entry(model, langs, c)
     if defaults and "en" in langs:
         log("  measuring mine's defaults end to end")
-        c = measure_pair(model, langs, *sets[0], c, config=config)
+        c = measure_pair(measuring, langs, *sets[0], c, config=config)
     if assist:
         log(f"  measuring mine --assist {assist} end to end")
-        c = _with_assist_measured(c, model, langs, *sets[0], assist, config)
+        c = _with_assist_measured(c, measuring, langs, *sets[0], assist, config)
     return c
+
+
+def with_entry(model, langs: tuple[str, str], c: PairCalibration):
+    """``model`` as `mine` would load it with ``c`` as the pair's entry of its calibration (the second stage's
+    min_prob, max_lines and score map among it): a copy in memory, the model directory untouched; ``model`` itself
+    where ``c`` holds no second stage's settings."""
+    from ..mining.calibrated import SECTION_VERSION, calibrated_stage, entries, pair_key
+
+    if not c.stage or model.second_stage is None:
+        return model
+    section = {"version": SECTION_VERSION, "languages": {**entries(model.mining), pair_key(*langs): c.entry()}}
+    copy = replace(model, config={**model.config, "mining": section})
+    copy.__dict__["_second_stage"] = calibrated_stage(model.second_stage, section)
+    return copy
 
 
 def _grouped(pairs, option: str = "--pair") -> dict:

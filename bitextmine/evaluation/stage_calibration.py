@@ -9,7 +9,10 @@ selection by margin (or, where `mine`'s fail safe would print the floors' pairs 
 precision, recall and F1 against the gold pairs. The floor chosen has the best mean
 F-beta (F1 by default; beta < 1 weighs precision more) over the shares of translations (each share weighs the same)
 among the floors whose F1 at the densest share is at most ``dense_loss`` below the floors alone
-(`mine --no-second-stage`). Nothing here prints.
+(`mine --no-second-stage`). Before the floor is chosen, the stage's score may be mapped so that it follows the
+share of translations among candidates given it, at every share of the tasks (:func:`fit_cells_map`): the stage's
+own prior step follows a run's share only in part, so its scores are too high where translations are rare and too
+low where they are common. The floor then applies to the mapped score, as `mine` gives it. Nothing here prints.
 """
 
 from __future__ import annotations
@@ -26,33 +29,36 @@ DENSE_LOSS = 0.005  # the F1 at the densest share may fall at most this much bel
 @dataclass(frozen=True)
 class StageChoice:
     """The stage's settings chosen for a language: ``min_prob``, ``max_lines``, what they measured on the tasks
-    they were chosen on, ``measured`` [{lines, share, precision, recall, f1}] (means over the draws), and
-    ``chosen_on``, those tasks in words."""
+    they were chosen on, ``measured`` [{lines, share, precision, recall, f1}] (means over the draws),
+    ``chosen_on``, those tasks in words, and ``score_map``, the map of the stage's score that min_prob applies to
+    (:func:`fit_cells_map`; None: the score as the stage gives it)."""
 
     min_prob: float
     max_lines: int
     measured: list
     chosen_on: str = ""
+    score_map: dict | None = None  # the map from the stage's score to the one min_prob applies to, or None
 
     def entry(self) -> dict:
         """The "second_stage" object of a pair's entry in a model's calibration."""
         return {"min_prob": self.min_prob, "max_lines": self.max_lines, "measured": self.measured,
-                "chosen_on": self.chosen_on}
+                "chosen_on": self.chosen_on, **({"score_map": self.score_map} if self.score_map else {})}
 
 
-def task_cells(task, model, stage, lang: str, floors: dict) -> dict:
+def task_cells(task, model, stage, lang: str, floors: dict, mapped: bool = True) -> dict:
     """The candidates of one task (a :class:`bitextmine.judge.tasks.Task`, foreign against English): ``pairs``
-    int64 (c, 2), ``margin`` float64 (c,), ``prob`` the stage's score float64 (c,), ``hit`` bool (c,) (a gold
-    pair), ``floors`` bool (c,) (passes ``floors`` {threshold, min_z, min_cosine}); ``n_gold``, ``lines`` and
-    ``share``, the stage's estimate of the share of translations among the candidates (their mean score before
-    its prior step, as `mine`'s fail safe reads it; None without candidates)."""
+    int64 (c, 2), ``margin`` float64 (c,), ``prob`` the stage's score float64 (c,) (as `mine` gives it, or, not
+    ``mapped``, before the calibration's score map: :meth:`bitextmine.judge.SecondStage.adjust`), ``hit`` bool
+    (c,) (a gold pair), ``floors`` bool (c,) (passes ``floors`` {threshold, min_z, min_cosine}); ``n_gold``,
+    ``lines`` and ``share``, the stage's estimate of the share of translations among the candidates (their mean
+    score before its prior step, as `mine`'s fail safe reads it; None without candidates)."""
     from ..judge.train import labels, task_features
 
     cands, X = task_features(task.src, task.tgt, model, stage, lang, float(stage.languages[lang]["floor"]))
     gold = np.array(sorted(task.gold), np.int64).reshape(-1, 2) - 1
     ok = (X[:, 0] >= floors["threshold"]) & (X[:, 1] >= floors["min_cosine"]) & (X[:, 2] >= floors["min_z"])
     raw = stage.probability(lang, X)
-    return {"pairs": cands, "margin": X[:, 0], "prob": stage.adjust(lang, raw), "hit": labels(cands, gold),
+    return {"pairs": cands, "margin": X[:, 0], "prob": stage.adjust(lang, raw, mapped), "hit": labels(cands, gold),
             "floors": ok, "n_gold": len(gold), "lines": len(task.src),
             "share": float(raw.mean()) if len(X) else None}
 
@@ -110,14 +116,18 @@ def best_floor(tasks: list, dense: list, dense_loss: float = DENSE_LOSS, grid=GR
 
 
 def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float = DENSE_LOSS,
-                 own_lines: int = 1, beta: float = 1.0) -> StageChoice:
+                 own_lines: int = 1, beta: float = 1.0, score_map: bool = True) -> StageChoice:
     """The stage's settings for ``lang`` with English (:class:`StageChoice`) chosen on ``tasks`` [(kind: a dev set's
     number, or ("context", number) for a set of documents, lines a side asked, share of translations, Task)]
-    (foreign against English) with the pair's ``floors`` {threshold, min_z, min_cosine}: the score floor by
-    :func:`best_floor` with ``beta`` (each kind and share a group; the densest share's tasks as the dense ones),
-    ``max_lines`` the largest task's lines a side or ``own_lines``, whichever is more."""
-    cells = [(kind, size, share, task_cells(task, model, model.second_stage, lang, floors))
+    (foreign against English) with the pair's ``floors`` {threshold, min_z, min_cosine}: with ``score_map``, the
+    map of the stage's score fitted on every candidate of the tasks (:func:`fit_cells_map`); the score floor (on
+    the mapped score) by :func:`best_floor` with ``beta`` (each kind and share a group; the densest share's tasks as
+    the dense ones), ``max_lines`` the largest task's lines a side or ``own_lines``, whichever is more."""
+    cells = [(kind, size, share, task_cells(task, model, model.second_stage, lang, floors, mapped=False))
              for kind, size, share, task in tasks]
+    found = fit_cells_map([((kind, share), c) for kind, _, share, c in cells]) if score_map else None
+    if found:
+        cells = [(kind, size, share, mapped_cells(c, found)) for kind, size, share, c in cells]
     densest = max(share for _, _, share, _ in cells)
     groups = [((kind, share), c) for kind, _, share, c in cells]
     p = best_floor(groups, [c for _, _, share, c in cells if share == densest], dense_loss, beta=beta)
@@ -130,8 +140,40 @@ def choose_stage(model, lang: str, tasks: list, floors: dict, dense_loss: float 
     how = (f"calibrate-mining: tasks at {shares} translated, {sizes} lines a side asked (up to {largest:,}), "
            f"{len(cells)} tasks from {sets} dev set{'s' if sets != 1 else ''}"
            + (f" and {docs} set{'s' if docs > 1 else ''} of documents (distractors: the lines around each gold "
-              "pair)" if docs else "") + (f"; the best mean F-beta, beta {beta:g}" if beta != 1.0 else ""))
-    return StageChoice(p, max(largest, own_lines), measured, how)
+              "pair)" if docs else "") + (f"; the best mean F-beta, beta {beta:g}" if beta != 1.0 else "")
+           + ("; the score mapped by a fit on the tasks' candidates" if found else ""))
+    return StageChoice(p, max(largest, own_lines), measured, how, found)
+
+
+def fit_cells_map(groups: list) -> dict | None:
+    """The score map (:func:`bitextmine.judge.logistic.fit_score_map`) fitted on every candidate of ``groups``
+    [(group, cells of a task: :func:`task_cells`, not mapped)], each group (a kind of task and share) weighing the
+    same; None where the candidates hold no translation or nothing else, or the fit would reverse the scores'
+    order."""
+    from ..judge.logistic import fit_score_map
+
+    judged = [(g, c) for g, c in groups if len(c["prob"])]
+    y = np.concatenate([c["hit"] for _, c in judged]) if judged else np.zeros(0, bool)
+    if y.all() or not y.any():
+        return None
+    sizes: dict = {}
+    for g, c in judged:
+        sizes[g] = sizes.get(g, 0) + len(c["prob"])
+    total = sum(sizes.values())
+    weight = np.concatenate([np.full(len(c["prob"]), total / (len(sizes) * sizes[g])) for g, c in judged])
+    p = np.concatenate([c["prob"] for _, c in judged])
+    share = np.concatenate([np.full(len(c["prob"]), c["share"]) for _, c in judged])
+    found = fit_score_map(p, share, y, weight)
+    return found if found["score"] > 0 else None
+
+
+def mapped_cells(cells: dict, score_map: dict) -> dict:
+    """``cells`` (:func:`task_cells`, not mapped) with their scores mapped by ``score_map`` and the task's share."""
+    from ..judge.logistic import map_score
+
+    if not len(cells["prob"]):
+        return cells
+    return {**cells, "prob": map_score(cells["prob"], cells["share"], score_map)}
 
 
 def measured_at(cells: list, p: float) -> list[dict]:

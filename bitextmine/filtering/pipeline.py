@@ -217,7 +217,8 @@ def _score(src: list[str], tgt: list[str]) -> tuple[np.ndarray, np.ndarray]:
     if config.score == "prob":
         from ..judge.aligned import aligned_probability
 
-        p = aligned_probability(x, y, src_pieces, tgt_pieces, (src, tgt), model.second_stage, _W["judged"],
+        stage = model.second_stage if _W["assist"] is None else model.second_stage.unmapped()  # what it joins
+        p = aligned_probability(x, y, src_pieces, tgt_pieces, (src, tgt), stage, _W["judged"],
                                 _W["langs"][0] == PIVOT, config.k, config.judge_lines)
         if _W["assist"] is not None:
             from ..assist import join_aligned

@@ -184,12 +184,22 @@ class SecondStage:
         candidates of one run): float64 (c,)."""
         return self.adjust(lang, self.probability(lang, X))
 
-    def adjust(self, lang: str, p: np.ndarray) -> np.ndarray:
-        """Probabilities p float (c,) from :meth:`probability`, adjusted to the share of translations among
-        those c candidates (all the candidates of one run): float64 (c,)."""
-        from .logistic import adjust_to_prior
+    def unmapped(self) -> "SecondStage":
+        """This stage without the score maps of its calibration (the loaded tables shared): the score the assist's
+        joined score was fitted on (:mod:`bitextmine.assist.joined`)."""
+        return replace(self, languages={k: {n: v for n, v in c.items() if n != "score_map"}
+                                        for k, c in self.languages.items()})
 
-        return adjust_to_prior(p, float(self.languages[lang]["prior"]))[0]
+    def adjust(self, lang: str, p: np.ndarray, mapped: bool = True) -> np.ndarray:
+        """Probabilities p float (c,) from :meth:`probability`, adjusted to the share of translations among
+        those c candidates (all the candidates of one run), then, where the model's calibration holds a score map
+        for ``lang`` ("score_map": :func:`bitextmine.judge.logistic.map_score`) and ``mapped``, mapped by it with
+        the run's share (the mean of p): float64 (c,)."""
+        from .logistic import adjust_to_prior, map_score
+
+        out = adjust_to_prior(p, float(self.languages[lang]["prior"]))[0]
+        found = self.languages[lang].get("score_map")
+        return map_score(out, float(np.mean(p)), found) if mapped and found and len(out) else out
 
 
 def _check_language_of(arrays: dict, lang: str, path: str) -> None:

@@ -36,9 +36,12 @@ from ..errors import ConfigError, ModelFormatError, is_finite_number
 # language of the model's second stage, the stage's settings ("second_stage": {"min_prob", "max_lines",
 # "measured"[, "kept", "chosen_on"]}, optional: where absent, those of the stage's own file apply); an entry of
 # version 3 may also say how its settings were chosen ("chosen_on", text, optional: where absent, the section's
-# "chosen_on" says it; readers that do not know it pass it by)
-SECTION_VERSION = 3
-READS = (1, 2, 3)
+# "chosen_on" says it; readers that do not know it pass it by); 4: as 3, and the second stage's settings may hold
+# the map from its score to the one mine uses ("score_map": {"score", "share", "bias"}, numbers, "score" above 0:
+# bitextmine.judge.logistic.map_score), so that a reader that would apply "min_prob" to the unmapped score refuses it
+SECTION_VERSION = 4
+READS = (1, 2, 3, 4)
+SCORE_MAP = ("score", "share", "bias")
 KEYS = ("threshold", "min_z", "min_cosine")  # the MineConfig fields a calibration sets
 PIVOT = "en"
 MEASURED = ("lines", "share", "precision", "recall", "f1")  # the numbers of each "measured" entry
@@ -83,9 +86,12 @@ def check_section(section: dict, where: str) -> None:
         _check_assist_measured(s.get("assist_measured", {}), f"{where}: \"mining\" {key!r}")
         if not isinstance(s.get("chosen_on", ""), str):
             raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"chosen_on\" must be text")
-        if "second_stage" in s and version != 3:
+        if "second_stage" in s and version not in (3, 4):
             raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"second_stage\" in a section of version "
                                    f"{version}; it came with version 3")
+        if "score_map" in (s.get("second_stage") or {}) and version != 4:
+            raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"score_map\" in a section of version "
+                                   f"{version}; it came with version 4")
         _check_stage_settings(s.get("second_stage"), key, f"{where}: \"mining\" {key!r}")
         if "defaults_measured" in s and not isinstance(s.get("defaults_second_stage"), bool):
             raise ModelFormatError(f"{where}: \"mining\" {key!r}: \"defaults_measured\" without "
@@ -113,12 +119,22 @@ def _check_stage_settings(found, key: str, where: str) -> None:
           and 0 <= found["min_prob"] <= 1 and isinstance(found.get("max_lines"), int)
           and not isinstance(found["max_lines"], bool) and found["max_lines"] >= 1
           and _measured_list(found.get("measured")) and isinstance(found.get("kept", False), bool)
-          and isinstance(found.get("chosen_on", ""), str))
+          and isinstance(found.get("chosen_on", ""), str) and _score_map_ok(found.get("score_map", SCORE_MAP_OFF)))
     if not ok:
         raise ModelFormatError(f"{where}: \"second_stage\" must be, for a pair with {PIVOT}, {{\"min_prob\": a number "
                                "from 0 to 1, \"max_lines\": a whole number from 1, \"measured\": a list of objects "
-                               f"with numbers for {', '.join(MEASURED)}, optionally \"kept\" (true or false) and "
-                               "\"chosen_on\" (text)}")
+                               f"with numbers for {', '.join(MEASURED)}, optionally \"kept\" (true or false), "
+                               "\"chosen_on\" (text) and \"score_map\" ({\"score\": a number above 0, \"share\", "
+                               "\"bias\": numbers})}")
+
+
+SCORE_MAP_OFF = {"score": 1.0, "share": 0.0, "bias": 0.0}  # the map that leaves a score as it is
+
+
+def _score_map_ok(found) -> bool:
+    """Whether ``found`` is a score map: {"score": a number above 0, "share", "bias": numbers}, nothing else."""
+    return (isinstance(found, dict) and set(found) == set(SCORE_MAP)
+            and all(is_finite_number(found[k]) for k in SCORE_MAP) and found["score"] > 0)
 
 
 def stage_entry_for(section: dict | None, src_lang: str | None, tgt_lang: str | None) -> dict | None:
@@ -128,19 +144,23 @@ def stage_entry_for(section: dict | None, src_lang: str | None, tgt_lang: str | 
 
 
 def stage_settings_for(section: dict | None, lang: str) -> dict | None:
-    """The second stage's settings {min_prob, max_lines} that the calibration holds for ``lang`` with English, or
-    None (the stage's own file's then apply)."""
+    """The second stage's settings {min_prob, max_lines[, score_map]} that the calibration holds for ``lang`` with
+    English, or None (the stage's own file's then apply, with no score map)."""
     found = stage_entry_for(section, lang, PIVOT) if lang != PIVOT else None
-    return {"min_prob": float(found["min_prob"]), "max_lines": int(found["max_lines"])} if found else None
+    if not found:
+        return None
+    return {"min_prob": float(found["min_prob"]), "max_lines": int(found["max_lines"]),
+            **({"score_map": dict(found["score_map"])} if "score_map" in found else {})}
 
 
 def calibrated_stage(stage, section: dict | None):
-    """``stage`` (a :class:`bitextmine.judge.SecondStage`, or None) with each language's min_prob and max_lines
-    those of the model's calibration where it holds them (:func:`stage_settings_for`): the one place a run's stage
-    settings are resolved."""
+    """``stage`` (a :class:`bitextmine.judge.SecondStage`, or None) with each language's min_prob, max_lines and
+    score map those of the model's calibration where it holds them (:func:`stage_settings_for`; a score map the
+    calibration does not hold is dropped): the one place a run's stage settings are resolved."""
     if stage is None:
         return None
-    langs = {lang: {**c, **(stage_settings_for(section, lang) or {})} for lang, c in stage.languages.items()}
+    langs = {lang: {**{k: v for k, v in c.items() if k != "score_map"}, **(stage_settings_for(section, lang) or {})}
+             for lang, c in stage.languages.items()}
     return replace(stage, languages=langs)
 
 
@@ -416,7 +436,7 @@ def write_section(model_dir: str, languages: dict[str, dict], chosen_on: str) ->
     """Store ``languages`` ({pair key "de-en", or a code meaning that language with English: {threshold, min_z,
     min_cosine[, measured, defaults_measured, defaults_second_stage, assist_measured, second_stage, chosen_on]}})
     in the "mining" section of ``model_dir``/config.json, beside the pairs it already holds (the model's weights
-    and fingerprint unchanged), with ``chosen_on`` as the section's; written as version 3, replaced atomically.
+    and fingerprint unchanged), with ``chosen_on`` as the section's; written as version 4, replaced atomically.
     A pair already held without a "chosen_on" of its own keeps the section's earlier one."""
     path = os.path.join(model_dir, "config.json")
     with open(path, encoding="utf-8") as f:

@@ -360,9 +360,10 @@ def _reference(run: _Run, sources: dict, config: MineConfig, lines: int, fc: dic
     return {**fc, "score": score[:n]}, {**bc, "score": score[n:]}
 
 
-def _judge(run: _Run, model, choice, workers: int):
+def _judge(run: _Run, model, choice, workers: int, mapped: bool = True):
     """The second stage (:class:`bitextmine.judge.judge.Judge`) of ``choice.judged`` over the run's rows, their
-    texts read from the chunks; ``workers`` processes judge many candidates (0 = one per core)."""
+    texts read from the chunks; ``workers`` processes judge many candidates (0 = one per core); not ``mapped``:
+    its score before the calibration's map (where the assist joins it: :meth:`SecondStage.unmapped`)."""
     from ..judge.features import Pieces
     from ..judge.judge import Judge
 
@@ -372,7 +373,8 @@ def _judge(run: _Run, model, choice, workers: int):
             return Pieces.of(rows, [text[r] for r in rows.tolist()], model.tokenizer)
         return of
 
-    return Judge(model.second_stage, choice.judged, choice.languages[0] == "en", {side: pieces(side) for side in SIDES},
+    stage = model.second_stage if mapped else model.second_stage.unmapped()
+    return Judge(stage, choice.judged, choice.languages[0] == "en", {side: pieces(side) for side in SIDES},
                  workers=workers)
 
 
@@ -657,7 +659,7 @@ def mine_files(
         write = _write_parquet if output_format == "parquet" else _write
         if n_rows["src"] and n_rows["tgt"]:
             _search(run, sources, config, kinds, choice.reference_lines, choice.judged_floor)
-            judge = _judge(run, model, choice, encode_config.threads) if choice.judged else None
+            judge = _judge(run, model, choice, encode_config.threads, assist is None) if choice.judged else None
             if assist is not None:
                 judge = AssistedJudge(judge, _assist_cosine(run, assist))
             screen = None if rules is None else _screen(run, rules, (src_lang, tgt_lang), rejected)
