@@ -397,3 +397,30 @@ def test_calibrate_mining_measures_mine_with_the_assist_on_real_pairs(tmp_path):
     assert entry["defaults_second_stage"] is True and found["measured"] != entry["defaults_measured"]
     _, stats = mine(replace(SMALL, assist="use"), model=load_model(model_dir))
     assert "end to end on its dev pairs: 50% translated" in stats.info["settings"]
+
+
+def test_an_assist_joins_the_stages_own_score_where_the_calibration_maps_it(tmp_path):
+    import shutil
+
+    from bitextmine.config import ScoreConfig
+    from bitextmine.mining.calibrated import entries, write_section
+    from bitextmine.model import default_model_dir
+    from bitextmine.scoring import prob_score_lines
+
+    model_dir = str(tmp_path / "m")
+    shutil.copytree(default_model_dir(), model_dir)
+    held = entries(load_model(model_dir).mining)["de-en"]
+    score_map = {"score": 0.3, "share": 0.5, "bias": 2.0}  # a flat map: the judged pairs' scores lie near 1
+    write_section(model_dir, {"de-en": {**held, "second_stage": {**held["second_stage"], "score_map": score_map}}},
+                  "a map by hand")
+    path, plain_model, mapped_model = example_pairs(tmp_path), load_model(None), load_model(model_dir)
+    scores = lambda model, **k: np.array([p for _, p in prob_score_lines(  # noqa: E731
+        path, model, score=ScoreConfig(margin="prob", src_lang="de", tgt_lang="en", **k))])
+    plain, mapped = scores(plain_model), scores(mapped_model)
+    judged = plain > 0
+    assert np.abs(mapped - plain)[judged].min() > 1e-4 and (mapped[~judged] == 0).all()  # the map applies
+    np.testing.assert_allclose(scores(mapped_model, assist="use"), scores(plain_model, assist="use"), rtol=1e-6)
+    explained = lambda model, config: mine(config, model=model, explain=True)[0]  # noqa: E731
+    assert explained(mapped_model, SMALL) != explained(plain_model, SMALL)  # mine gives the mapped score
+    assisted = replace(SMALL, assist="use")
+    assert explained(mapped_model, assisted) == explained(plain_model, assisted)  # and joins the stage's own
