@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -453,7 +454,7 @@ def calibrate_mining(model, pairs, *, config: CalibrationConfig = CalibrationCon
     mode = "settings" if keep else "floors" if keep_floors else ""  # what the model holds is kept
     out = {}
     for key, ((a, b), given) in grouped.items():
-        sets = [distinct_pairs(*read_parallel(*files[:2])) for files in given]
+        sets = [distinct_pairs(*read_parallel(files.a, files.b)) for files in given]
         pools = [_pool(files, dev) for files, dev in zip(given, sets)]
         filler = _filler(filled.get(key), (a, b), config.seed)
         found = _documents(documents.get(key, ()), (a, b), sets)
@@ -530,10 +531,20 @@ def with_entry(model, langs: tuple[str, str], c: PairCalibration):
     return copy
 
 
+class DevFiles(NamedTuple):
+    """A dev set's two line-aligned files in its pair's order and, for a set given with distractors, their file and
+    the index (0, 1) of the side whose language they are in."""
+
+    a: str
+    b: str
+    distractors: str | None = None
+    side: int | None = None
+
+
 def _grouped(pairs, option: str = "--pair") -> dict:
-    """{pair key: ((language, language) as first given, [(file, file) in that order, or (file, file, distractors
-    file, the index of its language in that order)]}: each (a, b, file, file[, file of b's lines]) of ``pairs``
-    under its key, a pair given as (b, a) with its files swapped. ConfigError naming ``option`` for a == b."""
+    """{pair key: ((language, language) as first given, [:class:`DevFiles`])}: each (a, b, file, file[, file of
+    b's lines]) of ``pairs`` under its key, a pair given as (b, a) with its files swapped. ConfigError naming
+    ``option`` for a == b."""
     from ..mining.calibrated import pair_key
 
     out: dict = {}
@@ -542,21 +553,20 @@ def _grouped(pairs, option: str = "--pair") -> dict:
             raise ConfigError(f"{option} {a} {b}: expected two different languages")
         langs, sets = out.setdefault(pair_key(a, b), ((a, b), []))
         files = (path_a, path_b) if langs == (a, b) else (path_b, path_a)
-        sets.append((*files, *distractors, int(langs == (a, b))) if distractors else files)
+        sets.append(DevFiles(*files, distractors[0], int(langs == (a, b))) if distractors else DevFiles(*files))
     return out
 
 
-def _pool(files: tuple, dev: tuple) -> tuple[int, list[str]] | None:
+def _pool(files: DevFiles, dev: tuple) -> tuple[int, list[str]] | None:
     """(the index of its language, the distinct lines of a dev set's distractors file (stripped, blank lines
-    and the set's own texts in that language left out)) for ``files`` (:func:`_grouped`) with a distractors
-    file, else None; ``dev``: the set's (texts, texts)."""
+    and the set's own texts in that language left out)) for ``files`` with a distractors file, else None;
+    ``dev``: the set's (texts, texts)."""
     from ..corpus import read_lines
 
-    if len(files) == 2:
+    if files.distractors is None:
         return None
-    side = files[3]
-    own = {t.strip() for t in dev[side]}
-    return side, sorted({t.strip() for t in read_lines(files[2]) if t.strip()} - own)
+    own = {t.strip() for t in dev[files.side]}
+    return files.side, sorted({t.strip() for t in read_lines(files.distractors) if t.strip()} - own)
 
 
 def _encoded(model, dev: tuple, pool: tuple | None) -> tuple:
@@ -624,13 +634,13 @@ def read_documents(path_a: str, path_b: str, names: str, swap: bool = False) -> 
 
 def _filler(found, langs: tuple, seed: int) -> list:
     """The filler pairs [(text in langs[0], text in langs[1])] of the files ``found`` ((the languages in their
-    files' order, [(file, file)]) or None: :func:`_grouped`), stripped, blank sides left out, shuffled with
+    files' order, [:class:`DevFiles`]) or None: :func:`_grouped`), stripped, blank sides left out, shuffled with
     ``seed``."""
     from ..corpus import read_parallel
 
     if not found:
         return []
-    pairs = [(x.strip(), y.strip()) for a, b in found[1] for x, y in zip(*read_parallel(a, b))
+    pairs = [(x.strip(), y.strip()) for f in found[1] for x, y in zip(*read_parallel(f.a, f.b))
              if x.strip() and y.strip()]
     if tuple(found[0]) != tuple(langs):  # the --filler gave the languages the other way round
         pairs = [(y, x) for x, y in pairs]
