@@ -113,3 +113,14 @@ def test_the_defaults_are_measured_with_the_map_just_chosen(toy_stage_dir):
     assert got.second_stage.languages["de"]["min_prob"] == 0.35 and got.mining["languages"]["de-en"] == c.entry()
     assert "score_map" not in model.second_stage.languages["de"] and model.mining == held  # the model untouched
     assert with_entry(model, ("de", "en"), PairCalibration(c.settings)) is model
+
+
+def test_the_model_card_says_where_the_score_is_mapped(toy_stage_dir):
+    from bitextmine.interop.card import second_stage_section
+
+    stage = load_model(toy_stage_dir).second_stage
+    assert "pairs whose score (not a calibrated probability), adjusted" in second_stage_section(stage)
+    entry = {"threshold": 1.2, "min_z": 4.0, "min_cosine": 0.4, "second_stage": {
+        "min_prob": 0.3, "max_lines": 1000, "measured": [], "score_map": {"score": 1.0, "share": 0.5, "bias": 0.0}}}
+    mapped = calibrated_stage(stage, {"version": 4, "languages": {"de-en": entry}})
+    assert "and, for de, mapped by the calibration to follow the share of translations" in second_stage_section(mapped)

@@ -34,9 +34,9 @@ OPTION_GROUPS = (
               help="cosine of the two sides; margin = ratio margin against the k nearest neighbours of each side among "
                    "the other side's sentences in the same chunk that pass the rules (bigger chunks: denser "
                    "neighbourhoods, margins closer to whole-corpus mining; scores depend on --chunk-lines and the "
-                   "rules); prob = the model's second stage's score (0-1, not a calibrated probability) within the "
-                   "chunk, as 'mine --min-prob' judges (needs --src-lang/--tgt-lang: English and a language the "
-                   "model's second stage holds); none = rules only.")
+                   "rules); prob = the model's second stage's score (0-1; a calibrated probability only where the "
+                   "model's calibration maps it) within the chunk, as 'mine --min-prob' judges (needs "
+                   "--src-lang/--tgt-lang: English and a language the model's second stage holds); none = rules only.")
 @click.option("--min-score", type=FINITE, default=None,
               help="Keep lines scoring at least this (written unchanged). Without it every line passing the rules is "
                    "kept with its score appended as a last column.")

@@ -23,8 +23,8 @@ E = EncodeConfig
               help="none = the cosine; ratio | distance = LASER's score mode: the margin of each pair against the k "
                    "nearest neighbours of its sides among the distinct lines of the other side of the file (exact search; "
                    "embeddings kept in temporary files in TMPDIR, the input read twice); prob = the model's second "
-                   "stage's score (0-1, not a calibrated probability) within chunks of --chunk-lines lines, as "
-                   "'filter --score prob' (needs --src-lang/--tgt-lang).")
+                   "stage's score (0-1; a calibrated probability only where the model's calibration maps it) within "
+                   "chunks of --chunk-lines lines, as 'filter --score prob' (needs --src-lang/--tgt-lang).")
 @click.option("--chunk-lines", type=click.IntRange(1), default=ScoreConfig.chunk_lines, show_default=True,
               help="--margin prob: lines per chunk, the neighbourhood of each pair's margin.")
 @click.option("--judge-lines", type=click.IntRange(1), default=ScoreConfig.judge_lines, show_default=True,

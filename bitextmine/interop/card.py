@@ -183,10 +183,13 @@ def second_stage_section(stage) -> str:
     """The card's section on a model's second stage (:class:`bitextmine.judge.SecondStage`)."""
     rows = [f"| {lang} | {c['min_prob']:g} | {c['floor']:g} | {int(c['max_lines']):,} | {c.get('trained_on', '')} |"
             for lang, c in sorted(stage.languages.items())]
+    mapped = sorted(lang for lang, c in stage.languages.items() if c.get("score_map"))
+    score = (f"score, adjusted to the run's share of translations and, for {', '.join(mapped)}, mapped by the "
+             "calibration to follow the share of translations among pairs given it," if mapped else
+             "score (not a calibrated probability), adjusted to the run's share of translations,")
     return ("## Second stage\n\n`bitextmine mine` judges each candidate pair of these languages with English by a "
             f"classifier over its {_features_named(stage)} (`second_stage/`), and keeps "
-            "pairs whose score (not a calibrated probability), adjusted to the run's share of translations, "
-            "reaches min-prob; `filter --score prob` and `score --margin prob` give the same judgement. min-prob and "
+            f"pairs whose {score} reaches min-prob; `filter --score prob` and `score --margin prob` give the same judgement. min-prob and "
             "max lines: the model's calibration (config.json, \"mining\") where it holds them, else "
             f"{stage.chosen_on or 'not calibrated'}. In a run with a side of more than max lines, the stage gets "
             "margins as sides of max lines give them (neighbour means among that many lines drawn at random).\n\n"
