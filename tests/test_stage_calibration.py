@@ -217,11 +217,15 @@ def test_a_model_whose_calibration_holds_no_stage_settings_uses_the_stage_files(
     assert model.second_stage.languages["de"]["max_lines"] == on_disk["max_lines"]
 
 
-def test_train_with_two_languages_and_a_second_stage_comes_out_with_its_settings_chosen(tmp_path):
+def test_train_with_two_languages_and_a_second_stage_comes_out_with_its_settings_chosen(tmp_path, monkeypatch):
     """train --lang de --lang en --second-stage: the stage's min_prob and max_lines are chosen on the held-apart
-    pairs (not the 0.5 the stage's file holds) and mine's defaults measured with them."""
+    pairs (not the 0.5 the stage's file holds) and mine's defaults measured with them, score map included."""
     from bitextmine.config import SecondStageConfig
+    from bitextmine.evaluation import mining_calibration
 
+    seen, measure = [], mining_calibration.measure_pair
+    monkeypatch.setattr(mining_calibration, "measure_pair", lambda model, langs, *a, **k: (
+        seen.append(dict(model.second_stage.languages["de"])), measure(model, langs, *a, **k))[1])
     logs = []
     train_toy_pair(tmp_path, 3000, 33, 600, logs,
                    second_stage=SecondStageConfig(sizes=(200,), shares=(0.05, 0.5), task_pairs=500))
@@ -234,6 +238,7 @@ def test_train_with_two_languages_and_a_second_stage_comes_out_with_its_settings
     on_disk = json.load(open(tmp_path / "m" / "second_stage" / "second_stage.json"))["languages"]["de"]
     assert on_disk["min_prob"] == 0.5 and load_model(str(tmp_path / "m")).second_stage.languages["de"][
         "min_prob"] == got["min_prob"]
+    assert [(s["min_prob"], s.get("score_map")) for s in seen] == [(got["min_prob"], got["score_map"])]
 
 
 def test_keep_settings_on_a_calibration_without_stage_settings_takes_the_stage_files(toy_stage_dir, tmp_path):

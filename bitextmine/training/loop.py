@@ -189,7 +189,7 @@ def _measure_defaults(out_dir: str, languages, dev_src: list, c, src: list, tgt:
     a pair with English), stored beside the settings ``c`` chose; the sides' languages told apart by reading the
     dev pairs' first side."""
     from ..config import CalibrationConfig
-    from ..evaluation.mining_calibration import measure_pair, with_stage
+    from ..evaluation.mining_calibration import measure_pair, with_entry, with_stage
     from ..loading import load_model
     from ..mining.calibrated import pair_key, write_section
 
@@ -201,7 +201,7 @@ def _measure_defaults(out_dir: str, languages, dev_src: list, c, src: list, tgt:
         log(f"second stage for {pair_key(*langs)} on held-apart tasks: min-prob {c.stage['min_prob']:g}, judging "
             f"its own margins up to {c.stage['max_lines']:,} lines a side (chosen on smaller tasks: calibrate-mining "
             "--stage-lines N --filler ... chooses on tasks as large as the runs)")
-    c = measure_pair(model, langs, src, tgt, c, config=config)
+    c = measure_pair(with_entry(model, langs, c), langs, src, tgt, c, config=config)  # with the stage just chosen
     write_section(out_dir, {pair_key(*langs): c.entry()}, f"bitextmine train: {c.pairs} held-apart pairs, seed {seed}")
     if not c.defaults_measured:
         from ..evaluation.mining_calibration import DEFAULTS_MIN_LINES
