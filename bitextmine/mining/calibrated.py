@@ -159,9 +159,9 @@ def calibrated_stage(stage, section: dict | None):
     calibration does not hold is dropped): the one place a run's stage settings are resolved."""
     if stage is None:
         return None
-    langs = {lang: {**{k: v for k, v in c.items() if k != "score_map"}, **(stage_settings_for(section, lang) or {})}
-             for lang, c in stage.languages.items()}
-    return replace(stage, languages=langs)
+    plain = stage.unmapped()
+    return replace(plain, languages={lang: {**c, **(stage_settings_for(section, lang) or {})}
+                                     for lang, c in plain.languages.items()})
 
 
 def _measured_list(found) -> bool:
